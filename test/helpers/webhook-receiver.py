@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""Test stand-in for the chat service's incoming webhook, over HTTPS.
+
+Python 3 standard library only. Every POST it answers `200 ok` is appended to
+the messages file as one JSON line:
+    {"path": ..., "payload": <form field `payload` parsed as JSON, or null>,
+     "raw": <raw body>, "time": <epoch float>}
+Only answered-200 messages are recorded, so "delivered" means "recorded".
+Every request (whatever the answer) is also appended to the requests file:
+    {"path": ..., "status": <int or "slow">, "time": <epoch float>}
+
+The fault mode is read from the mode file on every request, so a test switches
+it at run time by rewriting that file (write a temp file, then rename):
+    ok             200, body `ok` (the default when the file is missing/empty)
+    status500      500, body `internal_error`
+    ratelimit N    429 with `Retry-After: N` for N seconds from the first
+                   request seen in this mode, then as `ok`
+    pace [N]       at most one message per N seconds (default 1); 429 with
+                   `Retry-After: N` beyond that (the chat service's limit)
+    slow N         sleeps N seconds, then answers 200 ok but records nothing
+                   (the client has given up by then, so it is not delivered)
+    badbody        200 with body `no_text` (not a success for the client)
+"down" is simply not running the receiver.
+
+Usage: webhook-receiver.py --cert C --key K --messages FILE
+                           [--requests FILE] [--mode-file FILE] [--mode MODE]
+                           [--bind ADDR] [--port N]
+Prints the bound port on the first line of stdout (port 0 picks a free one).
+"""
+
+import argparse
+import json
+import math
+import os
+import socket
+import ssl
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class State:
+    def __init__(self, args):
+        self.args = args
+        self.lock = threading.Lock()
+        self.mode_key = None
+        self.window_start = None
+        self.last_accept = None
+
+    def mode(self):
+        text = ""
+        if self.args.mode_file:
+            try:
+                with open(self.args.mode_file, encoding="utf-8") as f:
+                    text = f.read().strip()
+            except FileNotFoundError:
+                text = ""
+        text = text or self.args.mode or "ok"
+        words = text.split()
+        key = (text, self._mtime())
+        with self.lock:
+            if key != self.mode_key:
+                # A new mode (or the same mode written again) starts afresh.
+                self.mode_key = key
+                self.window_start = None
+                self.last_accept = None
+        return words[0], words[1:]
+
+    def _mtime(self):
+        if not self.args.mode_file:
+            return None
+        try:
+            return os.stat(self.args.mode_file).st_mtime_ns
+        except FileNotFoundError:
+            return None
+
+    def append(self, path, record):
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        with self.lock:
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(line)
+                f.flush()
+
+
+def make_handler(state):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "hostguard-test-receiver"
+
+        def log_message(self, fmt, *args):  # keep the test output quiet
+            pass
+
+        def answer(self, status, body, headers=()):
+            data = body.encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in headers:
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+
+        def note(self, status, now):
+            if state.args.requests:
+                state.append(state.args.requests,
+                             {"path": self.path, "status": status, "time": now})
+
+        def do_GET(self):
+            self.answer(405, "method_not_allowed")
+
+        def do_POST(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length).decode("utf-8", "surrogateescape")
+            now = time.time()
+            name, params = state.mode()
+            if name == "status500":
+                self.note(500, now)
+                self.answer(500, "internal_error")
+                return
+            if name == "badbody":
+                self.note(200, now)
+                self.answer(200, "no_text")
+                return
+            if name == "slow":
+                seconds = float(params[0]) if params else 30.0
+                self.note("slow", now)
+                time.sleep(seconds)
+                try:
+                    self.answer(200, "ok")
+                except OSError:
+                    pass
+                return
+            if name == "ratelimit":
+                seconds = float(params[0]) if params else 2.0
+                with state.lock:
+                    if state.window_start is None:
+                        state.window_start = now
+                    left = state.window_start + seconds - now
+                if left > 0:
+                    self.note(429, now)
+                    self.answer(429, "rate_limited",
+                                [("Retry-After", str(math.ceil(left)))])
+                    return
+            if name == "pace":
+                seconds = float(params[0]) if params else 1.0
+                with state.lock:
+                    if (state.last_accept is not None
+                            and now - state.last_accept < seconds):
+                        refused = True
+                    else:
+                        refused = False
+                        state.last_accept = now
+                if refused:
+                    self.note(429, now)
+                    self.answer(429, "rate_limited",
+                                [("Retry-After", str(math.ceil(seconds)))])
+                    return
+            if name not in ("ok", "ratelimit", "pace"):
+                self.note(500, now)
+                self.answer(500, "unknown_test_mode")
+                return
+            payload = None
+            try:
+                form = urllib.parse.parse_qs(raw, keep_blank_values=True,
+                                             strict_parsing=False)
+                if "payload" in form:
+                    payload = json.loads(form["payload"][0])
+            except ValueError:
+                payload = None
+            # Record before answering: once the client sees 200 ok the line
+            # is in the file, so a test may read it right after the run.
+            state.append(state.args.messages,
+                         {"path": self.path, "payload": payload,
+                          "raw": raw, "time": now})
+            self.note(200, now)
+            self.answer(200, "ok")
+
+    return Handler
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address, handler, context):
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        self.context = context
+        super().__init__(address, handler)
+
+    def get_request(self):
+        sock, addr = self.socket.accept()
+        sock.settimeout(60)
+        return sock, addr
+
+    def finish_request(self, request, client_address):
+        # Handshake in the handler thread, so a client that never completes
+        # it cannot block the accept loop.
+        try:
+            tls = self.context.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError):
+            return
+        self.RequestHandlerClass(tls, client_address, self)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cert", required=True)
+    parser.add_argument("--key", required=True)
+    parser.add_argument("--messages", required=True)
+    parser.add_argument("--requests")
+    parser.add_argument("--mode-file")
+    parser.add_argument("--mode", default="ok")
+    parser.add_argument("--bind", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(args.cert, args.key)
+
+    state = State(args)
+    server = Server((args.bind, args.port), make_handler(state), context)
+    print(server.server_address[1], flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
