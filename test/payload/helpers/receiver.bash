@@ -2,10 +2,12 @@
 # Bats helpers around test/helpers/webhook-receiver.py, the HTTPS stand-in for
 # the chat webhook. Load with `load helpers/receiver` from test/payload/*.bats.
 #
-#   receiver_start [--dir DIR] [--bind ADDR] [--mode MODE] [--ip IP]...
+#   receiver_start [--dir DIR] [--bind ADDR] [--port N] [--mode MODE] [--ip IP]...
 #       Makes a test CA in DIR (default $BATS_TEST_TMPDIR/receiver; extra IPs
 #       for the server certificate with --ip, e.g. a namespace address),
-#       starts the receiver in the background on a free port and waits (at
+#       starts the receiver in the background on a free port (or N: restart
+#       after receiver_stop with --port "$RECEIVER_PORT"; the CA and the
+#       recorded messages in DIR are kept) and waits (at
 #       most 10 s) until it listens. Exports:
 #         RECEIVER_DIR RECEIVER_PID RECEIVER_PORT RECEIVER_BIND
 #         RECEIVER_URL          https://ADDR:PORT$RECEIVER_SECRET_PATH
@@ -42,7 +44,7 @@ RECEIVER_SECRET_PATH="/services/T000/B000/${RECEIVER_SENTINEL}"
 RECEIVER_HELPERS="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../helpers" && pwd)"
 
 receiver_start() {
-  local dir="${BATS_TEST_TMPDIR:?}/receiver" bind=127.0.0.1 mode=ok
+  local dir="${BATS_TEST_TMPDIR:?}/receiver" bind=127.0.0.1 mode=ok port=0
   local -a ips=()
   while (($#)); do
     case "$1" in
@@ -50,6 +52,7 @@ receiver_start() {
       --bind) bind="$2"; shift 2 ;;
       --mode) mode="$2"; shift 2 ;;
       --ip) ips+=("$2"); shift 2 ;;
+      --port) port="$2"; shift 2 ;;
       *) echo "receiver_start: unknown option $1" >&2; return 64 ;;
     esac
   done
@@ -58,15 +61,15 @@ receiver_start() {
     ips+=("${bind}")
   fi
   [[ -f "${dir}/ca.pem" ]] || bash "${RECEIVER_HELPERS}/test-ca.sh" "${dir}" "${ips[@]}" || return 1
-  : >"${dir}/messages.jsonl"
-  : >"${dir}/requests.jsonl"
+  # Kept across a restart in the same DIR (the "down" fault).
+  touch "${dir}/messages.jsonl" "${dir}/requests.jsonl"
   : >"${dir}/port"
   printf '%s\n' "${mode}" >"${dir}/mode"
   # fd 3 closed: bats waits for it, and the receiver outlives the test body.
   "${RECEIVER_WRAP[@]+"${RECEIVER_WRAP[@]}"}" python3 "${RECEIVER_HELPERS}/webhook-receiver.py" \
     --cert "${dir}/server.pem" --key "${dir}/server.key" \
     --messages "${dir}/messages.jsonl" --requests "${dir}/requests.jsonl" \
-    --mode-file "${dir}/mode" --bind "${bind}" --port 0 \
+    --mode-file "${dir}/mode" --bind "${bind}" --port "${port}" \
     >"${dir}/port" 2>"${dir}/receiver.err" 3>&- &
   export RECEIVER_PID=$!
   local i
