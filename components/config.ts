@@ -1,0 +1,432 @@
+// Stack configuration of the `hostguard` namespace: the typed settings, their
+// defaults (from the SPEC) and the one validator that runs before any resource
+// is created. Pure: no Pulumi runtime needed, so `tools/render.ts` and the unit
+// tests use exactly the same checks as `pulumi preview`.
+import * as net from "node:net";
+
+export const NAMESPACE = "hostguard";
+
+/** Keys whose values are secrets: a validation error names them, never shows them. */
+export const SECRET_KEYS = ["webhookUrl", "sshPrivateKey", "bastionPrivateKey"] as const;
+
+export interface BastionSettings {
+    host: string;
+    port: number;
+    user: string;
+    hostKey?: string;
+    /** When set (AWS mode), SSH into the hosts is allowed from this group only. */
+    securityGroupId?: string;
+}
+
+export interface HostSettings {
+    /** Short name: used in resource names and the render folder. */
+    name: string;
+    host: string;
+    port: number;
+    user: string;
+    /** Expected SSH host key (`ssh-ed25519 AAAA...`); checked when given. */
+    hostKey?: string;
+}
+
+/** The values written to `hostguard.conf` (keys of scripts/README.md), minus CRON_MINUTE (drawn per host). */
+export interface PayloadSettings {
+    cpuThreshold: number;
+    memoryThreshold: number;
+    diskThreshold: number;
+    containerRuntime: string;
+    containerWatch: string[];
+    notifyCaFile: string;
+    notifyMaxTime: number;
+    notifyAttempts: number;
+    notifyBudget: number;
+    slackChannel: string;
+    banMaxRetry: number;
+    banFindTime: string;
+    banBanTime: string;
+    banAction: string;
+    nginxAccessLog: string;
+    nginxServerConf: string;
+    appProperties: string;
+}
+
+export interface HostguardConfig {
+    settings: PayloadSettings;
+    hosts: HostSettings[];
+    bastion?: BastionSettings;
+    /** false leaves every AWS resource out (local or non-AWS hosts, end-to-end tests). */
+    aws: boolean;
+    vpcId?: string;
+    securityGroupId?: string;
+    securityGroupName?: string;
+    securityGroupDescription?: string;
+    privateCidrs: string[];
+    adminCidrs: string[];
+    /** Presence only: the values themselves are read with requireSecret/getSecret. */
+    hasWebhookUrl: boolean;
+    hasSshPrivateKey: boolean;
+    hasBastionPrivateKey: boolean;
+}
+
+export const DEFAULT_SETTINGS: PayloadSettings = {
+    cpuThreshold: 80,
+    memoryThreshold: 90,
+    diskThreshold: 90,
+    containerRuntime: "docker",
+    containerWatch: [],
+    notifyCaFile: "",
+    notifyMaxTime: 10,
+    notifyAttempts: 3,
+    notifyBudget: 40,
+    slackChannel: "alerts",
+    banMaxRetry: 10,
+    banFindTime: "1m",
+    banBanTime: "10m",
+    banAction: "",
+    nginxAccessLog: "/var/log/nginx/access.log",
+    nginxServerConf: "",
+    appProperties: "",
+};
+
+export const DEFAULT_SSH_USER = "admin";
+export const DEFAULT_PRIVATE_CIDRS = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"];
+export const DEFAULT_SECURITY_GROUP_DESCRIPTION = "hostguard: HTTPS public, 8080 private, SSH for deployment";
+
+/** Every key the namespace accepts; anything else is a typo and is rejected. */
+export const KNOWN_KEYS: readonly string[] = [
+    ...Object.keys(DEFAULT_SETTINGS),
+    "hosts",
+    "sshUser",
+    "bastion",
+    "aws",
+    "vpcId",
+    "securityGroupId",
+    "securityGroupName",
+    "securityGroupDescription",
+    "privateCidrs",
+    "adminCidrs",
+    ...SECRET_KEYS,
+];
+
+export class ConfigError extends Error {
+    constructor(readonly key: string, message: string) {
+        super(`${NAMESPACE}:${key} ${message}`);
+        this.name = "ConfigError";
+    }
+}
+
+/** Raw config: values as Pulumi hands them over (strings, JSON for objects) or as parsed from the stack YAML. */
+export type RawConfig = Record<string, unknown>;
+
+export interface ValidateOptions {
+    /** The render tool has no secrets: it only needs them to be declared, not readable. */
+    requireSecrets?: boolean;
+}
+
+/**
+ * Validates the raw config of the namespace (keys without the `hostguard:` prefix)
+ * and returns typed settings with defaults applied. Throws ConfigError naming the key.
+ * A secret's value never appears in a message.
+ */
+export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): HostguardConfig {
+    const requireSecrets = opts.requireSecrets ?? true;
+    for (const key of Object.keys(raw)) {
+        if (!KNOWN_KEYS.includes(key)) {
+            throw new ConfigError(key, `is not a known key (known: ${[...KNOWN_KEYS].sort().join(", ")})`);
+        }
+    }
+    const d = DEFAULT_SETTINGS;
+    const settings: PayloadSettings = {
+        cpuThreshold: percent(raw, "cpuThreshold", d.cpuThreshold),
+        memoryThreshold: percent(raw, "memoryThreshold", d.memoryThreshold),
+        diskThreshold: percent(raw, "diskThreshold", d.diskThreshold),
+        containerRuntime: word(raw, "containerRuntime", d.containerRuntime, /^[A-Za-z0-9._/-]+$/),
+        containerWatch: stringList(raw, "containerWatch", d.containerWatch).map((n, i) =>
+            matches(`containerWatch[${i}]`, n, /^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "must be a container name")),
+        notifyCaFile: path(raw, "notifyCaFile", d.notifyCaFile),
+        notifyMaxTime: integer(raw, "notifyMaxTime", d.notifyMaxTime, 1, 300),
+        notifyAttempts: integer(raw, "notifyAttempts", d.notifyAttempts, 1, 20),
+        notifyBudget: integer(raw, "notifyBudget", d.notifyBudget, 1, 55),
+        slackChannel: word(raw, "slackChannel", d.slackChannel, /^[a-z0-9][a-z0-9._-]{0,79}$/),
+        banMaxRetry: integer(raw, "banMaxRetry", d.banMaxRetry, 1, 1000),
+        banFindTime: duration(raw, "banFindTime", d.banFindTime),
+        banBanTime: duration(raw, "banBanTime", d.banBanTime),
+        banAction: word(raw, "banAction", d.banAction, /^[A-Za-z0-9._-]*$/),
+        nginxAccessLog: path(raw, "nginxAccessLog", d.nginxAccessLog),
+        nginxServerConf: path(raw, "nginxServerConf", d.nginxServerConf),
+        appProperties: path(raw, "appProperties", d.appProperties),
+    };
+    if (settings.notifyMaxTime > settings.notifyBudget) {
+        throw new ConfigError("notifyMaxTime", "must not exceed hostguard:notifyBudget");
+    }
+
+    const sshUser = word(raw, "sshUser", DEFAULT_SSH_USER, /^[a-z_][a-z0-9_-]{0,31}$/);
+    const hosts = hostList(raw, sshUser);
+    const bastion = bastionSettings(raw, sshUser);
+    const useAws = bool(raw, "aws", true);
+    const privateCidrs = cidrList(raw, "privateCidrs", DEFAULT_PRIVATE_CIDRS);
+    const adminCidrs = cidrList(raw, "adminCidrs", []);
+    adminCidrs.forEach((c, i) => {
+        if (isWholeInternet(c)) {
+            throw new ConfigError(`adminCidrs[${i}]`, `opens SSH to the whole internet (${c}); list admin networks or use hostguard:bastion`);
+        }
+    });
+    privateCidrs.forEach((c, i) => {
+        if (isWholeInternet(c)) {
+            throw new ConfigError(`privateCidrs[${i}]`, `must be a private network, not ${c}`);
+        }
+    });
+
+    const vpcId = optionalWord(raw, "vpcId", /^vpc-[0-9a-f]{8,17}$/);
+    const securityGroupId = optionalWord(raw, "securityGroupId", /^sg-[0-9a-f]{8,17}$/);
+    const securityGroupName = optionalWord(raw, "securityGroupName", /^[\x20-\x7e]{1,255}$/);
+    const securityGroupDescription = optionalWord(raw, "securityGroupDescription", /^[\x20-\x7e]{1,255}$/);
+    if (useAws) {
+        if (!vpcId) {
+            throw new ConfigError("vpcId", "is required when hostguard:aws is true (the group is created or adopted in it)");
+        }
+        if (adminCidrs.length === 0 && !bastion?.securityGroupId) {
+            throw new ConfigError("adminCidrs", "must list at least one CIDR unless hostguard:bastion.securityGroupId is given (SSH is needed to deploy)");
+        }
+        if (securityGroupId && !securityGroupName) {
+            throw new ConfigError("securityGroupName", "is required with hostguard:securityGroupId (the adopted group's exact name; a different one would replace the group)");
+        }
+    }
+
+    const hasWebhookUrl = webhook(raw, requireSecrets);
+    const hasSshPrivateKey = secretPresent(raw, "sshPrivateKey", requireSecrets, (v) => /-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(v), "must be a PEM or OpenSSH private key");
+    const hasBastionPrivateKey = secretPresent(raw, "bastionPrivateKey", false, (v) => /-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(v), "must be a PEM or OpenSSH private key");
+
+    return {
+        settings, hosts, bastion, aws: useAws, vpcId, securityGroupId, securityGroupName, securityGroupDescription,
+        privateCidrs, adminCidrs, hasWebhookUrl, hasSshPrivateKey, hasBastionPrivateKey,
+    };
+}
+
+// ---- secrets -------------------------------------------------------------
+
+/** A value from the stack YAML that is still encrypted (`{secure: ...}`): present, unreadable. */
+function isEncrypted(v: unknown): boolean {
+    return typeof v === "object" && v !== null && "secure" in v;
+}
+
+function webhook(raw: RawConfig, required: boolean): boolean {
+    return secretPresent(raw, "webhookUrl", required, (v) => {
+        try {
+            const u = new URL(v.trim());
+            return u.protocol === "https:" && u.hostname.length > 0 && !/\s/.test(v.trim());
+        } catch {
+            return false;
+        }
+    }, "must be an https:// URL (the value is not shown because it is a secret)");
+}
+
+function secretPresent(raw: RawConfig, key: string, required: boolean, ok: (v: string) => boolean, what: string): boolean {
+    const v = raw[key];
+    if (v === undefined || v === "") {
+        if (required) {
+            throw new ConfigError(key, `is required: set it with \`pulumi config set --secret ${NAMESPACE}:${key} ...\``);
+        }
+        return false;
+    }
+    if (isEncrypted(v)) {
+        return true;
+    }
+    if (typeof v !== "string" || !ok(v)) {
+        throw new ConfigError(key, what);
+    }
+    return true;
+}
+
+// ---- hosts and bastion ---------------------------------------------------
+
+function hostList(raw: RawConfig, sshUser: string): HostSettings[] {
+    const list = structured(raw, "hosts", undefined);
+    if (!Array.isArray(list) || list.length === 0) {
+        throw new ConfigError("hosts", "must list at least one host ({name, host, port?, user?, hostKey?})");
+    }
+    const seen = new Set<string>();
+    return list.map((h, i) => {
+        const key = `hosts[${i}]`;
+        if (typeof h !== "object" || h === null || Array.isArray(h)) {
+            throw new ConfigError(key, "must be an object {name, host, port?, user?, hostKey?}");
+        }
+        const o = h as Record<string, unknown>;
+        for (const k of Object.keys(o)) {
+            if (!["name", "host", "port", "user", "hostKey"].includes(k)) {
+                throw new ConfigError(`${key}.${k}`, "is not a known host field (name, host, port, user, hostKey)");
+            }
+        }
+        const name = matches(`${key}.name`, o.name, /^[a-z0-9][a-z0-9-]{0,39}$/, "must be lower-case letters, digits and dashes (it names resources)");
+        if (seen.has(name)) {
+            throw new ConfigError(`${key}.name`, `repeats the name ${name}`);
+        }
+        seen.add(name);
+        return {
+            name,
+            host: matches(`${key}.host`, o.host, /^[A-Za-z0-9.:_-]+$/, "must be a host name or IP address"),
+            port: o.port === undefined ? 22 : intValue(`${key}.port`, o.port, 1, 65535),
+            user: o.user === undefined ? sshUser : matches(`${key}.user`, o.user, /^[a-z_][a-z0-9_-]{0,31}$/, "must be a user name"),
+            hostKey: o.hostKey === undefined ? undefined : hostKey(`${key}.hostKey`, o.hostKey),
+        };
+    });
+}
+
+function bastionSettings(raw: RawConfig, sshUser: string): BastionSettings | undefined {
+    const b = structured(raw, "bastion", undefined);
+    if (b === undefined) {
+        return undefined;
+    }
+    if (typeof b !== "object" || b === null || Array.isArray(b)) {
+        throw new ConfigError("bastion", "must be an object {host, port?, user?, hostKey?, securityGroupId?}");
+    }
+    const o = b as Record<string, unknown>;
+    for (const k of Object.keys(o)) {
+        if (!["host", "port", "user", "hostKey", "securityGroupId"].includes(k)) {
+            throw new ConfigError(`bastion.${k}`, "is not a known bastion field (host, port, user, hostKey, securityGroupId)");
+        }
+    }
+    return {
+        host: matches("bastion.host", o.host, /^[A-Za-z0-9.:_-]+$/, "must be a host name or IP address"),
+        port: o.port === undefined ? 22 : intValue("bastion.port", o.port, 1, 65535),
+        user: o.user === undefined ? sshUser : matches("bastion.user", o.user, /^[a-z_][a-z0-9_-]{0,31}$/, "must be a user name"),
+        hostKey: o.hostKey === undefined ? undefined : hostKey("bastion.hostKey", o.hostKey),
+        securityGroupId: o.securityGroupId === undefined ? undefined
+            : matches("bastion.securityGroupId", o.securityGroupId, /^sg-[0-9a-f]{8,17}$/, "must be a security group id (sg-...)"),
+    };
+}
+
+function hostKey(key: string, v: unknown): string {
+    return matches(key, v, /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+={0,3}$/, "must be a public host key line such as `ssh-ed25519 AAAA...`");
+}
+
+// ---- scalar helpers ------------------------------------------------------
+
+/** Objects and lists arrive as JSON strings from Pulumi and as values from YAML. */
+function structured(raw: RawConfig, key: string, dflt: unknown): unknown {
+    const v = raw[key];
+    if (v === undefined) {
+        return dflt;
+    }
+    if (typeof v === "string") {
+        try {
+            return JSON.parse(v);
+        } catch {
+            throw new ConfigError(key, "must be a structured value (a YAML list or object)");
+        }
+    }
+    return v;
+}
+
+function stringList(raw: RawConfig, key: string, dflt: string[]): string[] {
+    const v = structured(raw, key, dflt);
+    if (!Array.isArray(v) || v.some((x) => typeof x !== "string")) {
+        throw new ConfigError(key, "must be a list of strings");
+    }
+    return v as string[];
+}
+
+function cidrList(raw: RawConfig, key: string, dflt: string[]): string[] {
+    return stringList(raw, key, dflt).map((c, i) => {
+        if (!isCidr(c)) {
+            throw new ConfigError(`${key}[${i}]`, `must be a CIDR block such as 10.0.0.0/16 or 2001:db8::/32, got ${JSON.stringify(c)}`);
+        }
+        return c;
+    });
+}
+
+export function isCidr(c: string): boolean {
+    const m = /^([^/]+)\/(\d{1,3})$/.exec(c);
+    if (!m) {
+        return false;
+    }
+    const family = net.isIP(m[1]);
+    const bits = Number(m[2]);
+    return (family === 4 && bits <= 32) || (family === 6 && bits <= 128);
+}
+
+export function isWholeInternet(c: string): boolean {
+    const m = /^([^/]+)\/(\d{1,3})$/.exec(c);
+    return m !== null && Number(m[2]) === 0;
+}
+
+function scalar(raw: RawConfig, key: string): unknown {
+    const v = raw[key];
+    if (isEncrypted(v)) {
+        throw new ConfigError(key, "must not be a secret");
+    }
+    return v;
+}
+
+function intValue(key: string, v: unknown, min: number, max: number): number {
+    const n = typeof v === "number" ? v : typeof v === "string" && /^-?\d+$/.test(v.trim()) ? Number(v) : NaN;
+    if (!Number.isInteger(n) || n < min || n > max) {
+        throw new ConfigError(key, `must be an integer between ${min} and ${max}, got ${JSON.stringify(v)}`);
+    }
+    return n;
+}
+
+function integer(raw: RawConfig, key: string, dflt: number, min: number, max: number): number {
+    const v = scalar(raw, key);
+    return v === undefined ? dflt : intValue(key, v, min, max);
+}
+
+function percent(raw: RawConfig, key: string, dflt: number): number {
+    const v = scalar(raw, key);
+    if (v === undefined) {
+        return dflt;
+    }
+    const n = typeof v === "number" ? v : typeof v === "string" && /^-?\d+(\.\d+)?$/.test(v.trim()) ? Number(v) : NaN;
+    if (!Number.isFinite(n) || n < 0 || n > 100) {
+        throw new ConfigError(key, `must be between 0 and 100, got ${JSON.stringify(v)}`);
+    }
+    return n;
+}
+
+function bool(raw: RawConfig, key: string, dflt: boolean): boolean {
+    const v = scalar(raw, key);
+    if (v === undefined) {
+        return dflt;
+    }
+    if (v === true || v === "true") {
+        return true;
+    }
+    if (v === false || v === "false") {
+        return false;
+    }
+    throw new ConfigError(key, `must be true or false, got ${JSON.stringify(v)}`);
+}
+
+function matches(key: string, v: unknown, re: RegExp, what: string): string {
+    if (typeof v !== "string" || !re.test(v)) {
+        throw new ConfigError(key, `${what}, got ${JSON.stringify(v)}`);
+    }
+    return v;
+}
+
+function word(raw: RawConfig, key: string, dflt: string, re: RegExp): string {
+    const v = scalar(raw, key);
+    return v === undefined ? dflt : matches(key, v, re, `must match ${re}`);
+}
+
+function optionalWord(raw: RawConfig, key: string, re: RegExp): string | undefined {
+    const v = scalar(raw, key);
+    return v === undefined || v === "" ? undefined : matches(key, v, re, `must match ${re}`);
+}
+
+function path(raw: RawConfig, key: string, dflt: string): string {
+    const v = scalar(raw, key);
+    if (v === undefined || v === "") {
+        return v === "" ? "" : dflt;
+    }
+    return matches(key, v, /^\/[A-Za-z0-9._/-]*$/, "must be an absolute path of plain characters");
+}
+
+/** fail2ban time: digits with an optional unit, units may repeat (`1h30m`). */
+function duration(raw: RawConfig, key: string, dflt: string): string {
+    const v = scalar(raw, key);
+    if (v === undefined) {
+        return dflt;
+    }
+    const s = typeof v === "number" ? String(v) : v;
+    return matches(key, s, /^(\d+|(\d+[smhdw])+)$/, "must be a duration such as 30s, 10m, 1h or 1h30m");
+}

@@ -1,0 +1,126 @@
+// The config validator: defaults from the SPEC, every bad value rejected with
+// its key named, secrets never echoed.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { ConfigError, DEFAULT_SETTINGS, validateConfig, type RawConfig } from "../../components/config";
+
+const SENTINEL = "https://hooks.example.test/services/T000/B000/SENTINEL-not-a-real-hook";
+const KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAAfake\n-----END OPENSSH PRIVATE KEY-----\n";
+
+/** A good config as Pulumi hands it over: strings, JSON for lists and objects. */
+function good(overrides: RawConfig = {}): RawConfig {
+    return {
+        hosts: JSON.stringify([{ name: "web1", host: "10.0.1.10" }]),
+        vpcId: "vpc-0123456789abcdef0",
+        adminCidrs: JSON.stringify(["203.0.113.0/24"]),
+        webhookUrl: SENTINEL,
+        sshPrivateKey: KEY,
+        ...overrides,
+    };
+}
+
+function rejects(raw: RawConfig, key: string, opts = {}): ConfigError {
+    let caught: unknown;
+    try {
+        validateConfig(raw, opts);
+    } catch (e) {
+        caught = e;
+    }
+    assert.ok(caught instanceof ConfigError, `expected a ConfigError for ${key}, got ${String(caught)}`);
+    assert.equal(caught.key, key);
+    assert.ok(caught.message.startsWith(`hostguard:${key} `), caught.message);
+    assert.ok(!caught.message.includes("SENTINEL"), `secret echoed: ${caught.message}`);
+    return caught;
+}
+
+describe("validateConfig", () => {
+    it("accepts a good config and applies the SPEC's defaults", () => {
+        const c = validateConfig(good());
+        assert.deepEqual(c.settings, DEFAULT_SETTINGS);
+        assert.equal(c.settings.cpuThreshold, 80);
+        assert.equal(c.settings.memoryThreshold, 90);
+        assert.equal(c.settings.diskThreshold, 90);
+        assert.equal(c.settings.banMaxRetry, 10);
+        assert.equal(c.settings.banFindTime, "1m");
+        assert.equal(c.settings.banBanTime, "10m");
+        assert.deepEqual(c.hosts, [{ name: "web1", host: "10.0.1.10", port: 22, user: "admin", hostKey: undefined }]);
+        assert.equal(c.aws, true);
+        assert.deepEqual(c.privateCidrs, ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]);
+        assert.equal(c.hasWebhookUrl, true);
+        assert.equal(JSON.stringify(c).includes("SENTINEL"), false, "the typed config must not carry the secret");
+    });
+
+    it("parses values given as YAML types (render tool) and as strings (Pulumi)", () => {
+        const c = validateConfig(good({
+            hosts: [{ name: "a", host: "a.example.test", port: 2222, user: "deploy", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake" }],
+            cpuThreshold: 70, memoryThreshold: "85.5", containerWatch: '["api","db"]', aws: "false", vpcId: undefined,
+        }));
+        assert.equal(c.hosts[0].port, 2222);
+        assert.equal(c.settings.memoryThreshold, 85.5);
+        assert.deepEqual(c.settings.containerWatch, ["api", "db"]);
+        assert.equal(c.aws, false);
+    });
+
+    it("accepts encrypted secrets it cannot read when secrets are optional (render)", () => {
+        const c = validateConfig(good({ webhookUrl: { secure: "v1:abc" }, sshPrivateKey: undefined }), { requireSecrets: false });
+        assert.equal(c.hasWebhookUrl, true);
+        assert.equal(c.hasSshPrivateKey, false);
+    });
+
+    it("rejects an http webhook without echoing it", () => {
+        const e = rejects(good({ webhookUrl: SENTINEL.replace("https", "http") }), "webhookUrl");
+        assert.match(e.message, /https:\/\/ URL/);
+    });
+    it("rejects a webhook that is no URL", () => rejects(good({ webhookUrl: "SENTINEL" }), "webhookUrl"));
+    it("requires the webhook for a deployment", () => rejects(good({ webhookUrl: undefined }), "webhookUrl"));
+    it("requires the SSH key for a deployment", () => rejects(good({ sshPrivateKey: undefined }), "sshPrivateKey"));
+
+    for (const [key, value] of [["cpuThreshold", "101"], ["memoryThreshold", "-1"], ["diskThreshold", "ninety"], ["cpuThreshold", 100.5]] as const) {
+        it(`rejects ${key}=${value} (outside 0..100)`, () => {
+            const e = rejects(good({ [key]: value }), key);
+            assert.match(e.message, /must be between 0 and 100/);
+        });
+    }
+    it("accepts thresholds at the bounds 0 and 100", () => {
+        const c = validateConfig(good({ cpuThreshold: "0", diskThreshold: "100" }));
+        assert.equal(c.settings.cpuThreshold, 0);
+        assert.equal(c.settings.diskThreshold, 100);
+    });
+
+    it("rejects a malformed CIDR in privateCidrs", () => rejects(good({ privateCidrs: '["10.0.0.0/33"]' }), "privateCidrs[0]"));
+    it("rejects a malformed CIDR in adminCidrs", () => rejects(good({ adminCidrs: '["203.0.113.0/24","300.1.2.3/8"]' }), "adminCidrs[1]"));
+    it("rejects a CIDR without prefix length", () => rejects(good({ adminCidrs: '["203.0.113.7"]' }), "adminCidrs[0]"));
+    it("rejects SSH open to the IPv4 world", () => {
+        const e = rejects(good({ adminCidrs: '["0.0.0.0/0"]' }), "adminCidrs[0]");
+        assert.match(e.message, /whole internet/);
+    });
+    it("rejects SSH open to the IPv6 world", () => rejects(good({ adminCidrs: '["2001:db8::/32","::/0"]' }), "adminCidrs[1]"));
+    it("rejects an empty host list", () => rejects(good({ hosts: "[]" }), "hosts"));
+    it("rejects a missing host list", () => rejects(good({ hosts: undefined }), "hosts"));
+    it("rejects a duplicate host name", () => rejects(good({ hosts: '[{"name":"a","host":"h1"},{"name":"a","host":"h2"}]' }), "hosts[1].name"));
+    it("rejects an unknown host field", () => rejects(good({ hosts: '[{"name":"a","host":"h1","pasword":"x"}]' }), "hosts[0].pasword"));
+    it("rejects a malformed duration", () => rejects(good({ banBanTime: "10 minutes" }), "banBanTime"));
+    it("rejects another malformed duration", () => rejects(good({ banFindTime: "m1" }), "banFindTime"));
+    it("accepts fail2ban durations", () => {
+        const c = validateConfig(good({ banFindTime: "600", banBanTime: "1h30m" }));
+        assert.equal(c.settings.banBanTime, "1h30m");
+    });
+    it("rejects an unknown key", () => {
+        const e = rejects(good({ cpuTreshold: "50" }), "cpuTreshold");
+        assert.match(e.message, /not a known key/);
+    });
+    it("requires a vpcId in AWS mode", () => rejects(good({ vpcId: undefined }), "vpcId"));
+    it("requires an SSH source in AWS mode", () => rejects(good({ adminCidrs: undefined }), "adminCidrs"));
+    it("accepts a bastion group as the SSH source", () => {
+        const c = validateConfig(good({ adminCidrs: undefined, bastion: '{"host":"bastion.example.test","securityGroupId":"sg-0123456789abcdef0"}' }));
+        assert.equal(c.bastion?.securityGroupId, "sg-0123456789abcdef0");
+        assert.equal(c.bastion?.user, "admin");
+    });
+    it("requires the name of an adopted group", () => rejects(good({ securityGroupId: "sg-0123456789abcdef0" }), "securityGroupName"));
+    it("rejects a malformed host key", () => rejects(good({ hosts: '[{"name":"a","host":"h","hostKey":"AAAA"}]' }), "hosts[0].hostKey"));
+    it("rejects a non-boolean aws switch", () => rejects(good({ aws: "no" }), "aws"));
+    it("needs no AWS keys when aws is false", () => {
+        const c = validateConfig(good({ aws: "false", vpcId: undefined, adminCidrs: undefined }));
+        assert.equal(c.aws, false);
+    });
+});
