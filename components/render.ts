@@ -190,7 +190,7 @@ export async function tarFiles(files: PayloadFile[]): Promise<Buffer> {
     const pack = tarStream.pack();
     const chunks: Buffer[] = [];
     const done = new Promise<Buffer>((resolve, reject) => {
-        pack.on("data", (c: Buffer) => chunks.push(c));
+        pack.on("data", (c: unknown) => chunks.push(c as Buffer));
         pack.on("end", () => resolve(Buffer.concat(chunks)));
         pack.on("error", reject);
     });

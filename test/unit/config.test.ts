@@ -71,9 +71,9 @@ describe("validateConfig", () => {
         const e = rejects(good({ webhookUrl: SENTINEL.replace("https", "http") }), "webhookUrl");
         assert.match(e.message, /https:\/\/ URL/);
     });
-    it("rejects a webhook that is no URL", () => rejects(good({ webhookUrl: "SENTINEL" }), "webhookUrl"));
-    it("requires the webhook for a deployment", () => rejects(good({ webhookUrl: undefined }), "webhookUrl"));
-    it("requires the SSH key for a deployment", () => rejects(good({ sshPrivateKey: undefined }), "sshPrivateKey"));
+    it("rejects a webhook that is no URL", () => { rejects(good({ webhookUrl: "SENTINEL" }), "webhookUrl"); });
+    it("requires the webhook for a deployment", () => { rejects(good({ webhookUrl: undefined }), "webhookUrl"); });
+    it("requires the SSH key for a deployment", () => { rejects(good({ sshPrivateKey: undefined }), "sshPrivateKey"); });
 
     for (const [key, value] of [["cpuThreshold", "101"], ["memoryThreshold", "-1"], ["diskThreshold", "ninety"], ["cpuThreshold", 100.5]] as const) {
         it(`rejects ${key}=${value} (outside 0..100)`, () => {
@@ -87,20 +87,20 @@ describe("validateConfig", () => {
         assert.equal(c.settings.diskThreshold, 100);
     });
 
-    it("rejects a malformed CIDR in privateCidrs", () => rejects(good({ privateCidrs: '["10.0.0.0/33"]' }), "privateCidrs[0]"));
-    it("rejects a malformed CIDR in adminCidrs", () => rejects(good({ adminCidrs: '["203.0.113.0/24","300.1.2.3/8"]' }), "adminCidrs[1]"));
-    it("rejects a CIDR without prefix length", () => rejects(good({ adminCidrs: '["203.0.113.7"]' }), "adminCidrs[0]"));
+    it("rejects a malformed CIDR in privateCidrs", () => { rejects(good({ privateCidrs: '["10.0.0.0/33"]' }), "privateCidrs[0]"); });
+    it("rejects a malformed CIDR in adminCidrs", () => { rejects(good({ adminCidrs: '["203.0.113.0/24","300.1.2.3/8"]' }), "adminCidrs[1]"); });
+    it("rejects a CIDR without prefix length", () => { rejects(good({ adminCidrs: '["203.0.113.7"]' }), "adminCidrs[0]"); });
     it("rejects SSH open to the IPv4 world", () => {
         const e = rejects(good({ adminCidrs: '["0.0.0.0/0"]' }), "adminCidrs[0]");
         assert.match(e.message, /whole internet/);
     });
-    it("rejects SSH open to the IPv6 world", () => rejects(good({ adminCidrs: '["2001:db8::/32","::/0"]' }), "adminCidrs[1]"));
-    it("rejects an empty host list", () => rejects(good({ hosts: "[]" }), "hosts"));
-    it("rejects a missing host list", () => rejects(good({ hosts: undefined }), "hosts"));
-    it("rejects a duplicate host name", () => rejects(good({ hosts: '[{"name":"a","host":"h1"},{"name":"a","host":"h2"}]' }), "hosts[1].name"));
-    it("rejects an unknown host field", () => rejects(good({ hosts: '[{"name":"a","host":"h1","pasword":"x"}]' }), "hosts[0].pasword"));
-    it("rejects a malformed duration", () => rejects(good({ banBanTime: "10 minutes" }), "banBanTime"));
-    it("rejects another malformed duration", () => rejects(good({ banFindTime: "m1" }), "banFindTime"));
+    it("rejects SSH open to the IPv6 world", () => { rejects(good({ adminCidrs: '["2001:db8::/32","::/0"]' }), "adminCidrs[1]"); });
+    it("rejects an empty host list", () => { rejects(good({ hosts: "[]" }), "hosts"); });
+    it("rejects a missing host list", () => { rejects(good({ hosts: undefined }), "hosts"); });
+    it("rejects a duplicate host name", () => { rejects(good({ hosts: '[{"name":"a","host":"h1"},{"name":"a","host":"h2"}]' }), "hosts[1].name"); });
+    it("rejects an unknown host field", () => { rejects(good({ hosts: '[{"name":"a","host":"h1","pasword":"x"}]' }), "hosts[0].pasword"); });
+    it("rejects a malformed duration", () => { rejects(good({ banBanTime: "10 minutes" }), "banBanTime"); });
+    it("rejects another malformed duration", () => { rejects(good({ banFindTime: "m1" }), "banFindTime"); });
     it("accepts fail2ban durations", () => {
         const c = validateConfig(good({ banFindTime: "600", banBanTime: "1h30m" }));
         assert.equal(c.settings.banBanTime, "1h30m");
@@ -109,16 +109,16 @@ describe("validateConfig", () => {
         const e = rejects(good({ cpuTreshold: "50" }), "cpuTreshold");
         assert.match(e.message, /not a known key/);
     });
-    it("requires a vpcId in AWS mode", () => rejects(good({ vpcId: undefined }), "vpcId"));
-    it("requires an SSH source in AWS mode", () => rejects(good({ adminCidrs: undefined }), "adminCidrs"));
+    it("requires a vpcId in AWS mode", () => { rejects(good({ vpcId: undefined }), "vpcId"); });
+    it("requires an SSH source in AWS mode", () => { rejects(good({ adminCidrs: undefined }), "adminCidrs"); });
     it("accepts a bastion group as the SSH source", () => {
         const c = validateConfig(good({ adminCidrs: undefined, bastion: '{"host":"bastion.example.test","securityGroupId":"sg-0123456789abcdef0"}' }));
         assert.equal(c.bastion?.securityGroupId, "sg-0123456789abcdef0");
         assert.equal(c.bastion?.user, "admin");
     });
-    it("requires the name of an adopted group", () => rejects(good({ securityGroupId: "sg-0123456789abcdef0" }), "securityGroupName"));
-    it("rejects a malformed host key", () => rejects(good({ hosts: '[{"name":"a","host":"h","hostKey":"AAAA"}]' }), "hosts[0].hostKey"));
-    it("rejects a non-boolean aws switch", () => rejects(good({ aws: "no" }), "aws"));
+    it("requires the name of an adopted group", () => { rejects(good({ securityGroupId: "sg-0123456789abcdef0" }), "securityGroupName"); });
+    it("rejects a malformed host key", () => { rejects(good({ hosts: '[{"name":"a","host":"h","hostKey":"AAAA"}]' }), "hosts[0].hostKey"); });
+    it("rejects a non-boolean aws switch", () => { rejects(good({ aws: "no" }), "aws"); });
     it("needs no AWS keys when aws is false", () => {
         const c = validateConfig(good({ aws: "false", vpcId: undefined, adminCidrs: undefined }));
         assert.equal(c.aws, false);

@@ -1,0 +1,104 @@
+// One target host: ships the payload over SSH with @pulumi/command remote
+// commands, one per part (base, monitors, bantool, web) plus one for the
+// webhook. The tar of a part travels on stdin and its hash sits in the command
+// text, so an unchanged part runs nothing and a changed one re-runs in place
+// (an update runs `create` again; the installer is idempotent). Triggers are not
+// used: in command 1.2.1 they force a replacement, whose create-before-delete
+// order would run the old part's uninstall after the new install.
+import * as command from "@pulumi/command";
+import * as pulumi from "@pulumi/pulumi";
+import * as random from "@pulumi/random";
+import { BastionSettings, HostSettings, PayloadSettings } from "./config";
+import {
+    cronSchedule, JAIL_NAME, PARTS, partCreateCommand, partDeleteCommand, readPayload, renderHost, setWebhookCommand,
+    tarFiles, webhookStdin, type Part, type PayloadFile,
+} from "./render";
+
+export interface HostDeploymentArgs {
+    host: HostSettings;
+    settings: PayloadSettings;
+    /** Secret: the SSH key of the deploy user. */
+    privateKey: pulumi.Input<string>;
+    bastion?: BastionSettings;
+    /** Secret: the bastion's key; defaults to privateKey. */
+    bastionPrivateKey?: pulumi.Input<string>;
+    /** Secret: the chat webhook. Reaches the host only on the stdin of set-webhook. */
+    webhookUrl: pulumi.Input<string>;
+    /** Defaults to the files of scripts/. */
+    payload?: PayloadFile[];
+}
+
+export interface InstalledFile {
+    part: Part;
+    path: string;
+    sha256: string;
+}
+
+export class HostDeployment extends pulumi.ComponentResource {
+    public readonly cronMinute: pulumi.Output<number>;
+    public readonly cronSchedule: pulumi.Output<string>;
+    public readonly jail: string = JAIL_NAME;
+    /** What the host received: every file of every part with its hash (no secret: the webhook is not a file here). */
+    public readonly files: pulumi.Output<InstalledFile[]>;
+    public readonly partHashes: pulumi.Output<Record<string, string>>;
+
+    constructor(name: string, args: HostDeploymentArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("hostguard:host:HostDeployment", name, {}, opts);
+        const payload = args.payload ?? readPayload();
+        const sudo = args.host.user !== "root";
+
+        // Drawn once and kept in state, so a fleet spreads its posts over the minutes.
+        const minute = new random.RandomInteger(`${name}-cron-minute`, { min: 0, max: 9 }, { parent: this });
+        this.cronMinute = minute.result;
+        this.cronSchedule = minute.result.apply(cronSchedule);
+
+        const rendered = minute.result.apply((m) => renderHost(args.settings, m, payload));
+        const connection = pulumi.secret(pulumi.output({
+            host: args.host.host,
+            port: args.host.port,
+            user: args.host.user,
+            privateKey: args.privateKey,
+            hostKey: args.host.hostKey,
+            perDialTimeout: 15,
+            dialErrorLimit: 10,
+            proxy: args.bastion ? {
+                host: args.bastion.host,
+                port: args.bastion.port,
+                user: args.bastion.user,
+                privateKey: args.bastionPrivateKey ?? args.privateKey,
+                hostKey: args.bastion.hostKey,
+            } : undefined,
+        }));
+
+        const partCommand = (part: Part, dependsOn: pulumi.Resource[]): command.remote.Command => {
+            const bundle = rendered.apply((r) => r.bundles.find((b) => b.part === part)!);
+            return new command.remote.Command(`${name}-${part}`, {
+                connection,
+                create: bundle.apply((b) => partCreateCommand(b, sudo)),
+                delete: partDeleteCommand(part, sudo),
+                stdin: bundle.apply(async (b) => (await tarFiles(b.files)).toString("base64")),
+                addPreviousOutputInEnv: false,
+            }, { parent: this, dependsOn });
+        };
+
+        const base = partCommand("base", []);
+        const webhook = new command.remote.Command(`${name}-webhook`, {
+            connection,
+            create: setWebhookCommand(sudo),
+            // Rotation changes only this stdin: an in-place update that runs set-webhook again.
+            stdin: pulumi.secret(pulumi.output(args.webhookUrl).apply(webhookStdin)),
+            logging: "none",
+            addPreviousOutputInEnv: false,
+        }, { parent: this, dependsOn: [base], additionalSecretOutputs: ["stdin", "stdout", "stderr"] });
+        // The ban tool posts its start message on install, so the webhook goes first.
+        for (const part of PARTS.filter((p) => p !== "base")) {
+            partCommand(part, [base, webhook]);
+        }
+
+        this.files = rendered.apply((r) => r.bundles.flatMap((b) =>
+            b.files.filter((f) => b.part === "base" || !r.bundles[0].files.some((g) => g.path === f.path))
+                .map((f) => ({ part: b.part, path: f.path, sha256: f.sha256 }))));
+        this.partHashes = rendered.apply((r) => Object.fromEntries(r.bundles.map((b) => [b.part, b.sha256])));
+        this.registerOutputs({ cronSchedule: this.cronSchedule, files: this.files, partHashes: this.partHashes, jail: this.jail });
+    }
+}

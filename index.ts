@@ -1,0 +1,12 @@
+// hostguard: a security group for the server and, per host, the monitors, the
+// ban jail and the nginx deny rule shipped over SSH. Config is validated in full
+// before any resource exists; a bad value stops `pulumi preview` naming its key.
+import { validateConfig } from "./components/config";
+import { buildStack, rawStackConfig } from "./components/stack";
+
+const config = validateConfig(rawStackConfig());
+const stack = buildStack(config);
+
+export const securityGroupId = stack.securityGroupId;
+export const securityGroupIngress = stack.securityGroupIngress;
+export const hosts = stack.hosts;

@@ -1,0 +1,234 @@
+// The resource graph under pulumi.runtime.setMocks (model: pulumi/examples
+// testing-unit-ts): every registered resource is recorded with its exact type,
+// name and inputs; an unexpected type fails the test. The webhook is a sentinel
+// that must appear nowhere but inside the secret stdin of set-webhook.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import * as pulumi from "@pulumi/pulumi";
+import { validateConfig, type RawConfig } from "../../components/config";
+import { sha256, type PayloadFile } from "../../components/render";
+import { buildStack, type StackOutputs } from "../../components/stack";
+
+const SENTINEL = "https://hooks.example.test/services/T0/B0/SENTINEL-8c1f2a";
+const KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nKEYSENTINEL\n-----END OPENSSH PRIVATE KEY-----\n";
+const SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d";
+const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
+
+interface Recorded { type: string; name: string; inputs: Record<string, any>; importId?: string }
+let recorded: Recorded[] = [];
+
+const EXPECTED_TYPES = new Set(["hostguard:aws:SecurityGroup", "hostguard:host:HostDeployment", "aws:ec2/securityGroup:SecurityGroup", "command:remote:Command", "random:index/randomInteger:RandomInteger"]);
+
+before(async () => {
+    await pulumi.runtime.setMocks({
+        newResource(args) {
+            if (!EXPECTED_TYPES.has(args.type)) {
+                throw new Error(`unexpected resource ${args.type} ${args.name}`);
+            }
+            recorded.push({ type: args.type, name: args.name, inputs: args.inputs, importId: args.id || undefined });
+            if (args.type === "random:index/randomInteger:RandomInteger") {
+                return { id: `${args.name}-id`, state: { ...args.inputs, result: args.name.startsWith("web2") ? 7 : 3 } };
+            }
+            return { id: args.type.startsWith("aws:") ? "sg-0mock0000000000001" : `${args.name}-id`, state: args.inputs };
+        },
+        call(args) {
+            throw new Error(`unexpected call ${args.token}`);
+        },
+    }, "hostguard", "test", false);
+});
+after(() => {
+    recorded = [];
+});
+
+/** A small fake payload, so these tests do not depend on the state of scripts/. */
+function payload(): PayloadFile[] {
+    const f = (path: string, text: string, mode: 0o755 | 0o644 = 0o644): PayloadFile =>
+        ({ path, mode, content: Buffer.from(text), sha256: sha256(text) });
+    return [
+        f("install", "#!/usr/bin/env bash\n", 0o755), f("lib/common.sh", "# lib\n"), f("hostguard-notify", "#!/usr/bin/env bash\n", 0o755),
+        f("host-monitor", "#!/usr/bin/env bash\n", 0o755), f("cron.d/hostguard.in", "@CRON_MINUTE@-59/10 * * * * root x\n"),
+        f("fail2ban/jail.d/hostguard-nginx-bad-request.local.in", "maxretry = @BAN_MAXRETRY@\n"),
+        f("nginx/hostguard-deny.conf", "location ~* x { deny all; }\n"),
+    ];
+}
+
+function rawConfig(hosts: string[], extra: RawConfig = {}): RawConfig {
+    return {
+        hosts: JSON.stringify(hosts.map((h, i) => ({ name: h, host: `10.0.1.${10 + i}` }))),
+        vpcId: "vpc-0123456789abcdef0",
+        adminCidrs: JSON.stringify(["203.0.113.0/24", "2001:db8::/48"]),
+        webhookUrl: SENTINEL,
+        sshPrivateKey: KEY,
+        ...extra,
+    };
+}
+
+/** Builds the stack from raw config the way index.ts does, and waits for every resource to register. */
+async function build(raw: RawConfig): Promise<{ out: StackOutputs; resources: Recorded[] }> {
+    recorded = [];
+    pulumi.runtime.setAllConfig(Object.fromEntries(Object.entries(raw).map(([k, v]) => [`hostguard:${k}`, String(v)])),
+        ["hostguard:webhookUrl", "hostguard:sshPrivateKey"]);
+    const out = buildStack(validateConfig(raw), payload());
+    await settle(out);
+    return { out, resources: [...recorded].sort((a, b) => (a.name < b.name ? -1 : 1)) };
+}
+
+async function settle(out: StackOutputs): Promise<void> {
+    await Promise.all(Object.values(out.hosts).map((h) => new Promise((r) => pulumi.all([h.files, h.cronSchedule]).apply(r))));
+    if (out.securityGroupId) {
+        await new Promise((r) => out.securityGroupId!.apply(r));
+    }
+    await new Promise((r) => setTimeout(r, 50));
+}
+
+function unwrap(v: any): any {
+    return v && typeof v === "object" && v[SECRET_SIG_KEY] === SECRET_SIG ? v.value : v;
+}
+function isMockSecret(v: any): boolean {
+    return Boolean(v && typeof v === "object" && v[SECRET_SIG_KEY] === SECRET_SIG);
+}
+
+async function resolved<T>(o: pulumi.Output<T>): Promise<{ value: T; secret: boolean }> {
+    const value = await new Promise<T>((r) => o.apply(r));
+    return { value, secret: await pulumi.isSecret(o) };
+}
+
+describe("stack with one host", () => {
+    it("registers exactly the security group, the cron offset and five remote commands", async () => {
+        const { resources } = await build(rawConfig(["web1"]));
+        assert.deepEqual(resources.map((r) => `${r.type} ${r.name}`), [
+            "hostguard:aws:SecurityGroup hostguard",
+            "aws:ec2/securityGroup:SecurityGroup hostguard-sg",
+            "hostguard:host:HostDeployment web1",
+            "command:remote:Command web1-bantool",
+            "command:remote:Command web1-base",
+            "random:index/randomInteger:RandomInteger web1-cron-minute",
+            "command:remote:Command web1-monitors",
+            "command:remote:Command web1-web",
+            "command:remote:Command web1-webhook",
+        ]);
+    });
+
+    it("gives the security group exactly 443 public, 8080 private, 22 from admins, open egress", async () => {
+        const { resources } = await build(rawConfig(["web1"]));
+        const sg = resources.find((r) => r.name === "hostguard-sg")!;
+        assert.equal(sg.inputs.vpcId, "vpc-0123456789abcdef0");
+        assert.equal(sg.importId, undefined);
+        assert.deepEqual(sg.inputs.ingress, [
+            { description: "HTTPS from anywhere", protocol: "tcp", fromPort: 443, toPort: 443, cidrBlocks: ["0.0.0.0/0"], ipv6CidrBlocks: ["::/0"], securityGroups: [] },
+            { description: "application port from the private network", protocol: "tcp", fromPort: 8080, toPort: 8080, cidrBlocks: ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"], ipv6CidrBlocks: [], securityGroups: [] },
+            { description: "SSH for deployment from admin networks", protocol: "tcp", fromPort: 22, toPort: 22, cidrBlocks: ["203.0.113.0/24"], ipv6CidrBlocks: ["2001:db8::/48"], securityGroups: [] },
+        ]);
+        assert.deepEqual(sg.inputs.egress, [{ description: "all outbound", protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], ipv6CidrBlocks: ["::/0"] }]);
+        const ports = sg.inputs.ingress.map((r: any) => r.fromPort);
+        assert.ok(!ports.includes(80) && !sg.inputs.ingress.some((r: any) => r.protocol === "-1"), "no port 80, no allow-all");
+    });
+
+    it("allows SSH only from the bastion's group when one is given", async () => {
+        const { resources } = await build(rawConfig(["web1"], {
+            adminCidrs: undefined, bastion: JSON.stringify({ host: "bastion.example.test", securityGroupId: "sg-0bbbbbbbbbbbbbbb1" }),
+        }));
+        const ssh = resources.find((r) => r.name === "hostguard-sg")!.inputs.ingress.find((r: any) => r.fromPort === 22);
+        assert.deepEqual(ssh, { description: "SSH for deployment via the bastion", protocol: "tcp", fromPort: 22, toPort: 22, cidrBlocks: [], ipv6CidrBlocks: [], securityGroups: ["sg-0bbbbbbbbbbbbbbb1"] });
+        const base = resources.find((r) => r.name === "web1-base")!;
+        assert.ok(isMockSecret(base.inputs.connection), "the connection is secret");
+        assert.deepEqual(unwrap(base.inputs.connection).proxy, { host: "bastion.example.test", port: 22, user: "admin", privateKey: KEY, dialErrorLimit: 10, perDialTimeout: 15 });
+    });
+
+    it("adopts an existing group by import, keeping it on destroy", async () => {
+        const { resources } = await build(rawConfig(["web1"], { securityGroupId: "sg-0aaaaaaaaaaaaaaa1", securityGroupName: "launch-wizard-1", securityGroupDescription: "launch-wizard-1 created 2024-01-01" }));
+        const sg = resources.find((r) => r.name === "hostguard-sg")!;
+        assert.equal(sg.importId, "sg-0aaaaaaaaaaaaaaa1");
+        assert.equal(sg.inputs.name, "launch-wizard-1");
+        assert.equal(sg.inputs.description, "launch-wizard-1 created 2024-01-01");
+        assert.equal(sg.inputs.ingress.length, 3, "the adopted group's old rules are replaced by ours");
+    });
+
+    it("leaves AWS out when hostguard:aws is false", async () => {
+        const { resources, out } = await build(rawConfig(["web1"], { aws: "false", vpcId: undefined, adminCidrs: undefined }));
+        assert.equal(resources.filter((r) => r.type.startsWith("aws:")).length, 0);
+        assert.equal(out.securityGroupId, undefined);
+        assert.equal(resources.length, 7);
+    });
+
+    it("wires each part: stdin tar, hash in the command, uninstall on delete, sudo for a non-root user", async () => {
+        const { resources } = await build(rawConfig(["web1"]));
+        for (const part of ["base", "monitors", "bantool", "web"]) {
+            const c = resources.find((r) => r.name === `web1-${part}`)!;
+            assert.match(c.inputs.create, new RegExp(`^sudo -n sh -c '# hostguard part ${part}: payload sha256 [0-9a-f]{64}`));
+            assert.match(c.inputs.create, new RegExp(`"\\$d/install" install --part ${part} --settings `));
+            assert.equal(c.inputs.delete, `sudo -n sh -c '/usr/local/lib/hostguard/install uninstall --part ${part}'`);
+            assert.equal(c.inputs.addPreviousOutputInEnv, false);
+            assert.equal(c.inputs.triggers, undefined);
+            assert.match(c.inputs.stdin, /^[A-Za-z0-9+/]+=*$/);
+            const conn = unwrap(c.inputs.connection);
+            assert.deepEqual(conn, { host: "10.0.1.10", port: 22, user: "admin", privateKey: KEY, perDialTimeout: 15, dialErrorLimit: 10 });
+        }
+        const tar = Buffer.from(resources.find((r) => r.name === "web1-base")!.inputs.stdin, "base64").toString("latin1");
+        assert.match(tar, /CRON_MINUTE=3\n/, "the drawn minute lands in hostguard.conf");
+    });
+
+    it("checks the host key when one is given, and runs as root without sudo", async () => {
+        const hostKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHostKeyFake";
+        const { resources } = await build(rawConfig([], { hosts: JSON.stringify([{ name: "web1", host: "h.example.test", user: "root", hostKey }]) }));
+        const c = resources.find((r) => r.name === "web1-monitors")!;
+        assert.equal(unwrap(c.inputs.connection).hostKey, hostKey);
+        assert.ok(c.inputs.create.startsWith("# hostguard part monitors"));
+        assert.equal(resources.find((r) => r.name === "web1-webhook")!.inputs.create, "/usr/local/lib/hostguard/install set-webhook");
+    });
+});
+
+describe("the webhook secret", () => {
+    it("travels only in the secret stdin of the webhook command", async () => {
+        const { resources, out } = await build(rawConfig(["web1", "web2"]));
+        for (const r of resources) {
+            const inputs = { ...r.inputs };
+            if (r.name.endsWith("-webhook")) {
+                assert.ok(isMockSecret(inputs.stdin), `${r.name}: stdin must be secret`);
+                assert.equal(unwrap(inputs.stdin), `url = "${SENTINEL}"\n`);
+                assert.equal(inputs.logging, "none");
+                assert.equal(inputs.create, "/usr/local/lib/hostguard/install set-webhook".replace(/^/, "sudo -n sh -c '") + "'");
+                delete inputs.stdin;
+            }
+            delete inputs.connection; // secret, and carries the SSH key only
+            const text = JSON.stringify(inputs);
+            assert.ok(!text.includes("SENTINEL"), `${r.type} ${r.name} carries the webhook outside a secret stdin`);
+            assert.ok(!text.includes("KEYSENTINEL"), `${r.type} ${r.name} carries the SSH key in plain text`);
+            for (const k of ["create", "update", "delete", "environment", "triggers"]) {
+                assert.ok(!JSON.stringify(r.inputs[k] ?? "").includes("hooks.example.test"), `${r.name}.${k}`);
+            }
+        }
+        for (const [name, h] of Object.entries(out.hosts)) {
+            for (const o of [h.files, h.partHashes, h.cronSchedule]) {
+                const { value, secret } = await resolved(o as pulumi.Output<unknown>);
+                assert.equal(secret, false, `${name}: plain outputs stay plain`);
+                assert.ok(!JSON.stringify(value).includes("SENTINEL"), `${name}: output carries the webhook`);
+            }
+        }
+    });
+});
+
+describe("stack with two hosts", () => {
+    it("registers one deployment per host, each with its own cron offset", async () => {
+        const { resources, out } = await build(rawConfig(["web1", "web2"]));
+        assert.deepEqual(resources.map((r) => r.name), [
+            "hostguard", "hostguard-sg",
+            "web1", "web1-bantool", "web1-base", "web1-cron-minute", "web1-monitors", "web1-web", "web1-webhook",
+            "web2", "web2-bantool", "web2-base", "web2-cron-minute", "web2-monitors", "web2-web", "web2-webhook",
+        ]);
+        assert.deepEqual(resources.filter((r) => r.name.endsWith("cron-minute")).map((r) => r.inputs), [{ min: 0, max: 9 }, { min: 0, max: 9 }]);
+        assert.equal((await resolved(out.hosts.web1.cronSchedule)).value, "3-59/10 * * * *");
+        assert.equal((await resolved(out.hosts.web2.cronSchedule)).value, "7-59/10 * * * *");
+        assert.equal(out.hosts.web2.jail, "nginx-bad-request");
+        const files = (await resolved(out.hosts.web1.files)).value;
+        assert.deepEqual(files.map((f) => `${f.part} ${f.path}`), [
+            "base hostguard-notify", "base hostguard.conf", "base install", "base lib/common.sh",
+            "monitors cron.d/hostguard.in", "monitors host-monitor",
+            "bantool fail2ban/jail.d/hostguard-nginx-bad-request.local.in",
+            "web nginx/hostguard-deny.conf",
+        ]);
+        assert.equal(files.find((f) => f.path === "host-monitor")!.sha256, sha256("#!/usr/bin/env bash\n"));
+        const base = resources.filter((r) => r.name.endsWith("-base")).map((r) => r.inputs.stdin);
+        assert.notEqual(base[0], base[1], "hosts differ in CRON_MINUTE, so their settings differ");
+    });
+});
