@@ -1,0 +1,155 @@
+# shellcheck shell=bash
+# Bats helpers: a real fail2ban server in a sandbox. Its own network namespace
+# (the firewall ban action changes only that namespace's tables), its own
+# config dir (a copy of /etc/fail2ban's packaged files plus the project's),
+# socket, pid file, database and log. Load with `load helpers/fail2ban-sandbox`.
+#
+#   fail2ban_render TEMPLATE OUT KEY=VALUE...
+#       Renders a *.in template the way `install` does (scripts/README.md):
+#       @KEY@ becomes the value given here, and a line whose placeholders are
+#       all empty is dropped. An @KEY@ without a value given is an error.
+#   fail2ban_sandbox_make DIR NOTIFIER KEY=VALUE...
+#       Makes the namespace (F2B_NS) and the config dir DIR/etc (F2B_CONF)
+#       with the project's filter, action and the jail rendered from the
+#       KEY=VALUE settings; the action's notifier parameter is NOTIFIER.
+#       Sets F2B_DIR F2B_SOCK F2B_PID F2B_LOG F2B_ACCESS_LOG.
+#   fail2ban_sandbox_render KEY=VALUE...   re-renders the jail (e.g. bantime)
+#   fail2ban_start       starts fail2ban-server inside the namespace with the
+#                        caller's environment (HOSTGUARD_ROOT), waits <= 20 s
+#   fail2ban_client ARGS...               fail2ban-client on the sandbox socket
+#   fail2ban_stop        stops it (client stop, then kill); safe to call twice
+#   fail2ban_sandbox_destroy              stop, then delete the namespace
+#   fail2ban_wait_for SECS COMMAND...     polls COMMAND every 0.2 s until it
+#                                         succeeds or SECS pass
+#   fail2ban_log_lines IP N [STATUS]      appends N matching access-log lines
+
+F2B_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+F2B_JAIL=nginx-bad-request
+
+fail2ban_render() {
+  local src="$1" out="$2" line rest key rendered placeholders nonempty pair
+  shift 2
+  local -A values=()
+  for pair in "$@"; do
+    values["${pair%%=*}"]="${pair#*=}"
+  done
+  : >"${out}"
+  while IFS= read -r line || [[ -n "${line}" ]]; do
+    rendered=""
+    rest="${line}"
+    placeholders=0
+    nonempty=0
+    while [[ "${rest}" =~ @([A-Z][A-Z0-9_]*)@ ]]; do
+      key="${BASH_REMATCH[1]}"
+      [[ -v "values[${key}]" ]] || { echo "fail2ban_render: no value for @${key}@" >&2; return 1; }
+      placeholders=$((placeholders + 1))
+      [[ -z "${values[${key}]}" ]] || nonempty=$((nonempty + 1))
+      rendered+="${rest%%"${BASH_REMATCH[0]}"*}${values[${key}]}"
+      rest="${rest#*"${BASH_REMATCH[0]}"}"
+    done
+    ((placeholders > 0 && nonempty == 0)) && continue
+    printf '%s\n' "${rendered}${rest}" >>"${out}"
+  done <"${src}"
+}
+
+fail2ban_sandbox_make() {
+  local dir="$1" notifier="$2"
+  shift 2
+  F2B_DIR="${dir}"
+  F2B_CONF="${dir}/etc"
+  F2B_SOCK="${dir}/run/f2b.sock"
+  F2B_PID="${dir}/run/f2b.pid"
+  F2B_LOG="${dir}/fail2ban.log"
+  F2B_ACCESS_LOG="${dir}/access.log"
+  F2B_NS="hg-f2b-$$-${BATS_TEST_NUMBER:-0}"
+  ip netns add "${F2B_NS}"
+  ip -n "${F2B_NS}" link set lo up
+  mkdir -p "${F2B_CONF}/jail.d" "${dir}/run"
+  cp -r /etc/fail2ban/action.d /etc/fail2ban/filter.d "${F2B_CONF}/"
+  cp /etc/fail2ban/jail.conf /etc/fail2ban/fail2ban.conf /etc/fail2ban/paths-*.conf "${F2B_CONF}/"
+  cp "${F2B_REPO}/scripts/fail2ban/filter.d/nginx-bad-request.local" "${F2B_CONF}/filter.d/"
+  cp "${F2B_REPO}/scripts/fail2ban/action.d/slack-notify.conf" "${F2B_CONF}/action.d/"
+  # The packaged action stays as is; only its notifier path points into the temp root.
+  printf '[Init]\nhostguard_notify = %s\n' "${notifier}" >"${F2B_CONF}/action.d/slack-notify.local"
+  # Debian enables sshd in jail.d/defaults-debian.conf (not copied); make sure.
+  printf '[sshd]\nenabled = false\n' >"${F2B_CONF}/jail.local"
+  cat >"${F2B_CONF}/fail2ban.local" <<CONF
+[Definition]
+loglevel = INFO
+logtarget = ${F2B_LOG}
+socket = ${F2B_SOCK}
+pidfile = ${F2B_PID}
+dbfile = ${dir}/fail2ban.sqlite3
+CONF
+  : >"${F2B_ACCESS_LOG}"
+  F2B_SETTINGS=()
+  fail2ban_sandbox_render "$@"
+}
+
+fail2ban_sandbox_render() {
+  (($# == 0)) || F2B_SETTINGS+=("$@")
+  fail2ban_render "${F2B_REPO}/scripts/fail2ban/jail.d/hostguard-nginx-bad-request.local.in" \
+    "${F2B_CONF}/jail.d/hostguard-nginx-bad-request.local" \
+    "NGINX_ACCESS_LOG=${F2B_ACCESS_LOG}" "${F2B_SETTINGS[@]}"
+}
+
+fail2ban_client() {
+  timeout 30 fail2ban-client -c "${F2B_CONF}" -s "${F2B_SOCK}" -p "${F2B_PID}" "$@"
+}
+
+fail2ban_wait_for() {
+  local secs="$1" i
+  shift
+  for ((i = 0; i < secs * 5; i++)); do
+    "$@" >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  "$@"
+}
+
+fail2ban_start() {
+  # Foreground server in the background: its pid is ours to kill. fd 3 is
+  # closed because bats waits for it.
+  ip netns exec "${F2B_NS}" fail2ban-server -f -x -c "${F2B_CONF}" -s "${F2B_SOCK}" \
+    -p "${F2B_PID}" >>"${F2B_DIR}/server.out" 2>&1 3>&- &
+  F2B_SERVER_PID=$!
+  if ! fail2ban_wait_for 20 fail2ban_jail_up; then
+    echo "fail2ban did not start its jail within 20 s; log:" >&2
+    cat "${F2B_LOG}" "${F2B_DIR}/server.out" >&2 2>/dev/null
+    return 1
+  fi
+}
+
+fail2ban_jail_up() {
+  fail2ban_client status "${F2B_JAIL}" | grep -q 'Banned IP list'
+}
+
+fail2ban_stop() {
+  [[ -n "${F2B_SERVER_PID:-}" ]] || return 0
+  fail2ban_client stop >/dev/null 2>&1 || true
+  local i
+  for ((i = 0; i < 100; i++)); do
+    kill -0 "${F2B_SERVER_PID}" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "${F2B_SERVER_PID}" 2>/dev/null || true
+  wait "${F2B_SERVER_PID}" 2>/dev/null || true
+  F2B_SERVER_PID=""
+}
+
+fail2ban_sandbox_destroy() {
+  fail2ban_stop
+  if [[ -n "${F2B_NS:-}" ]]; then
+    ip netns delete "${F2B_NS}" 2>/dev/null || true
+    F2B_NS=""
+  fi
+}
+
+fail2ban_log_lines() {
+  local ip="$1" count="$2" status="${3:-403}" now i
+  for ((i = 1; i <= count; i++)); do
+    now="$(LC_ALL=C date -u '+%d/%b/%Y:%H:%M:%S +0000')"
+    printf '%s - - [%s] "GET /probe-%d.env HTTP/1.1" %s 153 "-" "scanner"\n' \
+      "${ip}" "${now}" "${i}" "${status}" >>"${F2B_ACCESS_LOG}"
+  done
+}
