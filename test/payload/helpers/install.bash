@@ -1,0 +1,82 @@
+# shellcheck shell=bash
+# Helpers for the installer tests: a payload folder, a temp root and listings
+# of a tree precise enough to prove "nothing changed".
+
+HG_REPO="$(cd "${BATS_TEST_DIRNAME}/../.." && pwd)"
+HG_SCRIPTS="${HG_REPO}/scripts"
+
+# Copies scripts/ to $PAYLOAD. A payload file another helper has not written
+# yet becomes a placeholder, so the installer's own logic can be tested now;
+# once every file exists the test runs against the real folder's content.
+hg_make_payload() {
+  PAYLOAD="${BATS_TEST_TMPDIR}/payload"
+  rm -rf "${PAYLOAD}"
+  cp -a "${HG_SCRIPTS}" "${PAYLOAD}"
+  local part src dest mode
+  while IFS='|' read -r part src dest mode; do
+    [[ -f "${PAYLOAD}/${src}" ]] && continue
+    mkdir -p "$(dirname "${PAYLOAD}/${src}")"
+    printf '# placeholder for %s (part %s)\n' "${src}" "${part}" >"${PAYLOAD}/${src}"
+  done < <("${HG_SCRIPTS}/install" list)
+}
+
+hg_make_root() {
+  ROOT="${BATS_TEST_TMPDIR}/root"
+  rm -rf "${ROOT}"
+  mkdir -m 0755 "${ROOT}"
+}
+
+# One line per path (type, mode, owner, size of files, link target, and with
+# "mtime" the modification time in ns), then the sha256 of every file.
+# Directory sizes are left out: they depend on the filesystem's history.
+hg_listing() {
+  local root="$1" with_mtime="${2:-}" format='%p|%y|%m|%u|%g|%s|%l'
+  [[ -z "${with_mtime}" ]] || format+='|%T@'
+  (
+    cd "${root}"
+    find . -printf "${format}\n" \
+      | awk -F'|' 'BEGIN { OFS = "|" } $2 == "d" { $6 = "-" } { print }' \
+      | LC_ALL=C sort
+    find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
+  )
+}
+
+# Fails with both listings' diff when they differ.
+hg_assert_same_listing() {
+  local before="$1" after="$2"
+  if ! diff -u "${before}" "${after}" >"${BATS_TEST_TMPDIR}/listing.diff"; then
+    echo "listings differ:" >&2
+    cat "${BATS_TEST_TMPDIR}/listing.diff" >&2
+    return 1
+  fi
+}
+
+# Runs the payload's installer in $ROOT.
+hg_install() {
+  "${PAYLOAD}/install" "$1" --root "${ROOT}" "${@:2}"
+}
+
+hg_assert_mode_owner() {
+  local path="$1" want="$2" got
+  got="$(stat -c '%a %U:%G' -- "${path}")"
+  if [[ "${got}" != "${want}" ]]; then
+    echo "${path}: got ${got}, want ${want}" >&2
+    return 1
+  fi
+}
+
+hg_assert_contains() {
+  local haystack="$1" needle="$2"
+  if [[ "${haystack}" != *"${needle}"* ]]; then
+    printf 'expected to find: %s\nin:\n%s\n' "${needle}" "${haystack}" >&2
+    return 1
+  fi
+}
+
+hg_assert_not_contains() {
+  local haystack="$1" needle="$2"
+  if [[ "${haystack}" == *"${needle}"* ]]; then
+    printf 'did not expect: %s\nin:\n%s\n' "${needle}" "${haystack}" >&2
+    return 1
+  fi
+}

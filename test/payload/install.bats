@@ -1,0 +1,274 @@
+#!/usr/bin/env bats
+# The installer in a temporary root: modes and owners, a second run changes
+# nothing, uninstall restores the root exactly (user files included), a bad
+# settings file or a failure midway leaves nothing half-applied, set-webhook.
+
+load helpers/install
+
+readonly HOOK_URL="https://hooks.example.test/services/T000/B000/s3cr3t-token-4711"
+
+setup() {
+  hg_make_payload
+  hg_make_root
+  # What a real host already has before hostguard: a user's jail.local, an
+  # nginx site (two server blocks, enabled through an absolute symlink) and
+  # a Spring properties file owned by the application's user.
+  mkdir -p "${ROOT}/etc/fail2ban" "${ROOT}/etc/nginx/sites-available" \
+    "${ROOT}/etc/nginx/sites-enabled" "${ROOT}/opt/app"
+  printf '[DEFAULT]\nbantime = 1h\n\n[sshd]\nenabled = true\n' >"${ROOT}/etc/fail2ban/jail.local"
+  cat >"${ROOT}/etc/nginx/sites-available/site" <<'EOF'
+# two virtual hosts
+server {
+	listen 80;
+	server_name a.example;
+}
+
+server{
+    listen 443 ssl;
+    server_name b.example;
+    location / { return 200; }
+}
+EOF
+  ln -s /etc/nginx/sites-available/site "${ROOT}/etc/nginx/sites-enabled/site"
+  printf '# Spring\n! legacy comment\nserver.port=8080\nspring.web.resources.add-mappings: true\nlogging.level.root=INFO' \
+    >"${ROOT}/opt/app/application.properties"
+  chown nobody:nogroup "${ROOT}/opt/app/application.properties"
+  chmod 0640 "${ROOT}/opt/app/application.properties"
+  SETTINGS="${BATS_TEST_TMPDIR}/settings.conf"
+  cat >"${SETTINGS}" <<'EOF'
+# test settings
+CRON_MINUTE=3
+NGINX_SERVER_CONF=/etc/nginx/sites-enabled/site
+APP_PROPERTIES=/opt/app/application.properties
+SLACK_CHANNEL=ops
+EOF
+}
+
+@test "install places every file with the README's modes and owners" {
+  run hg_install install --settings "${SETTINGS}"
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  local part src dest mode
+  while IFS='|' read -r part src dest mode; do
+    hg_assert_mode_owner "${ROOT}${dest}" "${mode#0} root:root"
+  done < <("${PAYLOAD}/install" list)
+  hg_assert_mode_owner "${ROOT}/usr/local/lib/hostguard" "755 root:root"
+  hg_assert_mode_owner "${ROOT}/usr/local/lib/hostguard/lib" "755 root:root"
+  hg_assert_mode_owner "${ROOT}/etc/hostguard/hostguard.conf" "644 root:root"
+  hg_assert_mode_owner "${ROOT}/var/lib/hostguard" "700 root:root"
+  hg_assert_mode_owner "${ROOT}/var/spool/hostguard" "700 root:root"
+  hg_assert_mode_owner "${ROOT}/var/log/hostguard/host-monitor.log" "640 root:root"
+  hg_assert_mode_owner "${ROOT}/var/log/hostguard/container-monitor.log" "640 root:root"
+  hg_assert_mode_owner "${ROOT}/etc/cron.d/hostguard" "644 root:root"
+  hg_assert_mode_owner "${ROOT}/etc/logrotate.d/hostguard" "644 root:root"
+  hg_assert_mode_owner "${ROOT}/etc/nginx/snippets/hostguard-deny.conf" "644 root:root"
+  # The installed copy is the script itself, so uninstall can run later.
+  cmp "${PAYLOAD}/install" "${ROOT}/usr/local/lib/hostguard/install"
+  cmp "${SETTINGS}" "${ROOT}/etc/hostguard/hostguard.conf"
+  # The user's file keeps its owner and mode after the edit.
+  hg_assert_mode_owner "${ROOT}/opt/app/application.properties" "640 nobody:nogroup"
+  # No temp file left behind, in particular none in cron.d.
+  local leftovers
+  leftovers="$(find "${ROOT}" -name '.hostguard-tmp.*')"
+  [[ -z "${leftovers}" ]] || { echo "left: ${leftovers}" >&2; false; }
+  # Not the live root: the services are skipped, and say so.
+  hg_assert_contains "${output}" "not /: fail2ban-client not tested or reloaded"
+  hg_assert_contains "${output}" "not /: nginx not tested or reloaded"
+}
+
+@test "the nginx include lands once after each server block, through the symlink" {
+  hg_install install --settings "${SETTINGS}"
+  local site="${ROOT}/etc/nginx/sites-available/site" count
+  [[ -L "${ROOT}/etc/nginx/sites-enabled/site" ]]
+  count="$(grep -c '^ *include /etc/nginx/snippets/hostguard-deny.conf; # hostguard$' "${site}")"
+  [[ "${count}" -eq 2 ]] || { cat "${site}" >&2; false; }
+  grep -A1 '^server {$' "${site}" | grep -q 'hostguard-deny.conf; # hostguard'
+  grep -A1 '^server{$' "${site}" | grep -q 'hostguard-deny.conf; # hostguard'
+  grep -qx 'spring.web.resources.add-mappings: false' "${ROOT}/opt/app/application.properties"
+}
+
+@test "a second install changes nothing: same listing, mtimes included, nothing reloaded" {
+  hg_install install --settings "${SETTINGS}"
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/first"
+  run hg_install install --settings "${SETTINGS}"
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/second"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/first" "${BATS_TEST_TMPDIR}/second"
+  hg_assert_not_contains "${output}" "installed"
+  hg_assert_not_contains "${output}" "reloaded"
+}
+
+@test "uninstall leaves the root exactly as before, user files included" {
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
+  hg_install install --settings "${SETTINGS}"
+  run hg_install uninstall
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
+@test "the installed copy of install can uninstall alone" {
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
+  hg_install install --settings "${SETTINGS}"
+  rm -rf "${PAYLOAD}"
+  "${ROOT}/usr/local/lib/hostguard/install" uninstall --root "${ROOT}"
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
+@test "uninstall of one part leaves the other parts in place" {
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
+  hg_install install --settings "${SETTINGS}"
+  hg_install uninstall --part web
+  [[ ! -e "${ROOT}/etc/nginx/snippets/hostguard-deny.conf" ]]
+  ! grep -q 'hostguard' "${ROOT}/etc/nginx/sites-available/site"
+  grep -qx 'spring.web.resources.add-mappings: true' "${ROOT}/opt/app/application.properties"
+  [[ -f "${ROOT}/etc/cron.d/hostguard" ]]
+  [[ -f "${ROOT}/etc/fail2ban/jail.d/hostguard-nginx-bad-request.local" ]]
+  [[ -f "${ROOT}/usr/local/lib/hostguard/hostguard-notify" ]]
+  # Reinstalling the part works on top of the others, then everything goes.
+  hg_install install --part web --settings "${SETTINGS}"
+  hg_install uninstall
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
+@test "a user's own file at a destination is backed up and restored by uninstall" {
+  mkdir -p "${ROOT}/etc/fail2ban/filter.d"
+  printf '# the admin own filter override\n[Definition]\nfailregex = x\n' \
+    >"${ROOT}/etc/fail2ban/filter.d/nginx-bad-request.local"
+  chmod 0600 "${ROOT}/etc/fail2ban/filter.d/nginx-bad-request.local"
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
+  hg_install install --settings "${SETTINGS}"
+  cmp "${PAYLOAD}/fail2ban/filter.d/nginx-bad-request.local" \
+    "${ROOT}/etc/fail2ban/filter.d/nginx-bad-request.local"
+  hg_install uninstall
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/after"
+  # Compare that file's line only: its mtime, mode and content are back too.
+  local line='./etc/fail2ban/filter.d/nginx-bad-request.local|'
+  diff <(grep -F "${line}" "${BATS_TEST_TMPDIR}/before") <(grep -F "${line}" "${BATS_TEST_TMPDIR}/after")
+  diff <(grep -F 'nginx-bad-request.local' "${BATS_TEST_TMPDIR}/before") \
+    <(grep -F 'nginx-bad-request.local' "${BATS_TEST_TMPDIR}/after")
+}
+
+@test "a bad settings file fails naming the key and line, and changes nothing" {
+  local case key line
+  for case in "UNKNOWN_KEY=1|UNKNOWN_KEY" "CPU_THRESHOLD=101|CPU_THRESHOLD" "NOTIFY_MAX_TIME=abc|NOTIFY_MAX_TIME"; do
+    line="${case%%|*}"
+    key="${case##*|}"
+    printf '# bad\n%s\nCRON_MINUTE=1\n' "${line}" >"${BATS_TEST_TMPDIR}/bad.conf"
+    # Fresh root, then a root that already has an install: neither changes.
+    hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
+    run hg_install install --settings "${BATS_TEST_TMPDIR}/bad.conf"
+    echo "${output}"
+    [[ "${status}" -ne 0 ]]
+    hg_assert_contains "${output}" "bad.conf:2:"
+    hg_assert_contains "${output}" "${key}"
+    hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/after"
+    hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+  done
+  hg_install install --settings "${SETTINGS}"
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
+  run hg_install install --settings "${BATS_TEST_TMPDIR}/bad.conf"
+  [[ "${status}" -ne 0 ]]
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
+@test "a missing NGINX_SERVER_CONF is refused before anything is written" {
+  printf 'NGINX_SERVER_CONF=/etc/nginx/sites-enabled/nope\n' >"${BATS_TEST_TMPDIR}/nope.conf"
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
+  run hg_install install --settings "${BATS_TEST_TMPDIR}/nope.conf"
+  echo "${output}"
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "NGINX_SERVER_CONF"
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
+@test "a failure in the middle of a part rolls that part back" {
+  # The jail is rendered after the filter and the action are written: an
+  # unknown placeholder makes the part fail with two files already placed.
+  printf '[nginx-bad-request]\nmaxretry = @NOT_A_SETTING@\n' \
+    >"${PAYLOAD}/fail2ban/jail.d/hostguard-nginx-bad-request.local.in"
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
+  run hg_install install --part bantool --settings "${SETTINGS}"
+  echo "${output}"
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "NOT_A_SETTING"
+  hg_assert_contains "${output}" "rolled back"
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
+@test "the jail template drops lines whose settings are empty and fills the others" {
+  printf '[nginx-bad-request]\nmaxretry = @BAN_MAXRETRY@\nbanaction = @BAN_ACTION@\nlogpath = @NGINX_ACCESS_LOG@\n' \
+    >"${PAYLOAD}/fail2ban/jail.d/hostguard-nginx-bad-request.local.in"
+  printf 'BAN_MAXRETRY=7\n' >"${BATS_TEST_TMPDIR}/s.conf"
+  hg_install install --part bantool --settings "${BATS_TEST_TMPDIR}/s.conf"
+  diff <(printf '[nginx-bad-request]\nmaxretry = 7\nlogpath = /var/log/nginx/access.log\n') \
+    "${ROOT}/etc/fail2ban/jail.d/hostguard-nginx-bad-request.local"
+  printf 'BAN_MAXRETRY=7\nBAN_ACTION=nftables-multiport\n' >"${BATS_TEST_TMPDIR}/s.conf"
+  hg_install install --part bantool --settings "${BATS_TEST_TMPDIR}/s.conf"
+  grep -qx 'banaction = nftables-multiport' "${ROOT}/etc/fail2ban/jail.d/hostguard-nginx-bad-request.local"
+}
+
+@test "set-webhook refuses anything but https:// without echoing the value" {
+  hg_install install --part base --settings "${SETTINGS}"
+  local input
+  for input in 'url = "http://hooks.example.test/s3cr3t-plain"' 'http://hooks.example.test/s3cr3t-plain' \
+    'ftp://hooks.example.test/s3cr3t-plain' 'https://hooks.example.test/s3cr3t-pl"ain' ''; do
+    run hg_install set-webhook <<<"${input}"
+    echo "${output}"
+    [[ "${status}" -ne 0 ]]
+    hg_assert_contains "${output}" "https://"
+    hg_assert_not_contains "${output}" "s3cr3t"
+    [[ ! -e "${ROOT}/etc/hostguard/webhook.curlrc" ]]
+  done
+}
+
+@test "set-webhook writes a 0600 curl config line, never with the URL in any argv" {
+  hg_install install --part base --settings "${SETTINGS}"
+  command -v strace >/dev/null || skip "strace not installed"
+  # Every execve of the run, with its whole argv: the URL must be in none.
+  printf 'url = "%s"\n' "${HOOK_URL}" \
+    | strace -f -qq -e trace=execve -s 100000 -o "${BATS_TEST_TMPDIR}/trace" \
+      "${PAYLOAD}/install" set-webhook --root "${ROOT}"
+  grep -q 'execve(".*", \["mv"' "${BATS_TEST_TMPDIR}/trace" # the trace does see argv
+  if grep -F 's3cr3t-token' "${BATS_TEST_TMPDIR}/trace"; then
+    echo "the URL appeared in an argv" >&2
+    false
+  fi
+  hg_assert_mode_owner "${ROOT}/etc/hostguard/webhook.curlrc" "600 root:root"
+  diff <(printf 'url = "%s"\n' "${HOOK_URL}") "${ROOT}/etc/hostguard/webhook.curlrc"
+  # A bare URL gives the same file; the same URL again does not rewrite it.
+  local before after
+  before="$(stat -c '%Y.%y' "${ROOT}/etc/hostguard/webhook.curlrc")"
+  run hg_install set-webhook <<<"${HOOK_URL}"
+  [[ "${status}" -eq 0 ]]
+  hg_assert_not_contains "${output}" "s3cr3t"
+  after="$(stat -c '%Y.%y' "${ROOT}/etc/hostguard/webhook.curlrc")"
+  [[ "${before}" == "${after}" ]]
+}
+
+@test "uninstall of base removes the webhook file and leaves the root as before" {
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
+  hg_install install --settings "${SETTINGS}"
+  printf '%s\n' "${HOOK_URL}" | hg_install set-webhook
+  [[ -f "${ROOT}/etc/hostguard/webhook.curlrc" ]]
+  hg_install uninstall
+  [[ ! -e "${ROOT}/etc/hostguard/webhook.curlrc" ]]
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
+@test "usage errors exit 64" {
+  run hg_install frobnicate
+  [[ "${status}" -eq 64 ]]
+  run hg_install install --part nope
+  [[ "${status}" -eq 64 ]]
+  run "${PAYLOAD}/install" install --root relative/dir
+  [[ "${status}" -eq 64 ]]
+}
