@@ -1,0 +1,281 @@
+#!/usr/bin/env bash
+# Self-test of the disposable test hosts (test/e2e/lib/hosts.sh): brings up
+# two hosts and a client, proves SSH with strict host keys, private
+# filesystems, nginx, fail2ban, cron, the lan-side HTTPS receiver and a ban
+# that drops one client on one host only, then tears everything down and
+# proves nothing is left. Prints each step with its time; exits 1 on failure.
+#
+# Reads: nothing but the machine's packages; needs root. Uses
+# test/helpers/test-ca.sh and webhook-receiver.py through
+# test/payload/helpers/receiver.bash.
+set -euo pipefail
+umask 077
+
+HERE="$(cd "$(dirname "$0")" && pwd)"
+readonly HERE
+# shellcheck source=lib/hosts.sh
+source "${HERE}/lib/hosts.sh"
+# shellcheck source=../payload/helpers/receiver.bash
+source "${HERE}/../payload/helpers/receiver.bash"
+
+readonly JAIL=nginx-http-auth
+PASSED=0
+FAILED=0
+PROBE="probe-$$-${RANDOM}"
+declare -a NS_INODES=()
+
+now_ms() {
+  local t="${EPOCHREALTIME/./}"
+  printf '%s\n' "$((t / 1000))"
+}
+
+report() {
+  local title="$1" rc="$2" start="$3" end
+  end="$(now_ms)"
+  if ((rc == 0)); then
+    printf 'ok    %6d ms  %s\n' "$((end - start))" "${title}"
+    PASSED=$((PASSED + 1))
+  else
+    printf 'FAIL  %6d ms  %s\n' "$((end - start))" "${title}"
+    FAILED=$((FAILED + 1))
+  fi
+}
+
+# step TITLE FUNCTION: runs FUNCTION in a subshell with errexit (not in an
+# `if`, where bash would ignore it), prints ok/FAIL and the time it took.
+step() {
+  local title="$1" fn="$2" start rc
+  start="$(now_ms)"
+  set +e
+  (
+    set -e
+    "${fn}"
+  )
+  rc=$?
+  set -e
+  report "${title}" "${rc}" "${start}"
+}
+
+# step_here TITLE FUNCTION: the same in this shell, for steps that set state.
+step_here() {
+  local title="$1" fn="$2" start rc=0
+  start="$(now_ms)"
+  "${fn}" || rc=$?
+  report "${title}" "${rc}" "${start}"
+}
+
+expect_eq() {
+  local what="$1" got="$2" want="$3"
+  [[ "${got}" == "${want}" ]] && return 0
+  printf '  %s: got [%s], want [%s]\n' "${what}" "${got}" "${want}" >&2
+  return 1
+}
+
+fail() {
+  printf '  %s\n' "$*" >&2
+  return 1
+}
+
+http_code() {
+  client_curl c1 -o /dev/null -w '%{http_code}' "http://$(host_addr "$1")/" 2>/dev/null || true
+}
+
+t_host1_up() { host_up h1 1; }
+t_host2_up() { host_up h2 2; }
+t_client_up() { client_up c1 1; }
+
+t_idempotent() {
+  local pid
+  pid="$(host_pid h1)"
+  host_up h1 1
+  expect_eq "init pid after second host_up" "$(host_pid h1)" "${pid}"
+  if host_up h1 7 2>/dev/null; then
+    fail "host_up with another index should fail"
+  fi
+}
+
+t_ssh_strict() {
+  local kh="${HG_RUN_DIR}/smoke_known_hosts" name out
+  for name in h1 h2; do
+    host_known_hosts_line "${name}" >"${kh}"
+    out="$(ssh -F /dev/null -i "$(host_ssh_key)" -o IdentitiesOnly=yes -o BatchMode=yes \
+      -o StrictHostKeyChecking=yes -o UserKnownHostsFile="${kh}" -o ConnectTimeout=5 \
+      "root@$(host_addr "${name}")" id -u)"
+    expect_eq "id -u over ssh on ${name}" "${out}" 0
+  done
+  # h1's key must not vouch for h2: strict checking is real.
+  host_known_hosts_line h1 | sed "s/^[^ ]*/$(host_addr h2)/" >"${kh}"
+  if ssh -F /dev/null -i "$(host_ssh_key)" -o IdentitiesOnly=yes -o BatchMode=yes \
+    -o StrictHostKeyChecking=yes -o UserKnownHostsFile="${kh}" -o ConnectTimeout=5 \
+    "root@$(host_addr h2)" true 2>/dev/null; then
+    fail "ssh accepted h2 with h1's host key"
+  fi
+  # Password and no-key logins are refused.
+  if ssh -F /dev/null -o BatchMode=yes -o IdentitiesOnly=yes -o IdentityFile=/dev/null \
+    -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectTimeout=5 \
+    "root@$(host_addr h1)" true 2>/dev/null; then
+    fail "ssh without the key was accepted"
+  fi
+}
+
+t_private_fs() {
+  printf '%s\n' "${PROBE}" | host_ssh h1 "umask 022; mkdir -p /etc/hostguard && cat >/etc/hostguard/${PROBE}"
+  expect_eq "probe on h1" "$(host_exec h1 cat "/etc/hostguard/${PROBE}")" "${PROBE}"
+  if host_exec h2 test -e "/etc/hostguard/${PROBE}"; then
+    fail "probe visible on h2"
+  fi
+  if [[ -e "/etc/hostguard/${PROBE}" ]]; then
+    fail "probe landed on the machine's own /etc"
+  fi
+  # The packaged fail2ban and nginx configs are there, and /root is fresh.
+  host_exec h1 test -f /etc/fail2ban/jail.conf || fail "no jail.conf on h1"
+  host_exec h1 test -f /etc/nginx/nginx.conf || fail "no nginx.conf on h1"
+  if host_exec h1 test -e /root/.gitconfig; then
+    fail "the machine's /root leaks into h1"
+  fi
+}
+
+t_snapshot() {
+  local a b c
+  a="$(host_snapshot h2)"
+  b="$(host_snapshot h2)"
+  expect_eq "two snapshots of an idle host" "${b}" "${a}"
+  grep -q '^/etc/hostguard absent$' <<<"${a}" || fail "h2 snapshot: /etc/hostguard not absent"
+  grep -qE '^/etc/nginx/nginx.conf f 0644 root:root [0-9]+ [0-9a-f]{64}$' <<<"${a}" ||
+    fail "h2 snapshot: no hashed nginx.conf line"
+  c="$(host_snapshot h1 /etc/hostguard)"
+  grep -q "^/etc/hostguard/${PROBE} f 0644 root:root " <<<"${c}" || fail "h1 snapshot misses the probe: ${c}"
+}
+
+t_nginx() {
+  local name
+  for name in h1 h2; do
+    expect_eq "nginx on ${name} from c1" "$(http_code "${name}")" 200
+    expect_eq "nginx on ${name} from the root namespace" \
+      "$(curl -sS --max-time 5 -o /dev/null -w '%{http_code}' "http://$(host_addr "${name}")/")" 200
+  done
+  host_exec h1 grep -q "^$(client_addr c1) " /var/log/nginx/access.log ||
+    fail "client address not in h1's private access log"
+}
+
+t_fail2ban_cron() {
+  local name
+  for name in h1 h2; do
+    expect_eq "fail2ban ping on ${name}" "$(host_exec "${name}" fail2ban-client ping)" \
+      "Server replied: pong"
+    # shellcheck disable=SC2016 # expanded inside the host
+    host_exec "${name}" sh -c 'kill -0 "$(cat /run/crond.pid)"' || fail "cron not running on ${name}"
+    expect_eq "cron processes on ${name}" "$(host_exec "${name}" pgrep -cx cron)" 1
+  done
+}
+
+start_receiver() {
+  # receiver.bash wants a bats temp dir even when given --dir.
+  BATS_TEST_TMPDIR="${HG_RUN_DIR}"
+  RECEIVER_WRAP=(nsenter "--net=/run/netns/$(lan_netns)" --)
+  receiver_start --dir "${HG_RUN_DIR}/receiver" --bind "$(lan_addr)"
+}
+
+t_receiver() {
+  host_exec h1 install -D -m 0644 /dev/stdin /etc/hostguard/test-ca.pem <"${RECEIVER_CA}"
+  # The URL goes through curl's config on stdin, never argv.
+  printf 'url = "%s"\n' "${RECEIVER_URL}" |
+    host_exec h1 curl -sS --max-time 5 --cacert /etc/hostguard/test-ca.pem \
+      --data-urlencode 'payload={"text":"hello from h1"}' -K - >/dev/null
+  receiver_wait_count 1 5
+  expect_eq "received text" "$(receiver_texts)" "hello from h1"
+}
+
+t_ban() {
+  local client out
+  client="$(client_addr c1)"
+  host_exec h1 sh -c "printf '[${JAIL}]\nenabled = true\n' >/etc/fail2ban/jail.d/smoke.local"
+  out="$(host_exec h1 fail2ban-client reload 2>&1)" || fail "reload: ${out}"
+  out="$(host_exec h1 fail2ban-client set "${JAIL}" banip "${client}" 2>&1)" || fail "banip: ${out}"
+  out="$(host_exec h1 iptables -S)"
+  grep -qF -- "-s ${client}/32" <<<"${out}" || fail "no ban rule in h1's firewall: ${out}"
+  if iptables -S 2>/dev/null | grep -qF "${client}"; then
+    fail "ban rule leaked into the root namespace firewall"
+  fi
+  expect_eq "h1 from the banned client" "$(http_code h1)" 000
+  expect_eq "h2 from the same client" "$(http_code h2)" 200
+  expect_eq "h1 from the root namespace" \
+    "$(curl -sS --max-time 5 -o /dev/null -w '%{http_code}' "http://$(host_addr h1)/")" 200
+  out="$(host_exec h1 fail2ban-client set "${JAIL}" unbanip "${client}" 2>&1)" || fail "unbanip: ${out}"
+  expect_eq "h1 after unban" "$(http_code h1)" 200
+}
+
+t_sshd_restart() {
+  host_kill_sshd h1
+  if host_ssh h1 true 2>/dev/null; then
+    fail "ssh still works after host_kill_sshd"
+  fi
+  expect_eq "h2 unaffected" "$(host_ssh h2 id -u)" 0
+  host_start_sshd h1
+  expect_eq "ssh after host_start_sshd" "$(host_ssh h1 id -u)" 0
+}
+
+record_namespaces() {
+  local ns
+  for ns in "$(host_netns h1)" "$(host_netns h2)" "$(client_netns c1)" "$(lan_netns)"; do
+    NS_INODES+=("$(stat -L -c %i "/run/netns/${ns}")")
+  done
+  NS_INODES+=("$(stat -L -c %i "/proc/$(host_pid h1)/ns/mnt")")
+  NS_INODES+=("$(stat -L -c %i "/proc/$(host_pid h2)/ns/mnt")")
+}
+
+t_teardown() {
+  local run_dir="${HG_RUN_DIR}" root_if live ino
+  root_if="$(_hg_root_if)"
+  receiver_stop
+  hosts_down_all
+  if ip netns list | grep -q "^hg-${HG_RUN_ID}-"; then
+    fail "namespaces left: $(ip netns list | grep "^hg-${HG_RUN_ID}-")"
+  fi
+  if ip link show "${root_if}" >/dev/null 2>&1; then
+    fail "root-side veth ${root_if} left"
+  fi
+  [[ ! -e "${run_dir}" ]] || fail "run directory left: ${run_dir}"
+  if grep -lsF "${run_dir}" /proc/[0-9]*/mountinfo; then
+    fail "mounts of ${run_dir} left in the processes above"
+  fi
+  # One stat for all processes; some exit while it runs, hence || true.
+  live="$(stat -L -c '%i %n' /proc/[0-9]*/ns/net /proc/[0-9]*/ns/mnt 2>/dev/null || true)"
+  for ino in "${NS_INODES[@]}"; do
+    if grep "^${ino} " <<<"${live}"; then
+      fail "process still in a test namespace (inode ${ino}), see above"
+    fi
+  done
+  [[ ! -e "/etc/hostguard/${PROBE}" ]] || fail "probe on the machine's /etc"
+}
+
+main() {
+  ((EUID == 0)) || { echo "hosts-smoke: needs root" >&2; exit 1; }
+  hosts_init
+  trap 'receiver_stop; hosts_down_all' EXIT
+  echo "run ${HG_RUN_ID}, network ${HG_NET}.0.0/16, dir ${HG_RUN_DIR}"
+  step "host_up h1 1" t_host1_up
+  step "host_up h2 2" t_host2_up
+  step "client_up c1 1" t_client_up
+  if ((FAILED)); then
+    echo "hosts did not come up; skipping the rest"
+  else
+    step "host_up again is a no-op; another index is refused" t_idempotent
+    step "ssh as root with the key, strict host key checking" t_ssh_strict
+    step "file written over ssh stays in h1's private view" t_private_fs
+    step "host_snapshot is stable and hashes files" t_snapshot
+    step "nginx answers on each host" t_nginx
+    step "fail2ban answers and cron runs on each host" t_fail2ban_cron
+    step_here "receiver starts in the lan namespace" start_receiver
+    step "h1 reaches the HTTPS receiver in the lan namespace" t_receiver
+    step "ban on h1 drops the client there only; unban restores" t_ban
+    step "host_kill_sshd / host_start_sshd" t_sshd_restart
+    record_namespaces
+  fi
+  step "teardown leaves no namespace, mount, process or file" t_teardown
+  trap - EXIT
+  echo "${PASSED} passed, ${FAILED} failed"
+  ((FAILED == 0))
+}
+
+main "$@"

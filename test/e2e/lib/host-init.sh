@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# PID 1 of one disposable test host (see hosts.sh, which starts it inside the
+# host's network namespace, in fresh mount and PID namespaces). Gives the host
+# its own filesystem view without touching the machine's own files: overlays
+# over /etc, /var and /usr/local (writes land in HOST_DIR), fresh /root,
+# /var/log, /var/lib/fail2ban, /run and /tmp. Then writes the host's own admin
+# config (sshd drop-in, host key, authorized key, fail2ban jail.d), prints
+# "ready" and stays as the reaper of the host's daemons until killed.
+#
+# Usage: host-init.sh HOST_DIR ADDR AUTHORIZED_KEY_FILE
+# Reads: /usr/share/base-files/dot.{bashrc,profile} for the fresh /root.
+set -euo pipefail
+umask 022
+
+readonly OVERLAID=(etc var usr/local)
+
+die() {
+  printf 'host-init: %s\n' "$*" >&2
+  exit 1
+}
+
+# The merged root of an overlay shows the upper directory's mode and owner.
+mount_overlay() {
+  local host_dir="$1" dir="$2"
+  local base="${host_dir}/ovl/${dir//\//_}"
+  mkdir -p "${base}/upper" "${base}/work"
+  chmod --reference="/${dir}" "${base}/upper"
+  chown --reference="/${dir}" "${base}/upper"
+  mount -t overlay overlay \
+    -o "lowerdir=/${dir},upperdir=${base}/upper,workdir=${base}/work" "/${dir}"
+}
+
+fresh_bind() {
+  local src="$1" target="$2" mode="$3"
+  mkdir -p "${src}"
+  chmod "${mode}" "${src}"
+  mount --bind "${src}" "${target}"
+}
+
+make_root_home() {
+  local host_dir="$1" key_text="$2"
+  fresh_bind "${host_dir}/root" /root 0700
+  cp /usr/share/base-files/dot.bashrc /root/.bashrc
+  cp /usr/share/base-files/dot.profile /root/.profile
+  install -d -m 0700 /root/.ssh
+  printf '%s\n' "${key_text}" >/root/.ssh/authorized_keys
+  chmod 0600 /root/.ssh/authorized_keys
+}
+
+make_var_log() {
+  local host_dir="$1"
+  fresh_bind "${host_dir}/varlog" /var/log 0755
+  install -d -m 0755 -o root -g adm /var/log/nginx
+  install -m 0640 -o www-data -g adm /dev/null /var/log/nginx/access.log
+  install -m 0640 -o www-data -g adm /dev/null /var/log/nginx/error.log
+  install -m 0640 -o root -g adm /dev/null /var/log/auth.log
+  fresh_bind "${host_dir}/f2bdb" /var/lib/fail2ban 0755
+}
+
+make_volatile() {
+  mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run
+  install -d -m 0755 /run/sshd /run/fail2ban
+  install -d -m 1777 /run/lock
+  mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /tmp
+}
+
+# What a real host's admin would have set: sshd for key-only root login on
+# the host's address, and no sshd jail (there is no syslog/journal here).
+write_admin_config() {
+  local addr="$1"
+  rm -f /etc/ssh/ssh_host_ed25519_key /etc/ssh/ssh_host_ed25519_key.pub
+  ssh-keygen -q -t ed25519 -N '' -C "hostguard-test-host" \
+    -f /etc/ssh/ssh_host_ed25519_key
+  cat >/etc/ssh/sshd_config.d/00-hostguard-test-host.conf <<EOF
+# Disposable test host (test/e2e/lib): key-only root login on the host address.
+ListenAddress ${addr}
+HostKey /etc/ssh/ssh_host_ed25519_key
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes yes
+AuthorizedKeysFile .ssh/authorized_keys
+PidFile /run/sshd.pid
+MaxStartups 200
+MaxSessions 100
+EOF
+  cat >/etc/fail2ban/jail.d/00-test-host.local <<'EOF'
+# Disposable test host: sshd logs to a file without syslog dates; no sshd jail.
+[sshd]
+enabled = false
+EOF
+}
+
+reap_forever() {
+  trap 'exit 0' TERM INT
+  while :; do
+    sleep 3600 &
+    wait "$!" || true
+  done
+}
+
+main() {
+  (($# == 3)) || die "usage: host-init.sh HOST_DIR ADDR AUTHORIZED_KEY_FILE"
+  local host_dir="$1" addr="$2" key_file="$3" dir key_text
+  [[ "$$" == 1 ]] || die "must run as PID 1 of a fresh PID namespace"
+  key_text="$(<"${key_file}")"
+  # /sys as seen from this network namespace (ip, ss and nginx read it).
+  mount -t sysfs sysfs /sys
+  for dir in "${OVERLAID[@]}"; do
+    mount_overlay "${host_dir}" "${dir}"
+  done
+  make_root_home "${host_dir}" "${key_text}"
+  make_var_log "${host_dir}"
+  make_volatile
+  write_admin_config "${addr}"
+  cd /
+  echo ready
+  exec >/dev/null 2>&1 </dev/null
+  reap_forever
+}
+
+main "$@"
