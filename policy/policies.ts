@@ -1,0 +1,121 @@
+// The policies of the hostguard pack, one factory each (model:
+// pulumi/pulumi-policy-aws src/network.ts). Types are matched by their token,
+// so the pack needs no provider SDK. Exported for the tests in tests/.
+import { EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy } from "@pulumi/policy";
+
+const WORLD = new Set(["0.0.0.0/0", "::/0"]);
+const SG = "aws:ec2/securityGroup:SecurityGroup";
+const SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule";
+const VPC_INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule";
+const COMMANDS = new Set(["command:remote:Command", "command:local:Command"]);
+
+/** One inbound rule, whatever resource type it came from. */
+interface Inbound {
+    where: string;
+    protocol: string;
+    fromPort?: number;
+    toPort?: number;
+    sources: string[];
+}
+
+/** Inbound rules of every security-group resource type; [] for other types or missing properties. */
+export function inboundRules(args: Pick<ResourceValidationArgs, "type" | "props">): Inbound[] {
+    const p = args.props ?? {};
+    const list = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
+    switch (args.type) {
+        case SG:
+            return (Array.isArray(p.ingress) ? p.ingress : []).map((r: any, i: number) => ({
+                where: `ingress[${i}]`, protocol: String(r?.protocol ?? ""), fromPort: r?.fromPort, toPort: r?.toPort,
+                sources: [...list(r?.cidrBlocks), ...list(r?.ipv6CidrBlocks)],
+            }));
+        case SG_RULE:
+            return p.type === "ingress"
+                ? [{ where: "rule", protocol: String(p.protocol ?? ""), fromPort: p.fromPort, toPort: p.toPort, sources: [...list(p.cidrBlocks), ...list(p.ipv6CidrBlocks)] }]
+                : [];
+        case VPC_INGRESS:
+            return [{
+                where: "rule", protocol: String(p.ipProtocol ?? ""), fromPort: p.fromPort, toPort: p.toPort,
+                sources: [p.cidrIpv4, p.cidrIpv6].filter((x): x is string => typeof x === "string"),
+            }];
+        default:
+            return [];
+    }
+}
+
+const isHttpsOnly = (r: Inbound) => ["tcp", "6"].includes(r.protocol.toLowerCase()) && r.fromPort === 443 && r.toPort === 443;
+const isAllProtocols = (r: Inbound) => ["-1", "all"].includes(r.protocol.toLowerCase());
+
+export function noWorldInboundExceptHttps(level: EnforcementLevel = "mandatory"): ResourceValidationPolicy {
+    return {
+        name: "no-world-inbound-except-https",
+        description: "Inbound rules from 0.0.0.0/0 or ::/0 may only open TCP 443.",
+        enforcementLevel: level,
+        validateResource: (args, report) => {
+            for (const r of inboundRules(args)) {
+                const open = r.sources.filter((s) => WORLD.has(s));
+                if (open.length > 0 && !isHttpsOnly(r)) {
+                    report(`${r.where} opens protocol ${r.protocol} ports ${r.fromPort}-${r.toPort} to ${open.join(" and ")}; only TCP 443 may be public.`);
+                }
+            }
+        },
+    };
+}
+
+export function noAllProtocolsInbound(level: EnforcementLevel = "mandatory"): ResourceValidationPolicy {
+    return {
+        name: "no-all-protocols-inbound",
+        description: "No inbound rule with protocol -1 (all traffic).",
+        enforcementLevel: level,
+        validateResource: (args, report) => {
+            for (const r of inboundRules(args)) {
+                if (isAllProtocols(r)) {
+                    report(`${r.where} allows all protocols inbound (protocol ${r.protocol}); name the protocol and ports.`);
+                }
+            }
+        },
+    };
+}
+
+const WEBHOOK_LIKE = /https:\/\/[^\s"']*(hooks\.|\/services\/|webhook)/i;
+
+/**
+ * A policy sees secrets unwrapped, so it cannot test the secret flag of stdin
+ * itself; it checks what makes the secret stay secret: the webhook command
+ * declares stdin/stdout/stderr as secret outputs (so the state stores them
+ * encrypted), logs nothing, and no command text, environment or trigger of any
+ * command holds a webhook-looking URL.
+ */
+export function webhookInputsSecret(level: EnforcementLevel = "mandatory"): ResourceValidationPolicy {
+    return {
+        name: "webhook-inputs-secret",
+        description: "The webhook reaches hosts only on a secret stdin of a command that logs nothing.",
+        enforcementLevel: level,
+        validateResource: (args, report) => {
+            if (!COMMANDS.has(args.type)) {
+                return;
+            }
+            const p = args.props ?? {};
+            for (const k of ["create", "update", "delete", "environment", "triggers"]) {
+                if (p[k] !== undefined && WEBHOOK_LIKE.test(JSON.stringify(p[k]))) {
+                    report(`${k} holds a webhook URL in plain text; pass it on stdin from a secret.`);
+                }
+            }
+            const isWebhookCommand = [p.create, p.update].some((c) => typeof c === "string" && c.includes("set-webhook"));
+            if (!isWebhookCommand) {
+                return;
+            }
+            if (typeof p.stdin !== "string" || p.stdin.length === 0) {
+                report("the set-webhook command has no stdin: the webhook must arrive on stdin.");
+            }
+            if (p.logging !== "none") {
+                report(`the set-webhook command must set logging to "none" (is ${JSON.stringify(p.logging ?? "unset")}).`);
+            }
+            const secretOutputs = args.opts?.additionalSecretOutputs ?? [];
+            for (const k of ["stdin", "stdout", "stderr"]) {
+                if (!secretOutputs.includes(k)) {
+                    report(`the set-webhook command must list "${k}" in additionalSecretOutputs.`);
+                }
+            }
+        },
+    };
+}

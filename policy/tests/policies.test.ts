@@ -1,0 +1,113 @@
+// Policy tests in the style of pulumi-policy-aws: call validateResource with
+// fake args and collect the violations. Each policy: compliant, non-compliant,
+// missing property.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { ResourceValidationArgs, ResourceValidationPolicy } from "@pulumi/policy";
+import { noAllProtocolsInbound, noWorldInboundExceptHttps, webhookInputsSecret } from "../policies";
+
+function args(type: string, props: Record<string, any>, additionalSecretOutputs: string[] = []): ResourceValidationArgs {
+    return {
+        type, props, urn: `urn:pulumi:test::hostguard::${type}::r`, name: "r",
+        opts: { protect: false, ignoreChanges: [], aliases: [], additionalSecretOutputs, customTimeouts: { createSeconds: 0, updateSeconds: 0, deleteSeconds: 0 } },
+        stackTags: new Map(),
+        isType: () => false,
+        asType: () => undefined,
+        getConfig: () => ({}) as any,
+    } as unknown as ResourceValidationArgs;
+}
+
+async function violations(policy: ResourceValidationPolicy, a: ResourceValidationArgs): Promise<string[]> {
+    const out: string[] = [];
+    const validate = policy.validateResource;
+    if (!validate) {
+        return out;
+    }
+    for (const v of Array.isArray(validate) ? validate : [validate]) {
+        await v(a, (m) => out.push(m));
+    }
+    return out;
+}
+
+const SG = "aws:ec2/securityGroup:SecurityGroup";
+const RULE = "aws:ec2/securityGroupRule:SecurityGroupRule";
+const VPC = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule";
+const https = { protocol: "tcp", fromPort: 443, toPort: 443, cidrBlocks: ["0.0.0.0/0"], ipv6CidrBlocks: ["::/0"] };
+
+describe("no-world-inbound-except-https", () => {
+    const p = noWorldInboundExceptHttps();
+    it("passes the hostguard group: 443 public, 8080 and 22 from private ranges", async () => {
+        assert.deepEqual(await violations(p, args(SG, { ingress: [
+            https,
+            { protocol: "tcp", fromPort: 8080, toPort: 8080, cidrBlocks: ["10.0.0.0/8"], ipv6CidrBlocks: [] },
+            { protocol: "tcp", fromPort: 22, toPort: 22, cidrBlocks: ["203.0.113.0/24"], securityGroups: [] },
+        ] })), []);
+    });
+    it("flags SSH from ::/0 in an inline rule", async () => {
+        const v = await violations(p, args(SG, { ingress: [https, { protocol: "tcp", fromPort: 22, toPort: 22, ipv6CidrBlocks: ["::/0"] }] }));
+        assert.equal(v.length, 1);
+        assert.match(v[0], /ingress\[1\] opens protocol tcp ports 22-22 to ::\/0/);
+    });
+    it("flags port 80 from 0.0.0.0/0 on a standalone ingress rule, ignores egress", async () => {
+        assert.equal((await violations(p, args(RULE, { type: "ingress", protocol: "tcp", fromPort: 80, toPort: 80, cidrBlocks: ["0.0.0.0/0"] }))).length, 1);
+        assert.deepEqual(await violations(p, args(RULE, { type: "egress", protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"] })), []);
+    });
+    it("flags a port range around 443 on a vpc ingress rule, passes exact 443", async () => {
+        assert.equal((await violations(p, args(VPC, { ipProtocol: "tcp", fromPort: 0, toPort: 65535, cidrIpv4: "0.0.0.0/0" }))).length, 1);
+        assert.deepEqual(await violations(p, args(VPC, { ipProtocol: "tcp", fromPort: 443, toPort: 443, cidrIpv6: "::/0" })), []);
+    });
+    it("passes resources with the property missing", async () => {
+        assert.deepEqual(await violations(p, args(SG, {})), []);
+        assert.deepEqual(await violations(p, args(SG, { ingress: [{ protocol: "tcp", fromPort: 22, toPort: 22 }] })), []);
+        assert.deepEqual(await violations(p, args(VPC, { ipProtocol: "tcp", fromPort: 22, toPort: 22 })), []);
+    });
+    it("ignores other resource types", async () => {
+        assert.deepEqual(await violations(p, args("aws:s3/bucket:Bucket", { ingress: [{ protocol: "-1", cidrBlocks: ["0.0.0.0/0"] }] })), []);
+    });
+});
+
+describe("no-all-protocols-inbound", () => {
+    const p = noAllProtocolsInbound();
+    it("passes named protocols and an all-protocols egress", async () => {
+        assert.deepEqual(await violations(p, args(SG, { ingress: [https], egress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"] }] })), []);
+    });
+    it("flags protocol -1 inbound even from a private range, on each type", async () => {
+        assert.equal((await violations(p, args(SG, { ingress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["10.0.0.0/8"] }] }))).length, 1);
+        assert.equal((await violations(p, args(RULE, { type: "ingress", protocol: "all", fromPort: 0, toPort: 0, sourceSecurityGroupId: "sg-1" }))).length, 1);
+        assert.equal((await violations(p, args(VPC, { ipProtocol: "-1", referencedSecurityGroupId: "sg-1" }))).length, 1);
+    });
+    it("passes when the protocol property is missing", async () => {
+        assert.deepEqual(await violations(p, args(SG, { ingress: [{ fromPort: 443, toPort: 443 }] })), []);
+        assert.deepEqual(await violations(p, args(VPC, {})), []);
+    });
+});
+
+describe("webhook-inputs-secret", () => {
+    const p = webhookInputsSecret();
+    const RC = "command:remote:Command";
+    const good = { create: "sudo -n sh -c '/usr/local/lib/hostguard/install set-webhook'", stdin: "url = \"https://hooks.example.test/services/X\"\n", logging: "none" };
+    it("passes the hostguard webhook command", async () => {
+        assert.deepEqual(await violations(p, args(RC, good, ["stdin", "stdout", "stderr"])), []);
+    });
+    it("flags a webhook command that logs or keeps stdin in plain state", async () => {
+        const v = await violations(p, args(RC, { ...good, logging: "stdoutAndStderr" }, ["stdout"]));
+        assert.deepEqual(v.map((m) => m.split(" must")[0].split(":")[0]), [
+            "the set-webhook command", "the set-webhook command", "the set-webhook command",
+        ]);
+        assert.ok(v.some((m) => /logging/.test(m)) && v.some((m) => /"stdin"/.test(m)) && v.some((m) => /"stderr"/.test(m)));
+    });
+    it("flags a webhook URL in command text, environment or triggers of any command", async () => {
+        const url = "https://hooks.example.test/services/T/B/x";
+        assert.equal((await violations(p, args(RC, { create: `curl -d x ${url}` }))).length, 1);
+        assert.equal((await violations(p, args("command:local:Command", { create: "true", environment: { URL: url } }))).length, 1);
+        assert.equal((await violations(p, args(RC, { create: "true", triggers: [url] }))).length, 1);
+    });
+    it("flags a webhook command with the stdin missing", async () => {
+        const v = await violations(p, args(RC, { create: good.create, logging: "none" }, ["stdin", "stdout", "stderr"]));
+        assert.deepEqual(v, ["the set-webhook command has no stdin: the webhook must arrive on stdin."]);
+    });
+    it("passes other commands and other types", async () => {
+        assert.deepEqual(await violations(p, args(RC, { create: "install install --part base", stdin: "dGFy" })), []);
+        assert.deepEqual(await violations(p, args(SG, { create: "set-webhook" })), []);
+    });
+});
