@@ -1,0 +1,149 @@
+#!/usr/bin/env bats
+# The rendered /etc/cron.d/hostguard (strict line format, every 10 minutes
+# from the CRON_MINUTE offset, checked by Debian's own crontab parser in a
+# private mount namespace) and the logrotate rule (logrotate -d, then a real
+# forced rotation of logs in the temp root).
+
+load helpers/install
+
+readonly JOB_RE='^([0-9])-59/10 \* \* \* \* root (/usr/local/lib/hostguard/(host-monitor|container-monitor)) >> /var/log/hostguard/([a-z-]+)\.log 2>&1$'
+
+setup() {
+  hg_make_payload
+  hg_make_root
+}
+
+# Prints the minutes a cron minute field "A-B/S", "A-B", "*/S" or "N" selects.
+expand_minutes() {
+  local field="$1" start end step=1 m
+  if [[ "${field}" =~ ^(\*|([0-9]+)-([0-9]+))(/([0-9]+))?$ ]]; then
+    start="${BASH_REMATCH[2]:-0}"
+    end="${BASH_REMATCH[3]:-59}"
+    step="${BASH_REMATCH[5]:-1}"
+  elif [[ "${field}" =~ ^[0-9]+$ ]]; then
+    start="${field}"
+    end="${field}"
+  else
+    return 1
+  fi
+  for ((m = start; m <= end; m += step)); do
+    printf '%d ' "${m}"
+  done
+}
+
+install_monitors() {
+  printf 'CRON_MINUTE=%s\n' "$1" >"${BATS_TEST_TMPDIR}/settings.conf"
+  hg_install install --part monitors --settings "${BATS_TEST_TMPDIR}/settings.conf" >/dev/null
+}
+
+@test "the cron file: no dot in its name, 0644 root, every line strictly formed" {
+  install_monitors 3
+  local file="${ROOT}/etc/cron.d/hostguard" line jobs=0 path_line=0
+  [[ "$(basename "${file}")" != *.* ]]
+  hg_assert_mode_owner "${file}" "644 root:root"
+  local -A seen=()
+  while IFS= read -r line; do
+    if [[ -z "${line}" || "${line}" == '#'* ]]; then
+      continue
+    elif [[ "${line}" =~ ^PATH=(/[a-z/]+)(:/[a-z/]+)*$ ]]; then
+      path_line=1
+    elif [[ "${line}" =~ ^SHELL=/bin/sh$ ]]; then
+      :
+    elif [[ "${line}" =~ ${JOB_RE} ]]; then
+      [[ "${BASH_REMATCH[1]}" == 3 ]]
+      # One log file per script, named after it.
+      [[ "${BASH_REMATCH[3]}" == "${BASH_REMATCH[4]}" ]]
+      seen[${BASH_REMATCH[3]}]=$((${seen[${BASH_REMATCH[3]}]:-0} + 1))
+      jobs=$((jobs + 1))
+    else
+      echo "line not allowed: ${line}" >&2
+      false
+    fi
+  done <"${file}"
+  [[ "${jobs}" -eq 2 && "${seen[host-monitor]}" -eq 1 && "${seen[container-monitor]}" -eq 1 ]]
+  [[ "${path_line}" -eq 1 ]]
+}
+
+@test "every CRON_MINUTE offset gives six runs an hour, ten minutes apart" {
+  local offset line minutes want m
+  for offset in 0 3 9; do
+    install_monitors "${offset}"
+    want=""
+    for ((m = offset; m < 60; m += 10)); do want+="${m} "; done
+    while IFS= read -r line; do
+      [[ "${line}" =~ ${JOB_RE} ]] || continue
+      minutes="$(expand_minutes "${line%% *}")"
+      if [[ "${minutes}" != "${want}" ]]; then
+        echo "offset ${offset}: ${line%% *} gives '${minutes}', want '${want}'" >&2
+        false
+      fi
+      [[ "$(wc -w <<<"${minutes}")" -eq 6 ]]
+    done <"${ROOT}/etc/cron.d/hostguard"
+  done
+  # The expander itself is not lenient: a wrong step shows.
+  [[ "$(expand_minutes '3-59/20')" == "3 23 43 " ]]
+}
+
+# Debian's crontab -n parses with cron's own entry parser; it writes a temp
+# file in the spool, so the spool is a private tmpfs in a mount namespace.
+crontab_check() {
+  unshare --mount --propagation private bash -c \
+    'mount -t tmpfs -o mode=1730 tmpfs /var/spool/cron/crontabs && exec crontab -n "$1" </dev/null' \
+    _ "$1"
+}
+
+@test "Debian's cron parser accepts the entries (user field checked, then dropped)" {
+  command -v crontab >/dev/null || skip "cron not installed"
+  install_monitors 7
+  local user_crontab="${BATS_TEST_TMPDIR}/as-user-crontab" line
+  local entry_re='^([^[:space:]#=]+( +[^[:space:]]+){4}) +([a-z]+) +(.*)$'
+  # A cron.d line is a user crontab line with a user field after the five
+  # time fields: check it is root, drop it, and let crontab parse the rest.
+  while IFS= read -r line; do
+    if [[ "${line}" =~ ${entry_re} ]]; then
+      [[ "${BASH_REMATCH[3]}" == root ]]
+      printf '%s %s\n' "${BASH_REMATCH[1]}" "${BASH_REMATCH[4]}"
+    else
+      printf '%s\n' "${line}"
+    fi
+  done <"${ROOT}/etc/cron.d/hostguard" >"${user_crontab}"
+  [[ "$(grep -c 'hostguard/.*-monitor >>' "${user_crontab}")" -eq 2 ]]
+  run crontab_check "${user_crontab}"
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  # The same parser rejects a bad schedule, so the check can fail.
+  sed 's|^7-59/10|7-69/10|' "${user_crontab}" >"${BATS_TEST_TMPDIR}/broken"
+  run crontab_check "${BATS_TEST_TMPDIR}/broken"
+  echo "${output}"
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "bad minute"
+}
+
+@test "logrotate -d accepts the rule with a state file in the temp dir" {
+  install_monitors 0
+  local rule="${ROOT}/etc/logrotate.d/hostguard"
+  hg_assert_mode_owner "${rule}" "644 root:root"
+  run logrotate -d -s "${BATS_TEST_TMPDIR}/logrotate.state" "${rule}"
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  hg_assert_contains "${output}" "/var/log/hostguard/*.log"
+  hg_assert_not_contains "${output}" "error"
+}
+
+@test "the rule really rotates the monitors' logs and recreates them 0640" {
+  install_monitors 0
+  local logs="${ROOT}/var/log/hostguard" rule="${BATS_TEST_TMPDIR}/rule"
+  # Same rule, pointed at the temp root's log directory.
+  sed "s|^/var/log/hostguard/|${logs}/|" "${ROOT}/etc/logrotate.d/hostguard" >"${rule}"
+  grep -q "^${logs}/\*.log {" "${rule}"
+  echo "line one" >>"${logs}/host-monitor.log"
+  echo "line two" >>"${logs}/container-monitor.log"
+  run logrotate -f -s "${BATS_TEST_TMPDIR}/logrotate.state" "${rule}"
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  grep -qx "line one" "${logs}/host-monitor.log.1"
+  grep -qx "line two" "${logs}/container-monitor.log.1"
+  [[ ! -s "${logs}/host-monitor.log" ]]
+  hg_assert_mode_owner "${logs}/host-monitor.log" "640 root:root"
+  hg_assert_mode_owner "${logs}/container-monitor.log" "640 root:root"
+}

@@ -1,0 +1,97 @@
+#!/usr/bin/env bats
+# The Spring property step of `install --part web`: sets
+# spring.web.resources.add-mappings=false in APP_PROPERTIES whatever the
+# existing line's form, touches no other line, is idempotent, and uninstall
+# gives back the exact original bytes.
+
+load helpers/install
+
+setup() {
+  hg_make_payload
+  hg_make_root
+  mkdir -p "${ROOT}/srv/app/config"
+  PROPS="${ROOT}/srv/app/config/application.properties"
+  printf 'APP_PROPERTIES=/srv/app/config/application.properties\n' >"${BATS_TEST_TMPDIR}/settings.conf"
+}
+
+install_web() {
+  hg_install install --part web --settings "${BATS_TEST_TMPDIR}/settings.conf"
+}
+
+# Writes INPUT (printf format, so a missing final newline is expressible),
+# installs, compares with EXPECTED, checks a second install changes nothing
+# and that uninstall restores the original bytes.
+check_case() {
+  local input="$1" expected="$2"
+  hg_make_root
+  mkdir -p "${ROOT}/srv/app/config"
+  # shellcheck disable=SC2059 # the case is a printf format on purpose
+  printf "${input}" >"${PROPS}"
+  local original
+  original="$(sha256sum <"${PROPS}")"
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
+  install_web >/dev/null
+  # shellcheck disable=SC2059
+  if ! diff <(printf "${expected}") "${PROPS}"; then
+    printf 'case: %q\n' "${input}" >&2
+    return 1
+  fi
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/first"
+  install_web >/dev/null
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/second"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/first" "${BATS_TEST_TMPDIR}/second"
+  hg_install uninstall --part web >/dev/null
+  [[ "$(sha256sum <"${PROPS}")" == "${original}" ]]
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
+@test "absent key: appended, other lines and comments untouched" {
+  check_case '# app\n! old style comment\nserver.port=8080\n\nlogging.level.root=INFO\n' \
+    '# app\n! old style comment\nserver.port=8080\n\nlogging.level.root=INFO\nspring.web.resources.add-mappings=false\n'
+}
+
+@test "absent key in a file without a final newline, and in an empty file" {
+  check_case 'server.port=8080' 'server.port=8080\nspring.web.resources.add-mappings=false\n'
+  check_case '' 'spring.web.resources.add-mappings=false\n'
+}
+
+@test "present as key=true, key = true, key:true, key : true and key true" {
+  check_case 'a=1\nspring.web.resources.add-mappings=true\nb=2\n' 'a=1\nspring.web.resources.add-mappings=false\nb=2\n'
+  check_case 'spring.web.resources.add-mappings = true\n' 'spring.web.resources.add-mappings = false\n'
+  check_case 'spring.web.resources.add-mappings:true\n' 'spring.web.resources.add-mappings:false\n'
+  check_case '  spring.web.resources.add-mappings : true  \nz=1' '  spring.web.resources.add-mappings : false\nz=1'
+  check_case 'spring.web.resources.add-mappings true\n' 'spring.web.resources.add-mappings false\n'
+  check_case 'spring.web.resources.add-mappings\n' 'spring.web.resources.add-mappings=false\n'
+}
+
+@test "comments, longer keys and continuation lines are not the key" {
+  check_case '# spring.web.resources.add-mappings=true\n!spring.web.resources.add-mappings=true\nspring.web.resources.add-mappings-extra=true\nlist=a,\\\n  spring.web.resources.add-mappings=true\n' \
+    '# spring.web.resources.add-mappings=true\n!spring.web.resources.add-mappings=true\nspring.web.resources.add-mappings-extra=true\nlist=a,\\\n  spring.web.resources.add-mappings=true\nspring.web.resources.add-mappings=false\n'
+}
+
+@test "already false: the file is not rewritten and uninstall leaves it" {
+  printf 'x=1\nspring.web.resources.add-mappings = false\n' >"${PROPS}"
+  touch -d '2020-01-01 00:00:00' "${PROPS}"
+  local before
+  before="$(stat -c '%Y %s %a' "${PROPS}")"
+  install_web >/dev/null
+  [[ "$(stat -c '%Y %s %a' "${PROPS}")" == "${before}" ]]
+  hg_install uninstall --part web >/dev/null
+  [[ "$(stat -c '%Y %s %a' "${PROPS}")" == "${before}" ]]
+  grep -qx 'spring.web.resources.add-mappings = false' "${PROPS}"
+}
+
+@test "a key repeated twice: both lines are set, both restored" {
+  check_case 'spring.web.resources.add-mappings=true\nq=1\nspring.web.resources.add-mappings: yes\n' \
+    'spring.web.resources.add-mappings=false\nq=1\nspring.web.resources.add-mappings: false\n'
+}
+
+@test "the owner and mode of the properties file are kept" {
+  printf 'spring.web.resources.add-mappings=true\n' >"${PROPS}"
+  chown nobody:nogroup "${PROPS}"
+  chmod 0604 "${PROPS}"
+  install_web >/dev/null
+  hg_assert_mode_owner "${PROPS}" "604 nobody:nogroup"
+  grep -qx 'spring.web.resources.add-mappings=false' "${PROPS}"
+}
