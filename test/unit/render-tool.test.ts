@@ -1,0 +1,87 @@
+// `npm run render`: renders the committed stacks without a cloud or secrets,
+// and what it writes matches scripts/ byte for byte plus the settings file.
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { describe, it } from "node:test";
+import { validateConfig } from "../../components/config";
+import { renderSettings, sha256 } from "../../components/render";
+import { readStackFile, renderStack } from "../../tools/render";
+
+const ROOT = path.resolve(__dirname, "../..");
+
+function tree(dir: string, rel = ""): string[] {
+    return fs.readdirSync(path.join(dir, rel), { withFileTypes: true }).flatMap((e) => {
+        const p = rel ? `${rel}/${e.name}` : e.name;
+        return e.isDirectory() ? tree(dir, p) : [p];
+    }).sort();
+}
+
+describe("render tool", () => {
+    for (const stack of ["dev", "prod"]) {
+        it(`renders the ${stack} stack: payload identical to scripts/, settings from the stack file`, () => {
+            const out = fs.mkdtempSync(path.join(os.tmpdir(), "hg-render-tool-"));
+            try {
+                const dirs = renderStack(ROOT, stack, out, 4);
+                const config = validateConfig(readStackFile(path.join(ROOT, `Pulumi.${stack}.yaml`)), { requireSecrets: false });
+                assert.deepEqual(dirs.map((d) => path.basename(d)), config.hosts.map((h) => h.name));
+                for (const dir of dirs) {
+                    const settings = renderSettings(config.settings, 4);
+                    assert.equal(fs.readFileSync(path.join(dir, "etc/hostguard/hostguard.conf"), "utf8"), settings);
+                    for (const rel of tree(path.join(dir, "parts"))) {
+                        const [, ...rest] = rel.split("/");
+                        const source = rest.join("/") === "hostguard.conf" ? Buffer.from(settings) : fs.readFileSync(path.join(ROOT, "scripts", ...rest));
+                        assert.equal(sha256(fs.readFileSync(path.join(dir, "parts", rel))), sha256(source), rel);
+                    }
+                    const curlrc = path.join(dir, "etc/hostguard/webhook.curlrc");
+                    assert.match(fs.readFileSync(curlrc, "utf8"), /^url = "<redacted/);
+                    assert.equal(fs.statSync(curlrc).mode & 0o777, 0o600);
+                    const manifest = JSON.parse(fs.readFileSync(path.join(dir, "manifest.json"), "utf8"));
+                    assert.equal(manifest.cronSchedule, "4-59/10 * * * *");
+                    assert.equal(manifest.jail, "nginx-bad-request");
+                }
+                if (stack === "prod") {
+                    assert.match(fs.readFileSync(path.join(dirs[0], "etc/hostguard/hostguard.conf"), "utf8"), /^BAN_MAXRETRY=5$/m);
+                }
+            } finally {
+                fs.rmSync(out, { recursive: true, force: true });
+            }
+        });
+    }
+
+    it("works with an encrypted webhook in the stack file and never decrypts it", () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hg-render-stack-"));
+        try {
+            fs.writeFileSync(path.join(dir, "Pulumi.t.yaml"), [
+                "config:", "  hostguard:aws: false", "  hostguard:hosts:", "    - {name: t1, host: 127.0.0.1, user: root}",
+                "  hostguard:webhookUrl:", "    secure: v1:SENTINELCIPHERTEXT", "",
+            ].join("\n"));
+            const [hostDir] = renderStack(dir, "t", path.join(dir, "out"), 0);
+            const all = tree(hostDir).map((f) => fs.readFileSync(path.join(hostDir, f), "latin1")).join("\n");
+            assert.ok(!all.includes("SENTINELCIPHERTEXT"));
+            assert.equal(JSON.parse(fs.readFileSync(path.join(hostDir, "manifest.json"), "utf8")).webhook.configured, true);
+            assert.ok(!JSON.parse(fs.readFileSync(path.join(hostDir, "manifest.json"), "utf8")).parts.base.create.startsWith("sudo"), "root needs no sudo");
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+    });
+
+    it("fails on a bad stack file naming the key, as the CLI entry point", () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hg-render-bad-"));
+        try {
+            fs.writeFileSync(path.join(dir, "Pulumi.bad.yaml"), "config:\n  hostguard:aws: false\n  hostguard:hosts: [{name: b, host: h}]\n  hostguard:banBanTime: ten minutes\n");
+            assert.throws(() => renderStack(dir, "bad", path.join(dir, "out"), 0), /hostguard:banBanTime must be a duration/);
+            let stderr = "";
+            try {
+                execFileSync(process.execPath, ["--import", "tsx", path.join(ROOT, "tools/render.ts"), "--stack", "nosuchstack", "--out", path.join(dir, "o")], { cwd: ROOT, timeout: 30_000, stdio: "pipe" });
+            } catch (e: any) {
+                stderr = String(e.stderr);
+            }
+            assert.match(stderr, /render: .*Pulumi\.nosuchstack\.yaml/);
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+    });
+});
