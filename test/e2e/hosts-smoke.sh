@@ -102,6 +102,7 @@ t_ssh_strict() {
       -o StrictHostKeyChecking=yes -o UserKnownHostsFile="${kh}" -o ConnectTimeout=5 \
       "root@$(host_addr "${name}")" id -u)"
     expect_eq "id -u over ssh on ${name}" "${out}" 0
+    expect_eq "hostname over ssh on ${name}" "$(host_ssh "${name}" hostname)" "${name}"
   done
   # h1's key must not vouch for h2: strict checking is real.
   host_known_hosts_line h1 | sed "s/^[^ ]*/$(host_addr h2)/" >"${kh}"
@@ -205,6 +206,18 @@ t_ban() {
   expect_eq "h1 after unban" "$(http_code h1)" 200
 }
 
+# Opt-in (HG_SMOKE_CRON=1): up to a minute to see cron run a job of h1's own
+# /etc/cron.d.
+t_cron_job() {
+  local i
+  host_exec h1 sh -c 'umask 022; echo "* * * * * root touch /run/smoke-cron-ran" >/etc/cron.d/smoke'
+  for ((i = 0; i < 75; i++)); do
+    host_exec h1 test -e /run/smoke-cron-ran && return 0
+    sleep 1
+  done
+  fail "cron did not run h1's /etc/cron.d/smoke within 75 s"
+}
+
 t_sshd_restart() {
   host_kill_sshd h1
   if host_ssh h1 true 2>/dev/null; then
@@ -269,6 +282,9 @@ main() {
     step_here "receiver starts in the lan namespace" start_receiver
     step "h1 reaches the HTTPS receiver in the lan namespace" t_receiver
     step "ban on h1 drops the client there only; unban restores" t_ban
+    if [[ "${HG_SMOKE_CRON:-0}" == 1 ]]; then
+      step "cron runs a job from the host's own /etc/cron.d" t_cron_job
+    fi
     step "host_kill_sshd / host_start_sshd" t_sshd_restart
     record_namespaces
   fi

@@ -2,17 +2,17 @@
 # PID 1 of one disposable test host (see hosts.sh, which starts it inside the
 # host's network namespace, in fresh mount and PID namespaces). Gives the host
 # its own filesystem view without touching the machine's own files: overlays
-# over /etc, /var and /usr/local (writes land in HOST_DIR), fresh /root,
+# over /etc, /var, /usr/local, /opt and /srv (writes land in HOST_DIR), fresh /root,
 # /var/log, /var/lib/fail2ban, /run and /tmp. Then writes the host's own admin
 # config (sshd drop-in, host key, authorized key, fail2ban jail.d), prints
 # "ready" and stays as the reaper of the host's daemons until killed.
 #
-# Usage: host-init.sh HOST_DIR ADDR AUTHORIZED_KEY_FILE
+# Usage: host-init.sh HOST_DIR ADDR AUTHORIZED_KEY_FILE HOSTNAME
 # Reads: /usr/share/base-files/dot.{bashrc,profile} for the fresh /root.
 set -euo pipefail
 umask 022
 
-readonly OVERLAID=(etc var usr/local)
+readonly OVERLAID=(etc var usr/local opt srv)
 
 die() {
   printf 'host-init: %s\n' "$*" >&2
@@ -93,6 +93,14 @@ enabled = false
 EOF
 }
 
+# Own UTS namespace: each host of a fleet tells its own name.
+set_hostname() {
+  local name="$1" addr="$2"
+  hostname "${name}"
+  printf '%s\n' "${name}" >/etc/hostname
+  printf '%s\t%s\n' "${addr}" "${name}" >>/etc/hosts
+}
+
 reap_forever() {
   trap 'exit 0' TERM INT
   while :; do
@@ -102,19 +110,21 @@ reap_forever() {
 }
 
 main() {
-  (($# == 3)) || die "usage: host-init.sh HOST_DIR ADDR AUTHORIZED_KEY_FILE"
-  local host_dir="$1" addr="$2" key_file="$3" dir key_text
+  (($# == 4)) || die "usage: host-init.sh HOST_DIR ADDR AUTHORIZED_KEY_FILE HOSTNAME"
+  local host_dir="$1" addr="$2" key_file="$3" name="$4" dir key_text
   [[ "$$" == 1 ]] || die "must run as PID 1 of a fresh PID namespace"
   key_text="$(<"${key_file}")"
   # /sys as seen from this network namespace (ip, ss and nginx read it).
   mount -t sysfs sysfs /sys
   for dir in "${OVERLAID[@]}"; do
+    [[ -d "/${dir}" ]] || continue
     mount_overlay "${host_dir}" "${dir}"
   done
   make_root_home "${host_dir}" "${key_text}"
   make_var_log "${host_dir}"
   make_volatile
   write_admin_config "${addr}"
+  set_hostname "${name}" "${addr}"
   cd /
   echo ready
   exec >/dev/null 2>&1 </dev/null

@@ -2,7 +2,7 @@
 # Disposable test hosts for the end-to-end tests and benchmarks (sourced).
 #
 # Each host is a network namespace on one private L2 segment, with its own
-# mount and PID namespaces (see host-init.sh): overlays over /etc, /var and
+# mount, UTS (host name = NAME) and PID namespaces (see host-init.sh): overlays over /etc, /var and
 # /usr/local, fresh /root, /var/log, /run and /tmp, and Debian's sshd, nginx,
 # fail2ban and cron running inside. Client namespaces make requests from their
 # own addresses. Nothing changes on this machine except one veth interface in
@@ -210,13 +210,14 @@ host_pid() {
   printf '%s\n' "$(<"${dir}/pid")"
 }
 
-# host_exec NAME CMD...: runs CMD as root inside the host (its mounts, network
-# and PIDs), from /, with a clean environment. Stdin and exit status pass.
+# host_exec NAME CMD...: runs CMD as root inside the host (its mounts, network,
+# host name and PIDs), from /, with a clean environment. Stdin and exit status
+# pass through.
 host_exec() {
   local name="$1" pid
   shift
   pid="$(host_pid "${name}")" || return 1
-  nsenter --target "${pid}" --mount --net --pid -- \
+  nsenter --target "${pid}" --mount --net --uts --pid -- \
     env -i -C / PATH="${HG_HOST_PATH}" HOME=/root USER=root LOGNAME=root \
     SHELL=/bin/bash LANG=C.UTF-8 TERM=dumb "$@"
 }
@@ -314,8 +315,8 @@ _hg_host_init() {
   ns="$(host_netns "${name}")"
   # fd 3 closed: bats waits for it, and the host outlives the caller.
   nsenter --net="/run/netns/${ns}" -- \
-    unshare --mount --propagation private --pid --fork --mount-proc -- \
-    bash "${HG_LIB_DIR}/host-init.sh" "${dir}" "${addr}" "${HG_RUN_DIR}/ssh/id_ed25519.pub" \
+    unshare --mount --propagation private --uts --pid --fork --mount-proc -- \
+    bash "${HG_LIB_DIR}/host-init.sh" "${dir}" "${addr}" "${HG_RUN_DIR}/ssh/id_ed25519.pub" "${name}" \
     </dev/null >"${dir}/init.log" 2>&1 3>&- &
   parent=$!
   disown "${parent}"
