@@ -1,0 +1,238 @@
+#!/usr/bin/env bats
+# A real fail2ban server in a sandbox (own network namespace, config dir,
+# socket, pid, database and log) running the project's jail, filter and
+# slack-notify action; the notifier posts to the HTTPS test receiver, which
+# runs inside the same namespace. Checks the SPEC's start, ban, unban, manual
+# ban and stop messages byte for byte, the firewall rule in the namespace,
+# the status report, and that restored bans do not notify again.
+
+bats_require_minimum_version 1.5.0
+
+readonly JAIL=nginx-bad-request
+readonly CHANNEL=ops-bans
+
+setup() {
+  load helpers/receiver
+  load helpers/fail2ban-sandbox
+  command -v fail2ban-server >/dev/null || skip "fail2ban is not installed"
+  REPO="$(cd "${BATS_TEST_DIRNAME}/../.." && pwd)"
+  ROOT="${BATS_TEST_TMPDIR}/root"
+  local lib="${ROOT}/usr/local/lib/hostguard"
+  mkdir -p "${lib}/lib"
+  cp "${REPO}/scripts/hostguard-notify" "${lib}/"
+  cp "${REPO}"/scripts/lib/*.sh "${lib}/lib/"
+  fail2ban_sandbox_make "${BATS_TEST_TMPDIR}/f2b" "${lib}/hostguard-notify" \
+    BAN_MAXRETRY=10 BAN_FINDTIME=1m BAN_BANTIME=5 BAN_ACTION= "SLACK_CHANNEL=${CHANNEL}"
+  RECEIVER_WRAP=(ip netns exec "${F2B_NS}")
+  receiver_start
+  RECEIVER_WRAP=()
+  # Exported: fail2ban-server passes its environment to the action commands.
+  receiver_make_root "${ROOT}"
+}
+
+teardown() {
+  fail2ban_stop
+  receiver_stop
+  fail2ban_sandbox_destroy
+  {
+    echo "--- messages received:"
+    [[ -z "${RECEIVER_MESSAGES:-}" ]] || receiver_payloads
+    echo "--- fail2ban log (tail):"
+    tail -n 30 "${F2B_LOG}" 2>/dev/null
+  } >&2
+}
+
+status_report() {
+  fail2ban_client status "${JAIL}"
+}
+
+banned_ips() {
+  status_report | sed -n 's/^.*Banned IP list:[[:space:]]*//p'
+}
+
+is_banned() {
+  [[ " $(banned_ips) " == *" $1 "* ]]
+}
+
+total_failed_is() {
+  status_report | grep -Eq "Total failed:[[:space:]]+$1\$"
+}
+
+# The firewall rules inside the namespace (the host's tables are untouched).
+firewall() {
+  ip netns exec "${F2B_NS}" iptables -S
+  ip netns exec "${F2B_NS}" ip6tables -S
+}
+
+has_reject_rule() {
+  firewall | grep -Eq -- "^-A f2b-${JAIL} -s $1(/32|/128) -j REJECT"
+}
+
+# Prints payload N (1-based) as compact JSON with sorted keys.
+payload() {
+  receiver_payloads | sed -n "$1p"
+}
+
+# The JSON the SPEC's texts must arrive as (text and optional channel).
+expect_json() {
+  python3 -c '
+import json, sys
+p = {"text": sys.argv[1]}
+if len(sys.argv) > 2:
+    p["channel"] = sys.argv[2]
+print(json.dumps(p, ensure_ascii=False, sort_keys=True))' "$@"
+}
+
+assert_payload() {
+  local n="$1" want got
+  shift
+  want="$(expect_json "$@")"
+  got="$(payload "${n}")"
+  if [[ "${got}" != "${want}" ]]; then
+    printf 'message %s:\n  got:  %s\n  want: %s\n' "${n}" "${got}" "${want}" >&2
+    return 1
+  fi
+}
+
+# Checks message N is the ban message for IP, its failure count matching the
+# regex FAILURES, and a Unix time (fail2ban gives a fraction for a manual
+# ban) between FROM and now.
+assert_ban_message() {
+  local n="$1" ip="$2" failures="$3" from="$4" got text when now
+  got="$(payload "${n}")"
+  text="$(jq -r '.text' <<<"${got}")"
+  [[ "$(jq -r 'has("channel")' <<<"${got}")" == false ]]
+  if [[ ! "${text}" =~ ^"Ban Alert(${JAIL})"$'\n'" Banned IP: *${ip}*"$'\n'" Failures: "([0-9]+)" failure(s)"$'\n'" Timestap: "([0-9]+)(\.[0-9]+)?$ ]] \
+    || [[ ! "${BASH_REMATCH[1]}" =~ ^(${failures})$ ]]; then
+    printf 'message %s is not the ban message for %s (%s failures): %s\n' "${n}" "${ip}" "${failures}" "${got}" >&2
+    return 1
+  fi
+  when="${text##*Timestap: }"
+  when="${when%%.*}"
+  now="$(date +%s)"
+  ((when >= from - 1 && when <= now + 1)) \
+    || { echo "ban time ${when} not within [${from}, ${now}]" >&2; return 1; }
+}
+
+@test "fail2ban: start posts the start message with the channel; status prints the SPEC's report" {
+  ! grep -q '^banaction' "${F2B_CONF}/jail.d/hostguard-nginx-bad-request.local"
+  fail2ban_start
+  receiver_wait_count 1 15
+  assert_payload 1 "Ban tool (${JAIL}) jail has started" "#${CHANNEL}"
+  run status_report
+  printf '%s\n' "${output}" >&2
+  [[ "${status}" -eq 0 ]]
+  local line
+  for line in "Currently failed:" "Total failed:" "File list:" "Currently banned:" \
+    "Total banned:" "Banned IP list:"; do
+    [[ "${output}" == *"${line}"* ]]
+  done
+  [[ "${output}" =~ File\ list:[[:space:]]+${F2B_ACCESS_LOG} ]]
+  # Low-latency backend when python3-pyinotify is there (backend = auto).
+  if /usr/bin/python3 -c 'import pyinotify' 2>/dev/null; then
+    grep -q "Initiated 'pyinotify' backend" "${F2B_LOG}"
+  fi
+  [[ "$(receiver_count)" -eq 1 ]]
+}
+
+@test "fail2ban: the 10th matching line in the window bans (firewall + ban message); unban after bantime" {
+  local ip=192.0.2.10 from
+  fail2ban_start
+  receiver_wait_count 1 15
+  fail2ban_log_lines "${ip}" 9
+  fail2ban_wait_for 10 total_failed_is 9
+  # Lines the filter does not count change nothing.
+  fail2ban_log_lines "${ip}" 5 404
+  fail2ban_log_lines "${ip}" 5 4030
+  sleep 1
+  total_failed_is 9
+  ! is_banned "${ip}"
+  ! has_reject_rule "${ip}"
+  from="$(date +%s)"
+  fail2ban_log_lines "${ip}" 1
+  fail2ban_wait_for 10 is_banned "${ip}"
+  run firewall
+  printf '%s\n' "${output}" >&2
+  [[ "${output}" == *"-A INPUT -p tcp -m multiport --dports 80,443 -j f2b-${JAIL}"* ]]
+  has_reject_rule "${ip}"
+  run status_report
+  printf '%s\n' "${output}" >&2
+  [[ "${output}" =~ Currently\ banned:[[:space:]]+1 ]]
+  [[ "${output}" =~ Total\ banned:[[:space:]]+1 ]]
+  [[ "${output}" =~ Total\ failed:[[:space:]]+10 ]]
+  receiver_wait_count 2 15
+  assert_ban_message 2 "${ip}" 10 "${from}"
+  # bantime is 5 s here.
+  receiver_wait_count 3 20
+  assert_payload 3 "Ban Alert(${JAIL})"$'\n'" Unbanned IP: *${ip}*"
+  fail2ban_wait_for 5 bash -c "! ip netns exec '${F2B_NS}' iptables -S | grep -q -- '-s ${ip}/32'"
+  ! is_banned "${ip}"
+  [[ "$(receiver_count)" -eq 3 ]]
+}
+
+@test "fail2ban: an IPv6 client is banned in ip6tables and announced" {
+  local ip=2001:db8::66 from
+  fail2ban_start
+  receiver_wait_count 1 15
+  from="$(date +%s)"
+  fail2ban_log_lines "${ip}" 10 400
+  fail2ban_wait_for 10 is_banned "${ip}"
+  has_reject_rule "${ip}"
+  receiver_wait_count 2 15
+  assert_ban_message 2 "${ip}" 10 "${from}"
+}
+
+@test "fail2ban: set <jail> banip posts the ban message and blocks" {
+  local ip=203.0.113.7 from
+  fail2ban_start
+  receiver_wait_count 1 15
+  from="$(date +%s)"
+  run fail2ban_client set "${JAIL}" banip "${ip}"
+  [[ "${status}" -eq 0 ]]
+  fail2ban_wait_for 10 is_banned "${ip}"
+  has_reject_rule "${ip}"
+  receiver_wait_count 2 15
+  assert_ban_message 2 "${ip}" '[0-9]+' "${from}"
+}
+
+@test "fail2ban: stop posts the stop message; a restart restores the ban without a second ban message" {
+  local ip=203.0.113.8
+  fail2ban_sandbox_render BAN_BANTIME=10m
+  fail2ban_start
+  receiver_wait_count 1 15
+  fail2ban_client set "${JAIL}" banip "${ip}"
+  receiver_wait_count 2 15
+  assert_ban_message 2 "${ip}" '[0-9]+' 0
+  fail2ban_stop
+  receiver_wait_count 3 15
+  assert_payload 3 "Ban tool (${JAIL}) jail has stopped" "#${CHANNEL}"
+  # Stop lifts the firewall rules: one stop message, no "Unbanned" per IP.
+  [[ "$(receiver_count)" -eq 3 ]]
+
+  fail2ban_start
+  receiver_wait_count 4 15
+  assert_payload 4 "Ban tool (${JAIL}) jail has started" "#${CHANNEL}"
+  fail2ban_wait_for 10 is_banned "${ip}"
+  fail2ban_wait_for 10 has_reject_rule "${ip}"
+  grep -q "Restore Ban ${ip}" "${F2B_LOG}"
+  # Give a (wrong) second ban message time to arrive.
+  sleep 3
+  [[ "$(receiver_count)" -eq 4 ]]
+}
+
+@test "fail2ban: the action files hold no webhook address and the rendered jail keeps both actions" {
+  ! grep -rqiE 'https?://|hooks\.slack|webhook_url *=' "${REPO}/scripts/fail2ban"
+  ! grep -rq "${RECEIVER_SENTINEL}" "${F2B_CONF}" "${F2B_LOG}"
+  local jail="${F2B_CONF}/jail.d/hostguard-nginx-bad-request.local"
+  cat "${jail}" >&2
+  grep -Eq '^action += %\(action_\)s$' "${jail}"
+  grep -Eq "^ +slack-notify\\[slack_channel=\"${CHANNEL}\"\\]$" "${jail}"
+  grep -Eq '^bantime += 5$' "${jail}"
+  # A set BAN_ACTION is kept (and then used: nftables in the namespace).
+  fail2ban_sandbox_render BAN_ACTION=nftables-multiport
+  grep -Eq '^banaction += nftables-multiport$' "${jail}"
+  fail2ban_start
+  fail2ban_client set "${JAIL}" banip 198.51.100.9 >/dev/null
+  fail2ban_wait_for 10 bash -c "ip netns exec '${F2B_NS}' nft list ruleset | grep -q 198.51.100.9"
+  ! ip netns exec "${F2B_NS}" iptables -S | grep -q 198.51.100.9
+}
