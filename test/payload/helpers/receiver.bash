@@ -44,7 +44,7 @@ RECEIVER_SECRET_PATH="/services/T000/B000/${RECEIVER_SENTINEL}"
 RECEIVER_HELPERS="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../helpers" && pwd)"
 
 receiver_start() {
-  local dir="${BATS_TEST_TMPDIR:?}/receiver" bind=127.0.0.1 mode=ok port=0
+  local dir="" bind=127.0.0.1 mode=ok port=0
   local -a ips=()
   while (($#)); do
     case "$1" in
@@ -56,6 +56,7 @@ receiver_start() {
       *) echo "receiver_start: unknown option $1" >&2; return 64 ;;
     esac
   done
+  dir="${dir:-${BATS_TEST_TMPDIR:?receiver_start needs --dir outside bats}/receiver}"
   mkdir -p "${dir}"
   if [[ "${bind}" != 127.0.0.1 && "${bind}" != ::1 && "${bind}" != 0.0.0.0 ]]; then
     ips+=("${bind}")
