@@ -87,7 +87,7 @@ run_monitor() {
   [[ "${output}" == *"host=fixture-host"*"cpu=12.3% memory=90.92% disk=${disk}%"*"processes=42"*"alerts=cpu memory disk"* ]]
   # The new sample replaces the old one for the next run.
   [[ "$(cat "${HOSTGUARD_ROOT}/var/lib/hostguard/cpu.sample")" == "boot-fixture 2234 20000" ]]
-  ! compgen -G "${HOSTGUARD_ROOT}/var/spool/hostguard/msg-*"
+  ! compgen -G "${HOSTGUARD_ROOT}/var/spool/hostguard/msg-*" || false
 }
 
 @test "thresholds 100: nothing fires, one log line with the figures" {
@@ -274,18 +274,23 @@ run_monitor() {
   local out
   hg_cpu_sample out "${FIX}/stat"
   [[ "${out}" == "2234 20000" ]]
-  hg_cpu_percent out "1000 10000" "2234 20000" && [[ "${out}" == 12.3 ]]
-  hg_cpu_percent out "0 0" "1 3" && [[ "${out}" == 33.3 ]]
-  hg_cpu_percent out "0 0" "2 3" && [[ "${out}" == 66.7 ]]
-  hg_cpu_percent out "0 0" "5 5" && [[ "${out}" == 100.0 ]]
-  hg_cpu_percent out "0 0" "0 7" && [[ "${out}" == 0.0 ]]
+  hg_cpu_percent out "1000 10000" "2234 20000"
+  [[ "${out}" == 12.3 ]]
+  hg_cpu_percent out "0 0" "1 3"
+  [[ "${out}" == 33.3 ]]
+  hg_cpu_percent out "0 0" "2 3"
+  [[ "${out}" == 66.7 ]]
+  hg_cpu_percent out "0 0" "5 5"
+  [[ "${out}" == 100.0 ]]
+  hg_cpu_percent out "0 0" "0 7"
+  [[ "${out}" == 0.0 ]]
   # No time passed, or a reboot reset the counters: no figure.
-  ! hg_cpu_percent out "5 10" "5 10"
-  ! hg_cpu_percent out "500 1000" "5 10"
+  ! hg_cpu_percent out "5 10" "5 10" || false
+  ! hg_cpu_percent out "500 1000" "5 10" || false
   # The decimal comparison is exact: 80.001 > 80, 80.000 is not.
   hg_decimal_gt 80.001 80
-  ! hg_decimal_gt 80.000 80
-  ! hg_decimal_gt 80 80
+  ! hg_decimal_gt 80.000 80 || false
+  ! hg_decimal_gt 80 80 || false
   hg_decimal_gt 100.5 100
-  ! hg_decimal_gt 79.99 80
+  ! hg_decimal_gt 79.99 80 || false
 }

@@ -1,0 +1,302 @@
+#!/usr/bin/env bats
+# Container monitor against the stand-in docker CLI (test/helpers/fake-docker,
+# on PATH as `docker`): alerts received byte for byte by the HTTPS test
+# receiver, runtime calls counted, hostile names and error texts.
+
+load helpers/receiver
+
+REPO="$(cd "${BATS_TEST_DIRNAME}/../.." && pwd)"
+MONITOR="${REPO}/scripts/container-monitor"
+
+# Names real Docker would refuse, on purpose: the monitor must not trust them.
+NAME_QUOTES='we"b \ $(touch x) `id` '"'q'"
+NAME_UTF8='ünïcødé 名前 🐳 | &amp; <b>'
+NAME_CTRL=$'tab\there\u2028sep'
+
+setup() {
+  receiver_start
+  receiver_make_root
+  mkdir -p "${BATS_TEST_TMPDIR}/bin"
+  ln -s "${REPO}/test/helpers/fake-docker" "${BATS_TEST_TMPDIR}/bin/docker"
+  export PATH="${BATS_TEST_TMPDIR}/bin:${PATH}"
+  export FAKE_DOCKER_STATE="${BATS_TEST_TMPDIR}/containers.json"
+  export FAKE_DOCKER_CALLS="${BATS_TEST_TMPDIR}/calls.jsonl"
+  : >"${FAKE_DOCKER_CALLS}"
+}
+
+teardown() {
+  receiver_stop
+}
+
+# containers NAME STATE CPU MEM [EXIT_CODE ERROR] ... as JSON for the fake;
+# CPU/MEM "null" for no data. Each container is one `;`-free arg group of 6.
+containers() {
+  python3 - "${FAKE_DOCKER_STATE}" "$@" <<'EOF'
+import json, sys
+out, args = [], sys.argv[2:]
+for i in range(0, len(args), 6):
+    name, state, cpu, mem, code, error = args[i:i + 6]
+    out.append({"name": name, "state": state,
+                "cpu": None if cpu == "null" else cpu,
+                "mem": None if mem == "null" else mem,
+                "exit_code": int(code), "error": error})
+json.dump({"containers": out}, open(sys.argv[1], "w"), ensure_ascii=False)
+EOF
+}
+
+settings() {
+  receiver_make_root "$@"
+}
+
+# Compares the delivered payload texts, exactly and in order, with the args.
+expect_texts() {
+  python3 - "${RECEIVER_MESSAGES}" "$@" <<'EOF'
+import json, sys
+got = []
+for line in open(sys.argv[1], encoding="utf-8"):
+    payload = json.loads(line)["payload"]
+    assert isinstance(payload, dict) and set(payload) == {"text"}, payload
+    got.append(payload["text"])
+want = sys.argv[2:]
+if got != want:
+    print("delivered:", json.dumps(got, ensure_ascii=False, indent=1))
+    print("expected: ", json.dumps(want, ensure_ascii=False, indent=1))
+    sys.exit(1)
+EOF
+}
+
+clear_received() {
+  : >"${RECEIVER_MESSAGES}"
+  : >"${FAKE_DOCKER_CALLS}"
+}
+
+# Prints the subcommand of each runtime call, space-separated.
+calls() {
+  python3 -c '
+import json, sys
+print(" ".join(json.loads(l)[0] for l in open(sys.argv[1])))' "${FAKE_DOCKER_CALLS}"
+}
+
+run_monitor() {
+  run timeout 60 "${MONITOR}"
+  echo "exit ${status}:"
+  echo "${output}"
+  echo "calls: $(calls)"
+}
+
+P="[Container Alert] "$'\n'
+
+@test "no containers: one list call, no alert" {
+  containers
+  run_monitor
+  [[ "${status}" -eq 0 ]]
+  [[ "$(calls)" == "ps" ]]
+  [[ "$(receiver_count)" -eq 0 ]]
+  [[ "${output}" == *"containers=0 running=0 previously_running=0 alerts=0"* ]]
+}
+
+@test "one container with a hostile name: CPU and memory alerts, three calls" {
+  containers "${NAME_QUOTES}" running 80.01% 95.5% 0 ""
+  run_monitor
+  [[ "${status}" -eq 0 ]]
+  [[ "$(calls)" == "ps inspect stats" ]]
+  expect_texts "${P}High CPU usage detected: ${NAME_QUOTES} - 80.01%" \
+    "${P}High memory usage detected: ${NAME_QUOTES} - 95.5%"
+  [[ ! -e x ]]
+}
+
+@test "three containers with hostile names: only values above the thresholds fire" {
+  containers "${NAME_QUOTES}" running 80.00% 90.00% 0 "" \
+    "${NAME_UTF8}" running 350.25% 12.00% 0 "" \
+    "${NAME_CTRL}" running 1.00% 90.01% 0 ""
+  run_monitor
+  [[ "${status}" -eq 0 ]]
+  [[ "$(calls)" == "ps inspect stats" ]]
+  expect_texts "${P}High CPU usage detected: ${NAME_UTF8} - 350.25%" \
+    "${P}High memory usage detected: ${NAME_CTRL} - 90.01%"
+  # Log lines stay one line each, names shown as JSON strings.
+  [[ "${output}" == *'running "tab\there'$'\u2028''sep" cpu=1.00% memory=90.01%'* ]]
+  [[ "$(wc -l <"${HOSTGUARD_ROOT}/var/lib/hostguard/containers.running")" -eq 3 ]]
+}
+
+@test "running at check 1, exited 137 at check 2: exactly one stopped alert" {
+  containers "${NAME_UTF8}" running 1.00% 1.00% 0 "" other running 1.00% 1.00% 0 ""
+  run_monitor
+  [[ "${status}" -eq 0 ]]
+  [[ "$(receiver_count)" -eq 0 ]]
+  local error=$'OCI runtime: "cgroup" \\ limit\nkilled (OOM)'
+  containers "${NAME_UTF8}" exited 1.00% 1.00% 137 "${error}" other running 1.00% 1.00% 0 ""
+  clear_received
+  run_monitor
+  [[ "${status}" -eq 0 ]]
+  [[ "$(calls)" == "ps inspect stats" ]]
+  expect_texts "${P}Container stopped: ${NAME_UTF8} (Status: exited)"$'\n'"Exit Code: 137"$'\n'"Error: ${error}"
+  # Check 3: it was not running at check 2, so no second alert.
+  clear_received
+  run_monitor
+  [[ "${status}" -eq 0 ]]
+  [[ "$(receiver_count)" -eq 0 ]]
+}
+
+@test "an exited container without an error text says so" {
+  containers web running 1.00% 1.00% 0 ""
+  run_monitor
+  containers web exited 1.00% 1.00% 0 ""
+  clear_received
+  run_monitor
+  expect_texts "${P}Container stopped: web (Status: exited)"$'\n'"Exit Code: 0"$'\n'"Error: No specific error"
+  # Nothing runs any more: list and inspect only.
+  [[ "$(calls)" == "ps inspect" ]]
+}
+
+@test "a container gone since the previous check: Status removed" {
+  containers "${NAME_QUOTES}" running 1.00% 1.00% 0 "" keep running 1.00% 1.00% 0 ""
+  run_monitor
+  containers keep running 1.00% 1.00% 0 ""
+  clear_received
+  run_monitor
+  [[ "${status}" -eq 0 ]]
+  expect_texts "${P}Container stopped: ${NAME_QUOTES} (Status: removed)"$'\n'"Exit Code: unknown"$'\n'"Error: No such container"
+  [[ "$(calls)" == "ps inspect stats" ]]
+}
+
+@test "watch list: a name never seen and an exited one alert on every run" {
+  settings 'CONTAINER_WATCH=ghost , db "main" ünï'
+  containers 'db "main" ünï' exited 0.00% 0.00% 1 "" web running 1.00% 1.00% 0 ""
+  # In the order of the watch list.
+  local -a want=(
+    "${P}Container stopped: ghost (Status: not found)"$'\n'"Exit Code: unknown"$'\n'"Error: No such container"
+    "${P}Container stopped: db \"main\" ünï (Status: exited)"$'\n'"Exit Code: 1"$'\n'"Error: No specific error"
+  )
+  run_monitor
+  [[ "${status}" -eq 0 ]]
+  expect_texts "${want[@]}"
+  [[ "$(calls)" == "ps inspect stats" ]]
+  clear_received
+  run_monitor
+  expect_texts "${want[@]}"
+}
+
+@test "stats -- or missing: logged as unknown, never fine" {
+  containers quiet running null null 0 "" hot running 99.00% 1.00% 0 ""
+  run_monitor
+  [[ "${status}" -eq 0 ]]
+  expect_texts "${P}High CPU usage detected: hot - 99.00%"
+  [[ "${output}" == *'CPU of "quiet" unknown (stats gave "--")'* ]]
+  [[ "${output}" == *'memory of "quiet" unknown (stats gave "--")'* ]]
+  [[ "${output}" == *'running "quiet" cpu=unknown memory=unknown'* ]]
+}
+
+@test "the call count stays 3 for 1 and for 20 containers; one 2 s stats call" {
+  export FAKE_DOCKER_STATS_SLEEP=2
+  containers c1 running 1.00% 1.00% 0 ""
+  run_monitor
+  [[ "$(calls)" == "ps inspect stats" ]]
+  local -a args=()
+  local i
+  for ((i = 1; i <= 20; i++)); do
+    args+=("box ${i} \"x\"" running "$((i * 5)).00%" 1.00% 0 "")
+  done
+  containers "${args[@]}"
+  clear_received
+  local start end
+  start="${EPOCHREALTIME/./}"
+  run_monitor
+  end="${EPOCHREALTIME/./}"
+  [[ "${status}" -eq 0 ]]
+  [[ "$(calls)" == "ps inspect stats" ]]
+  # One stats call for all: far below 20 x 2 s (delivery paces ~1 s each).
+  (((end - start) < 15000000))
+  # 85 % .. 100 % are above 80: boxes 17 to 20; c1 is gone.
+  [[ "$(receiver_count)" -eq 5 ]]
+  receiver_texts | grep -c 'High CPU usage detected: box' | grep -qx 4
+  receiver_texts | grep -qx '\[Container Alert\] \\nContainer stopped: c1 (Status: removed)\\nExit Code: unknown\\nError: No such container'
+}
+
+@test "runtime unavailable: no alert, previous state kept, exit 1" {
+  containers web running 1.00% 1.00% 0 ""
+  run_monitor
+  local before
+  before="$(cat "${HOSTGUARD_ROOT}/var/lib/hostguard/containers.running")"
+  settings CONTAINER_RUNTIME=false
+  clear_received
+  run_monitor
+  [[ "${status}" -eq 1 ]]
+  [[ "${output}" == *"runtime unavailable"* ]]
+  [[ "$(receiver_count)" -eq 0 ]]
+  [[ "$(cat "${HOSTGUARD_ROOT}/var/lib/hostguard/containers.running")" == "${before}" ]]
+}
+
+@test "stats call fails: figures unknown, stopped alerts still sent, state saved" {
+  containers web running 1.00% 1.00% 0 "" db running 99.00% 99.00% 0 ""
+  run_monitor
+  containers web exited 1.00% 1.00% 3 "" db running 99.00% 99.00% 0 ""
+  clear_received
+  FAKE_DOCKER_FAIL=stats run_monitor
+  [[ "${status}" -eq 0 ]]
+  [[ "$(calls)" == "ps inspect stats" ]]
+  expect_texts "${P}Container stopped: web (Status: exited)"$'\n'"Exit Code: 3"$'\n'"Error: No specific error"
+  [[ "${output}" == *"stats failed"*"Cannot connect to the Docker daemon"* ]]
+  [[ "${output}" == *'running "db" cpu=unknown memory=unknown'* ]]
+  [[ "$(cut -f2 "${HOSTGUARD_ROOT}/var/lib/hostguard/containers.running")" == '"db"' ]]
+}
+
+@test "inspect fails: nothing concluded, state kept, exit 1" {
+  containers web running 1.00% 1.00% 0 ""
+  run_monitor
+  containers web exited 1.00% 1.00% 3 ""
+  clear_received
+  FAKE_DOCKER_FAIL=inspect run_monitor
+  [[ "${status}" -eq 1 ]]
+  [[ "$(calls)" == "ps inspect" ]]
+  [[ "$(receiver_count)" -eq 0 ]]
+  # The next run, with the engine back, still reports the stop.
+  clear_received
+  run_monitor
+  expect_texts "${P}Container stopped: web (Status: exited)"$'\n'"Exit Code: 3"$'\n'"Error: No specific error"
+}
+
+@test "JSON string decoding matches a real JSON encoder on hostile text" {
+  export LC_ALL=C.UTF-8
+  source "${REPO}/scripts/lib/metrics.sh"
+  local encoded decoded
+  while IFS= read -r encoded; do
+    hg_json_unquote decoded "${encoded}"
+    python3 -c '
+import json, sys
+want = json.loads(sys.argv[1]).replace("\0", "\ufffd")
+if sys.argv[2] != want:
+    print(repr(sys.argv[2]), "!=", repr(want)); sys.exit(1)' "${encoded}" "${decoded}"
+  done < <(python3 -c '
+import json
+for s in ["plain", "q\"uo\\te/d", "nl\nt\tr\rb\bf\f", "\u2028\u2029 <&>",
+          "ünï 名前 🐳", "\x01\x1f\x7f", "\\u0041 literal"]:
+    print(json.dumps(s))
+    print(json.dumps(s, ensure_ascii=True))
+print(r'"\/ \ud83d\udc33 \u00e9 \u0000 \uD83D\uDE00"')
+')
+  # Malformed input is refused, never half-decoded.
+  ! hg_json_unquote decoded '"open' || false
+  ! hg_json_unquote decoded '"a"b"' || false
+  ! hg_json_unquote decoded $'"raw\ttab"' || false
+  ! hg_json_unquote decoded '"bad \x escape"' || false
+}
+
+@test "fake docker answers like the real client: table, quiet, inspect errors" {
+  containers web running 1.00% 1.00% 0 "" old exited 0.00% 0.00% 2 ""
+  run docker ps
+  [[ "${lines[0]}" =~ ^CONTAINER\ ID\ +IMAGE\ +COMMAND\ +CREATED\ +STATUS\ +PORTS\ +NAMES$ ]]
+  [[ "${#lines[@]}" -eq 2 ]]
+  run docker ps -aq
+  [[ "${#lines[@]}" -eq 2 && "${lines[0]}" =~ ^[0-9a-f]{12}$ ]]
+  run docker ps --filter status=exited --format '{{.Names}}'
+  [[ "${output}" == old ]]
+  run docker inspect --format '{{.Name}}\t{{.State.Status}}' web nope
+  [[ "${status}" -eq 1 ]]
+  [[ "${lines[0]}" == '/web\trunning' ]]
+  [[ "${output}" == *"Error: No such object: nope"* ]]
+  run docker stats --no-stream --format '{{.Name}}\t{{.CPUPerc}}' web nope
+  [[ "${status}" -eq 1 && "${output}" == *"No such container: nope"* ]]
+  run docker ps --bogus
+  [[ "${status}" -eq 125 ]]
+}
