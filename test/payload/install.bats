@@ -48,8 +48,8 @@ EOF
   run hg_install install --settings "${SETTINGS}"
   echo "${output}"
   [[ "${status}" -eq 0 ]]
-  local part src dest mode
-  while IFS='|' read -r part src dest mode; do
+  local dest mode
+  while IFS='|' read -r _ _ dest mode; do
     hg_assert_mode_owner "${ROOT}${dest}" "${mode#0} root:root"
   done < <("${PAYLOAD}/install" list)
   hg_assert_mode_owner "${ROOT}/usr/local/lib/hostguard" "755 root:root"
@@ -123,7 +123,8 @@ EOF
   hg_install install --settings "${SETTINGS}"
   hg_install uninstall --part web
   [[ ! -e "${ROOT}/etc/nginx/snippets/hostguard-deny.conf" ]]
-  ! grep -q 'hostguard' "${ROOT}/etc/nginx/sites-available/site"
+  run grep -c 'hostguard' "${ROOT}/etc/nginx/sites-available/site"
+  [[ "${output}" == 0 ]]
   grep -qx 'spring.web.resources.add-mappings: true' "${ROOT}/opt/app/application.properties"
   [[ -f "${ROOT}/etc/cron.d/hostguard" ]]
   [[ -f "${ROOT}/etc/fail2ban/jail.d/hostguard-nginx-bad-request.local" ]]
@@ -271,4 +272,113 @@ EOF
   [[ "${status}" -eq 64 ]]
   run "${PAYLOAD}/install" install --root relative/dir
   [[ "${status}" -eq 64 ]]
+}
+
+# Runs a command with root / in a private mount (and network) namespace whose
+# /etc/nginx, /var/lib, /var/log/nginx and /run are copies in the test's temp
+# dir: the real `nginx -t` runs against them, this machine's own are untouched.
+live_sandbox() {
+  SANDBOX="${BATS_TEST_TMPDIR}/live"
+  if [[ ! -d "${SANDBOX}" ]]; then
+    mkdir -p "${SANDBOX}/varlib/nginx" "${SANDBOX}/lognginx" "${SANDBOX}/run"
+    cp -a /etc/nginx "${SANDBOX}/etc-nginx"
+  fi
+  timeout 60 unshare --mount --propagation private --net bash -euo pipefail -c '
+    s="$1"
+    shift
+    mount --bind "${s}/etc-nginx" /etc/nginx
+    mount --bind "${s}/varlib" /var/lib
+    mount --bind "${s}/lognginx" /var/log/nginx
+    mount --bind "${s}/run" /run
+    "$@"' _ "${SANDBOX}" "$@"
+}
+
+host_nginx_listing() {
+  hg_listing /etc/nginx mtime
+}
+
+@test "root /: the real nginx -t passes, the include is placed, uninstall restores (sandboxed)" {
+  command -v nginx >/dev/null && command -v unshare >/dev/null || skip "nginx or unshare missing"
+  [[ -L /etc/nginx/sites-enabled/default ]] || skip "no default nginx site to edit"
+  host_nginx_listing >"${BATS_TEST_TMPDIR}/host-before"
+  printf 'NGINX_SERVER_CONF=/etc/nginx/sites-enabled/default\n' >"${BATS_TEST_TMPDIR}/live.conf"
+  live_sandbox true
+  hg_listing "${SANDBOX}/etc-nginx" >"${BATS_TEST_TMPDIR}/before"
+  run live_sandbox "${PAYLOAD}/install" install --part web --root / --settings "${BATS_TEST_TMPDIR}/live.conf"
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  hg_assert_contains "${output}" "nginx configuration tested"
+  hg_assert_contains "${output}" "nginx is not running: not reloaded"
+  grep -q 'include /etc/nginx/snippets/hostguard-deny.conf; # hostguard' "${SANDBOX}/etc-nginx/sites-available/default"
+  cmp "${PAYLOAD}/nginx/hostguard-deny.conf" "${SANDBOX}/etc-nginx/snippets/hostguard-deny.conf"
+  [[ -f "${SANDBOX}/varlib/hostguard/install-web.manifest" ]]
+  # A second run changes nothing, so it neither tests nor reloads.
+  run live_sandbox "${PAYLOAD}/install" install --part web --root / --settings "${BATS_TEST_TMPDIR}/live.conf"
+  [[ "${status}" -eq 0 ]]
+  hg_assert_not_contains "${output}" "nginx configuration tested"
+  run live_sandbox "${PAYLOAD}/install" uninstall --part web --root /
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  hg_assert_contains "${output}" "nginx configuration tested"
+  hg_listing "${SANDBOX}/etc-nginx" >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+  host_nginx_listing >"${BATS_TEST_TMPDIR}/host-after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/host-before" "${BATS_TEST_TMPDIR}/host-after"
+}
+
+@test "root /: a snippet nginx -t rejects is rolled back, site file included (sandboxed)" {
+  command -v nginx >/dev/null && command -v unshare >/dev/null || skip "nginx or unshare missing"
+  [[ -L /etc/nginx/sites-enabled/default ]] || skip "no default nginx site to edit"
+  printf 'NGINX_SERVER_CONF=/etc/nginx/sites-enabled/default\n' >"${BATS_TEST_TMPDIR}/live.conf"
+  printf 'this_is_not_a_directive on;\n' >"${PAYLOAD}/nginx/hostguard-deny.conf"
+  live_sandbox true
+  hg_listing "${SANDBOX}/etc-nginx" >"${BATS_TEST_TMPDIR}/before"
+  hg_listing "${SANDBOX}/varlib" >"${BATS_TEST_TMPDIR}/varlib-before"
+  run live_sandbox "${PAYLOAD}/install" install --part web --root / --settings "${BATS_TEST_TMPDIR}/live.conf"
+  echo "${output}"
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "this_is_not_a_directive"
+  hg_assert_contains "${output}" "nginx -t failed"
+  hg_assert_contains "${output}" "rolled back"
+  hg_listing "${SANDBOX}/etc-nginx" >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+  hg_listing "${SANDBOX}/varlib" >"${BATS_TEST_TMPDIR}/varlib-after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/varlib-before" "${BATS_TEST_TMPDIR}/varlib-after"
+}
+
+@test "root /: the real fail2ban-client -t, start, then reload on uninstall (sandboxed, own pid and net namespace)" {
+  command -v fail2ban-client >/dev/null && command -v unshare >/dev/null || skip "fail2ban or unshare missing"
+  local s="${BATS_TEST_TMPDIR}/f2b"
+  mkdir -p "${s}/varlib" "${s}/varlog/nginx" "${s}/run"
+  : >"${s}/varlog/nginx/access.log"
+  cp -a /etc/fail2ban "${s}/etc-fail2ban"
+  # Only hostguard's jail: the distribution's sshd jail needs a real sshd log.
+  rm -f "${s}/etc-fail2ban/jail.d/defaults-debian.conf"
+  hg_listing "${s}/etc-fail2ban" >"${BATS_TEST_TMPDIR}/before"
+  hg_listing /etc/fail2ban mtime >"${BATS_TEST_TMPDIR}/host-before"
+  printf 'BAN_ACTION=nftables-multiport\n' >"${BATS_TEST_TMPDIR}/live.conf"
+  # The pid namespace ends with this command: the server started inside goes too.
+  run timeout 90 unshare --mount --propagation private --net --pid --fork --mount-proc \
+    bash -euo pipefail -c '
+    s="$1" payload="$2" settings="$3"
+    mount --bind "${s}/etc-fail2ban" /etc/fail2ban
+    mount --bind "${s}/varlib" /var/lib
+    mount --bind "${s}/varlog" /var/log
+    mount --bind "${s}/run" /run
+    mkdir -p /run/fail2ban /var/lib/fail2ban
+    "${payload}/install" install --part bantool --root / --settings "${settings}"
+    fail2ban-client status nginx-bad-request
+    "${payload}/install" uninstall --part bantool --root /
+    echo "jails after uninstall: $(fail2ban-client status | grep "Jail list")"
+    fail2ban-client stop >/dev/null' _ "${s}" "${PAYLOAD}" "${BATS_TEST_TMPDIR}/live.conf"
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  hg_assert_contains "${output}" "fail2ban configuration tested and reloaded"
+  hg_assert_contains "${output}" "File list:"
+  # The reload after uninstall really dropped the jail from the running server.
+  grep -qE '^jails after uninstall: .*Jail list:[[:space:]]*$' <<<"${output}"
+  hg_listing "${s}/etc-fail2ban" >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+  hg_listing /etc/fail2ban mtime >"${BATS_TEST_TMPDIR}/host-after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/host-before" "${BATS_TEST_TMPDIR}/host-after"
 }

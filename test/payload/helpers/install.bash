@@ -12,8 +12,8 @@ hg_make_payload() {
   PAYLOAD="${BATS_TEST_TMPDIR}/payload"
   rm -rf "${PAYLOAD}"
   cp -a "${HG_SCRIPTS}" "${PAYLOAD}"
-  local part src dest mode
-  while IFS='|' read -r part src dest mode; do
+  local part src
+  while IFS='|' read -r part src _; do
     [[ -f "${PAYLOAD}/${src}" ]] && continue
     mkdir -p "$(dirname "${PAYLOAD}/${src}")"
     printf '# placeholder for %s (part %s)\n' "${src}" "${part}" >"${PAYLOAD}/${src}"
@@ -33,7 +33,7 @@ hg_listing() {
   local root="$1" with_mtime="${2:-}" format='%p|%y|%m|%u|%g|%s|%l'
   [[ -z "${with_mtime}" ]] || format+='|%T@'
   (
-    cd "${root}"
+    cd "${root}" || exit 1
     find . -printf "${format}\n" \
       | awk -F'|' 'BEGIN { OFS = "|" } $2 == "d" { $6 = "-" } { print }' \
       | LC_ALL=C sort
