@@ -236,3 +236,22 @@ assert_ban_message() {
   fail2ban_wait_for 10 bash -c "ip netns exec '${F2B_NS}' nft list ruleset | grep -q 198.51.100.9"
   ! ip netns exec "${F2B_NS}" iptables -S | grep -q 198.51.100.9
 }
+
+@test "fail2ban: with the chat service failing, the ban still blocks and its message waits in the spool" {
+  local ip=203.0.113.9
+  fail2ban_start
+  receiver_wait_count 1 15
+  receiver_mode status500
+  fail2ban_client set "${JAIL}" banip "${ip}" >/dev/null
+  fail2ban_wait_for 10 is_banned "${ip}"
+  has_reject_rule "${ip}"
+  # The notifier kept it (exit 75), which the action does not report as an error.
+  fail2ban_wait_for 20 grep -q '"status": 500' "${RECEIVER_REQUESTS}"
+  sleep 2
+  ! grep -E 'ERROR.*(slack-notify|hostguard-notify)' "${F2B_LOG}"
+  [[ "$(receiver_count)" -eq 1 ]]
+  receiver_mode ok
+  ip netns exec "${F2B_NS}" "${ROOT}/usr/local/lib/hostguard/hostguard-notify" flush
+  receiver_wait_count 2 15
+  assert_ban_message 2 "${ip}" '[0-9]+' 0
+}
