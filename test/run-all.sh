@@ -10,7 +10,12 @@ bash_files() {
       [[ -f "${file}" ]] || continue
       case "${file}" in
         *.sh | *.bash | *.bats) printf '%s\0' "${file}" ;;
-        *) head -n1 "${file}" | grep -qE '^#!.*\b(ba)?sh\b' && printf '%s\0' "${file}" ;;
+        *)
+          # An if, not &&: a non-shell last file must not become the loop's status.
+          if head -n1 "${file}" | grep -qE '^#!.*\b(ba)?sh\b'; then
+            printf '%s\0' "${file}"
+          fi
+          ;;
       esac
     done
 }
