@@ -6,7 +6,7 @@
 # builds nothing; the plugins are installed into the cache's PULUMI_HOME.
 # Source tools/pulumi-env.sh afterwards to use them.
 #
-# Reads: HOSTGUARD_PULUMI_CACHE (cache root, default
+# Reads: HOSTGUARD_BUILD_RANDOM=1 (also try the random plugin), HOSTGUARD_PULUMI_CACHE (cache root, default
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/hostguard/pulumi), GO (go binary, default
 #   `go` on PATH or /usr/local/go/bin/go), GOFLAGS/GOCACHE/GOMODCACHE as usual.
 # Prints one line per piece ("cached" or "built") and "engine ready: DIR".
@@ -212,10 +212,19 @@ main() {
   fi
   install_nodejs_shims
   ensure "command v${COMMAND_VERSION}" "${COMMAND_DIR}" pulumi-resource-command build_command
-  ensure "random v${RANDOM_VERSION}" "${RANDOM_DIR}" pulumi-resource-random build_random
+  # Random stays opt-in: its bridge (pulumi-terraform-bridge v3.135.0) needs
+  # pseudo-versions of pulumi-yaml and pulumi-language-dotnet that the module
+  # proxy refuses (403), so on this network its build fails.
+  if [[ "${HOSTGUARD_BUILD_RANDOM:-0}" == "1" ]]; then
+    ensure "random v${RANDOM_VERSION}" "${RANDOM_DIR}" pulumi-resource-random build_random
+  else
+    log "random v${RANDOM_VERSION}: skipped (set HOSTGUARD_BUILD_RANDOM=1 to try)"
+  fi
 
   install_plugin command "${COMMAND_VERSION}" "${COMMAND_DIR}/pulumi-resource-command"
-  install_plugin random "${RANDOM_VERSION}" "${RANDOM_DIR}/pulumi-resource-random"
+  if [[ -x "${RANDOM_DIR}/pulumi-resource-random" ]]; then
+    install_plugin random "${RANDOM_VERSION}" "${RANDOM_DIR}/pulumi-resource-random"
+  fi
   printf 'engine ready: %s\n' "${CACHE_ROOT}"
 }
 
