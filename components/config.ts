@@ -26,6 +26,8 @@ export interface HostSettings {
     user: string;
     /** Expected SSH host key (`ssh-ed25519 AAAA...`); checked when given. */
     hostKey?: string;
+    /** Fixed cron minute offset 0-9; when absent a random one is drawn once and kept in state. */
+    cronMinute?: number;
 }
 
 /** The values written to `hostguard.conf` (keys of scripts/README.md), minus CRON_MINUTE (drawn per host). */
@@ -252,8 +254,8 @@ function hostList(raw: RawConfig, sshUser: string): HostSettings[] {
         }
         const o = h as Record<string, unknown>;
         for (const k of Object.keys(o)) {
-            if (!["name", "host", "port", "user", "hostKey"].includes(k)) {
-                throw new ConfigError(`${key}.${k}`, "is not a known host field (name, host, port, user, hostKey)");
+            if (!["name", "host", "port", "user", "hostKey", "cronMinute"].includes(k)) {
+                throw new ConfigError(`${key}.${k}`, "is not a known host field (name, host, port, user, hostKey, cronMinute)");
             }
         }
         const name = matches(`${key}.name`, o.name, /^[a-z0-9][a-z0-9-]{0,39}$/, "must be lower-case letters, digits and dashes (it names resources)");
@@ -267,6 +269,8 @@ function hostList(raw: RawConfig, sshUser: string): HostSettings[] {
             port: o.port === undefined ? 22 : intValue(`${key}.port`, o.port, 1, 65535),
             user: o.user === undefined ? sshUser : matches(`${key}.user`, o.user, /^[a-z_][a-z0-9_-]{0,31}$/, "must be a user name"),
             hostKey: o.hostKey === undefined ? undefined : hostKey(`${key}.hostKey`, o.hostKey),
+            // Only present when given, so hosts without it compare equal to before.
+            ...(o.cronMinute === undefined ? {} : { cronMinute: intValue(`${key}.cronMinute`, o.cronMinute, 0, 9) }),
         };
     });
 }

@@ -47,12 +47,15 @@ export class HostDeployment extends pulumi.ComponentResource {
         const payload = args.payload ?? readPayload();
         const sudo = args.host.user !== "root";
 
-        // Drawn once and kept in state, so a fleet spreads its posts over the minutes.
-        const minute = new random.RandomInteger(`${name}-cron-minute`, { min: 0, max: 9 }, { parent: this });
-        this.cronMinute = minute.result;
-        this.cronSchedule = minute.result.apply(cronSchedule);
+        // Drawn once and kept in state, so a fleet spreads its posts over the minutes;
+        // a host's explicit cronMinute needs no random provider (test stacks, pinned fleets).
+        const minuteValue: pulumi.Output<number> = args.host.cronMinute !== undefined
+            ? pulumi.output(args.host.cronMinute)
+            : new random.RandomInteger(`${name}-cron-minute`, { min: 0, max: 9 }, { parent: this }).result;
+        this.cronMinute = minuteValue;
+        this.cronSchedule = minuteValue.apply(cronSchedule);
 
-        const rendered = minute.result.apply((m) => renderHost(args.settings, m, payload));
+        const rendered = minuteValue.apply((m) => renderHost(args.settings, m, payload));
         const connection = pulumi.secret(pulumi.output({
             host: args.host.host,
             port: args.host.port,

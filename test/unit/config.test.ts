@@ -118,6 +118,13 @@ describe("validateConfig", () => {
     });
     it("requires the name of an adopted group", () => { rejects(good({ securityGroupId: "sg-0123456789abcdef0" }), "securityGroupName"); });
     it("rejects a malformed host key", () => { rejects(good({ hosts: '[{"name":"a","host":"h","hostKey":"AAAA"}]' }), "hosts[0].hostKey"); });
+    it("accepts a fixed cron minute 0-9 per host, absent by default", () => {
+        const c = validateConfig(good({ hosts: '[{"name":"a","host":"h1","cronMinute":0},{"name":"b","host":"h2","cronMinute":"9"},{"name":"c","host":"h3"}]' }));
+        assert.deepEqual(c.hosts.map((h) => h.cronMinute), [0, 9, undefined]);
+        assert.ok(!("cronMinute" in c.hosts[2]));
+    });
+    it("rejects a cron minute outside 0-9", () => { rejects(good({ hosts: '[{"name":"a","host":"h","cronMinute":10}]' }), "hosts[0].cronMinute"); });
+    it("rejects a non-integer cron minute", () => { rejects(good({ hosts: '[{"name":"a","host":"h","cronMinute":"5m"}]' }), "hosts[0].cronMinute"); });
     it("rejects a non-boolean aws switch", () => { rejects(good({ aws: "no" }), "aws"); });
     it("needs no AWS keys when aws is false", () => {
         const c = validateConfig(good({ aws: "false", vpcId: undefined, adminCidrs: undefined }));

@@ -178,6 +178,16 @@ describe("stack with one host", () => {
     });
 });
 
+describe("a fixed cron minute", () => {
+    it("replaces the random draw: no RandomInteger, the minute lands in hostguard.conf", async () => {
+        const { resources, out } = await build(rawConfig([], { hosts: JSON.stringify([{ name: "web1", host: "10.0.1.10", cronMinute: 6 }]) }));
+        assert.ok(!resources.some((r) => r.type.startsWith("random:")), "no random resource");
+        const tar = Buffer.from(resources.find((r) => r.name === "web1-base")!.inputs.stdin, "base64").toString("latin1");
+        assert.match(tar, /CRON_MINUTE=6\n/);
+        assert.equal((await resolved(out.hosts.web1.cronSchedule)).value, "6-59/10 * * * *");
+    });
+});
+
 describe("the webhook secret", () => {
     it("travels only in the secret stdin of the webhook command", async () => {
         const { resources, out } = await build(rawConfig(["web1", "web2"]));
