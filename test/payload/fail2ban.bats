@@ -115,7 +115,7 @@ assert_ban_message() {
 }
 
 @test "fail2ban: start posts the start message with the channel; status prints the SPEC's report" {
-  ! grep -q '^banaction' "${F2B_CONF}/jail.d/hostguard-nginx-bad-request.local"
+  ! grep -q '^banaction' "${F2B_CONF}/jail.d/hostguard-nginx-bad-request.local" || false
   fail2ban_start
   receiver_wait_count 1 15
   assert_payload 1 "Ban tool (${JAIL}) jail has started" "#${CHANNEL}"
@@ -146,8 +146,8 @@ assert_ban_message() {
   fail2ban_log_lines "${ip}" 5 4030
   sleep 1
   total_failed_is 9
-  ! is_banned "${ip}"
-  ! has_reject_rule "${ip}"
+  ! is_banned "${ip}" || false
+  ! has_reject_rule "${ip}" || false
   from="$(date +%s)"
   fail2ban_log_lines "${ip}" 1
   fail2ban_wait_for 10 is_banned "${ip}"
@@ -166,7 +166,7 @@ assert_ban_message() {
   receiver_wait_count 3 20
   assert_payload 3 "Ban Alert(${JAIL})"$'\n'" Unbanned IP: *${ip}*"
   fail2ban_wait_for 5 bash -c "! ip netns exec '${F2B_NS}' iptables -S | grep -q -- '-s ${ip}/32'"
-  ! is_banned "${ip}"
+  ! is_banned "${ip}" || false
   [[ "$(receiver_count)" -eq 3 ]]
 }
 
@@ -221,8 +221,8 @@ assert_ban_message() {
 }
 
 @test "fail2ban: the action files hold no webhook address and the rendered jail keeps both actions" {
-  ! grep -rqiE 'https?://|hooks\.slack|webhook_url *=' "${REPO}/scripts/fail2ban"
-  ! grep -rq "${RECEIVER_SENTINEL}" "${F2B_CONF}" "${F2B_LOG}"
+  ! grep -rqiE 'https?://|hooks\.slack|webhook_url *=' "${REPO}/scripts/fail2ban" || false
+  ! grep -rq "${RECEIVER_SENTINEL}" "${F2B_CONF}" "${F2B_LOG}" || false
   local jail="${F2B_CONF}/jail.d/hostguard-nginx-bad-request.local"
   cat "${jail}" >&2
   grep -Eq '^action += %\(action_\)s$' "${jail}"
@@ -234,7 +234,7 @@ assert_ban_message() {
   fail2ban_start
   fail2ban_client set "${JAIL}" banip 198.51.100.9 >/dev/null
   fail2ban_wait_for 10 bash -c "ip netns exec '${F2B_NS}' nft list ruleset | grep -q 198.51.100.9"
-  ! ip netns exec "${F2B_NS}" iptables -S | grep -q 198.51.100.9
+  ! ip netns exec "${F2B_NS}" iptables -S | grep -q 198.51.100.9 || false
 }
 
 @test "fail2ban: with the chat service failing, the ban still blocks and its message waits in the spool" {
@@ -248,7 +248,7 @@ assert_ban_message() {
   # The notifier kept it (exit 75), which the action does not report as an error.
   fail2ban_wait_for 20 grep -q '"status": 500' "${RECEIVER_REQUESTS}"
   sleep 2
-  ! grep -E 'ERROR.*(slack-notify|hostguard-notify)' "${F2B_LOG}"
+  ! grep -E 'ERROR.*(slack-notify|hostguard-notify)' "${F2B_LOG}" || false
   [[ "$(receiver_count)" -eq 1 ]]
   receiver_mode ok
   ip netns exec "${F2B_NS}" "${ROOT}/usr/local/lib/hostguard/hostguard-notify" flush
