@@ -102,7 +102,7 @@ assert_ban_message() {
   got="$(payload "${n}")"
   text="$(jq -r '.text' <<<"${got}")"
   [[ "$(jq -r 'has("channel")' <<<"${got}")" == false ]]
-  if [[ ! "${text}" =~ ^"Ban Alert(${JAIL})"$'\n'" Banned IP: *${ip}*"$'\n'" Failures: "([0-9]+)" failure(s)"$'\n'" Timestap: "([0-9]+)(\.[0-9]+)?$ ]] \
+  if [[ ! "${text}" =~ ^"Ban Alert(${JAIL})"$'\n'" Banned IP: *${ip}*"$'\n'" Failures: "([0-9]+)" failure(s)"$'\n'" Timestap: "([0-9]+)$ ]] \
     || [[ ! "${BASH_REMATCH[1]}" =~ ^(${failures})$ ]]; then
     printf 'message %s is not the ban message for %s (%s failures): %s\n' "${n}" "${ip}" "${failures}" "${got}" >&2
     return 1

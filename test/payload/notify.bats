@@ -116,7 +116,7 @@ now_ms() {
   receiver_make_root
   notify event start --jail nginx-bad-request --channel alerts
   expect_status 0
-  notify event ban --jail nginx-bad-request --ip 192.0.2.7 --failures 10 --time 1700000000
+  notify event ban --jail nginx-bad-request --ip 192.0.2.7 --failures 10 --time 1700000000.5197537
   expect_status 0
   notify event unban --jail nginx-bad-request --ip 2001:db8::7
   expect_status 0
