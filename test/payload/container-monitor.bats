@@ -187,7 +187,7 @@ P="[Container Alert] "$'\n'
   [[ "${output}" == *'running "quiet" cpu=unknown memory=unknown'* ]]
 }
 
-@test "the call count stays 3 for 1 and for 20 containers; one 2 s stats call" {
+@test "the call count stays 3 for 1 and for 20 containers" {
   export FAKE_DOCKER_STATS_SLEEP=2
   containers c1 running 1.00% 1.00% 0 ""
   run_monitor
@@ -199,14 +199,10 @@ P="[Container Alert] "$'\n'
   done
   containers "${args[@]}"
   clear_received
-  local start end
-  start="${EPOCHREALTIME/./}"
   run_monitor
-  end="${EPOCHREALTIME/./}"
   [[ "${status}" -eq 0 ]]
+  # One stats call for all 20 (the cost is measured in bench/, not timed here).
   [[ "$(calls)" == "ps inspect stats" ]]
-  # One stats call for all: far below 20 x 2 s (delivery paces ~1 s each).
-  (((end - start) < 15000000))
   # 85 % .. 100 % are above 80: boxes 17 to 20; c1 is gone.
   [[ "$(receiver_count)" -eq 5 ]]
   receiver_texts | grep -c 'High CPU usage detected: box' | grep -qx 4
