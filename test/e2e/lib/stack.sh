@@ -33,16 +33,16 @@ e2e_engine_missing() {
   fi
   # shellcheck source=../../../tools/pulumi-env.sh
   . "${E2E_REPO_ROOT}/tools/pulumi-env.sh"
-  # pulumi-env.sh may offer its own verdict; use it when it does.
-  if declare -F hostguard_engine_missing >/dev/null; then
-    hostguard_engine_missing command
+  # pulumi-env.sh's own verdict when it offers one; the checks below only
+  # explain what is missing.
+  if declare -F hg_pulumi_can_deploy_command >/dev/null && hg_pulumi_can_deploy_command; then
     return 0
   fi
   if ! command -v pulumi >/dev/null 2>&1; then
-    echo "the pulumi CLI ${HOSTGUARD_PULUMI_VERSION:-?} is not built (run tools/build-pulumi.sh)"
+    echo "the pulumi CLI ${HOSTGUARD_PULUMI_VERSION:-?} is neither on PATH nor built in ${HOSTGUARD_PULUMI_BIN:-the cache} (run tools/build-pulumi.sh)"
     return 0
   fi
-  if ! command -v pulumi-language-nodejs >/dev/null 2>&1; then
+  if [[ ! -x "$(dirname "$(command -v pulumi)")/pulumi-language-nodejs" ]]; then
     echo "the Node.js language host pulumi-language-nodejs is not next to the CLI"
     return 0
   fi
@@ -51,8 +51,11 @@ e2e_engine_missing() {
   if ! jq -e --arg v "${HOSTGUARD_COMMAND_VERSION:-1.2.1}" \
     'any(.[]?; .name == "command" and .kind == "resource" and .version == $v)' \
     <<<"${plugins:-[]}" >/dev/null 2>&1; then
-    echo "the command provider plugin ${HOSTGUARD_COMMAND_VERSION:-1.2.1} is not installed in ${PULUMI_HOME:-PULUMI_HOME} (it cannot be built from the registries; install it with 'pulumi plugin install resource command ${HOSTGUARD_COMMAND_VERSION:-1.2.1} --file BINARY')"
+    echo "the command provider plugin ${HOSTGUARD_COMMAND_VERSION:-1.2.1} (@pulumi/command) is not installed in ${PULUMI_HOME:-PULUMI_HOME} (it cannot be built from the registries; install it with 'pulumi plugin install resource command ${HOSTGUARD_COMMAND_VERSION:-1.2.1} --file BINARY')"
     return 0
+  fi
+  if declare -F hg_pulumi_can_deploy_command >/dev/null; then
+    echo "tools/pulumi-env.sh says this engine cannot deploy @pulumi/command (hg_pulumi_can_deploy_command)"
   fi
 }
 
