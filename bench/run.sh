@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# The benchmark (`npm run bench`, issue 5): the cost of a monitor run, filter
+# throughput, ban latency and delivery under the chat service's rate limit,
+# each against a reference measured in the same run. Prints a table and
+# writes it, with a description of the machine, to bench/results.md.
+#
+#   bash bench/run.sh [--quick] [--out FILE]
+#
+# --quick uses small sizes (20,000 log lines, 1 and 10 containers, 5
+# messages, 1 ban trial per backend) and writes bench/results-quick.md unless
+# --out is given; CI runs it so the benchmark cannot rot, without asserting
+# timings. Exit status: 0 when every measurement ran and every correctness
+# check held (a missed timing target is reported in the table, not an
+# error), 1 otherwise. Needs root (network namespaces, fail2ban), strace,
+# fail2ban, curl, python3, jq, bc. Everything runs in a temp dir, on loopback
+# or in namespaces made here; all is removed on exit.
+set -euo pipefail
+umask 077
+export LC_ALL=C
+
+BENCH_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+readonly BENCH_REPO
+# shellcheck source=lib/common.bash
+source "${BENCH_REPO}/bench/lib/common.bash"
+# shellcheck source=lib/host.bash
+source "${BENCH_REPO}/bench/lib/host.bash"
+# shellcheck source=lib/containers.bash
+source "${BENCH_REPO}/bench/lib/containers.bash"
+# shellcheck source=lib/filter.bash
+source "${BENCH_REPO}/bench/lib/filter.bash"
+# shellcheck source=lib/ban.bash
+source "${BENCH_REPO}/bench/lib/ban.bash"
+# shellcheck source=lib/delivery.bash
+source "${BENCH_REPO}/bench/lib/delivery.bash"
+
+usage() {
+  echo "usage: bash bench/run.sh [--quick] [--out FILE]" >&2
+  exit 64
+}
+
+require_tools() {
+  local tool
+  for tool in strace fail2ban-regex curl python3 jq bc ip iptables top free; do
+    command -v "${tool}" >/dev/null || { echo "bench: missing ${tool}" >&2; exit 1; }
+  done
+  ((EUID == 0)) || { echo "bench: needs root (network namespaces, fail2ban)" >&2; exit 1; }
+}
+
+version_of() {
+  "$@" 2>&1 | head -n1 || true
+}
+
+machine() {
+  local cpu
+  cpu="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)"
+  printf -- '- date: %(%Y-%m-%d %H:%M:%S %z)T\n' -1
+  printf -- '- CPUs (nproc): %s; CPU model: %s\n' "$(nproc)" "${cpu:-unknown}"
+  printf -- '- kernel: %s\n' "$(uname -srm)"
+  printf -- '- bash: %s\n' "${BASH_VERSION}"
+  printf -- '- fail2ban: %s; pyinotify: %s\n' "$(version_of fail2ban-server --version)" \
+    "$(python3 -c 'import pyinotify; print(pyinotify.__version__)' 2>/dev/null || echo 'not installed')"
+  printf -- '- curl: %s\n' "$(version_of curl --version)"
+  printf -- '- procps: %s; strace: %s\n' "$(version_of top -v)" "$(version_of strace -V)"
+}
+
+report() {
+  local mode="$1"
+  printf '# hostguard benchmark results (%s run)\n\n' "${mode}"
+  local command='npm run bench'
+  [[ "${mode}" == quick ]] && command+=' -- --quick'
+  printf 'Written by %s (bench/run.sh). Every ratio is against a\n' "\`${command}\`"
+  printf 'reference measured in the same run on the same machine; absolute values are\n'
+  printf 'for context only (they vary from run to run).\n\n'
+  printf '## Machine\n\n'
+  machine
+  printf '\n## Results\n\n'
+  bench_table
+  printf '\n## How each figure is taken\n\n'
+  cat <<'EOF'
+- **1 host monitor**: `scripts/host-monitor` in a temp `HOSTGUARD_ROOT` with all thresholds at 100 (nothing fires, spool empty), after one warm-up run (the CPU sample of the previous run exists, as under cron). Spawns: successful `execve` of every process but the first under `strace -f` (the first one's execs are `env` starting bash); forks in brackets. Reference: `bench/reference/host-monitor` (one `top -bn1`, `free -m`, `df`, `uptime`, `uptime -p`, `ps aux | wc -l`, `hostname`, `date`, with grep/awk/sed/bc as the SPEC's script). Wall time: median of alternated runs.
+- **2 container monitor**: `scripts/container-monitor` with `test/helpers/fake-docker` as `docker`, its `stats` sleeping 2 s per call (as the real engine samples); N running, quiet containers. Calls: lines of the fake's calls log for one run. Reference: `bench/reference/container-monitor` (one `ps`, then per container one `inspect` and one `stats --no-stream`). The unit of the target is one `stats --no-stream` call of one container.
+- **3 filter**: `bench/lib/gen-access-log.py` writes a seeded combined-format log (IPv4 and 20 % IPv6, GET/POST/HEAD/..., 200/3xx/404/400/403/5xx, TLS junk on the plain port, long user agents, a few Basic-auth users). `fail2ban-regex LOG FILTER` with `scripts/fail2ban/filter.d/nginx-bad-request.local` and with the packaged `/etc/fail2ban/filter.d/nginx-bad-request.conf`, each alone in a folder, alternated; lines/s over the whole process (start-up included). Match counts are checked against the generator's own counts.
+- **4 ban latency**: a real fail2ban in a network namespace (`test/payload/helpers/fail2ban-sandbox.bash`) with the project's jail, filter and action, and the HTTPS receiver in the same namespace. Per trial, a fresh IP, 9 matching lines, wait until fail2ban counted 9, wait 1.2 s (the notifier paces posts 1.05 s apart), then from writing the 10th line: (a) until `iptables -S` in the namespace shows the REJECT rule (polled every 20 ms, so up to ~20 ms late), (b) until the receiver recorded the ban message (its own timestamp). Backend `auto` (the jail's setting: pyinotify when python3-pyinotify is installed) and `polling` (forced by a later jail.d file).
+- **5 deploy**: not measured here (needs the real Pulumi engine and the disposable hosts; done separately).
+- **6 delivery**: the HTTPS receiver in `pace 1` mode (one message per second, 429 with `Retry-After: 1` beyond). The messages are spooled with `hg_notify_enqueue`, then `hostguard-notify flush` runs until the spool is empty (at most 10 runs, each with the production budget of 40 s). Exactly-once and order are checked on what the receiver recorded. Floor: one second per message.
+EOF
+}
+
+main() {
+  local quick=0 out=""
+  while (($#)); do
+    case "$1" in
+      --quick) quick=1; shift ;;
+      --out) (($# >= 2)) || usage; out="$2"; shift 2 ;;
+      *) usage ;;
+    esac
+  done
+  require_tools
+  local mode=full
+  ((quick)) && mode=quick
+  if [[ -z "${out}" ]]; then
+    out="${BENCH_REPO}/bench/results.md"
+    ((quick)) && out="${BENCH_REPO}/bench/results-quick.md"
+  fi
+
+  local work
+  work="$(mktemp -d /tmp/hostguard-bench.XXXXXX)"
+  # The helpers of the bats suite keep their files under this name.
+  export BATS_TEST_TMPDIR="${work}"
+  # shellcheck disable=SC2064 # the path is fixed now
+  trap "bench_on_exit; rm -rf -- '${work}'" EXIT
+  trap 'exit 130' INT TERM
+
+  if ((quick)); then
+    bench_host "${work}" 5
+    bench_containers "${work}" 1 1 10
+    bench_filter "${work}" 20000 1
+    bench_ban "${work}" 1
+  else
+    bench_host "${work}" 21
+    bench_containers "${work}" 3 1 10 50
+    bench_filter "${work}" 200000 5
+    bench_ban "${work}" 5
+  fi
+  bench_row "5 deploy" "first \`pulumi up\` for 1/4/8 hosts; no-op \`up\`" \
+    "not measured here" "-" "-" "8 hosts <= 2x 1 host; no-op: 0 remote commands" \
+    "not measured here (needs the real engine and the disposable hosts; done separately)"
+  if ((quick)); then
+    bench_delivery "${work}" 5
+  else
+    bench_delivery "${work}" 30
+  fi
+
+  report "${mode}" >"${out}"
+  echo
+  bench_table
+  echo
+  echo "written: ${out#"${BENCH_REPO}/"}"
+  if ((BENCH_ERRORS > 0)); then
+    echo "bench: ${BENCH_ERRORS} correctness check(s) failed (see above)" >&2
+    return 1
+  fi
+}
+
+main "$@"
