@@ -113,8 +113,14 @@ raw_request() {
   raw_request 'GET /bad\x01 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n' >/dev/null
   # A TLS handshake on the plain port: 400 without a method, not counted.
   raw_request '\x16\x03\x01\x00\x05\x01\x00\x00\x01\x00' >/dev/null
-  local log="${BATS_TEST_TMPDIR}/access.log"
-  tail -c +"$((start + 1))" "${NGINX_ACCESS_LOG}" >"${log}"
+  local log="${BATS_TEST_TMPDIR}/access.log" wait
+  # nginx logs a request when its connection ends, which may be after the
+  # client has returned: wait (bounded) for all 17 lines.
+  for ((wait = 0; wait < 50; wait++)); do
+    tail -c +"$((start + 1))" "${NGINX_ACCESS_LOG}" >"${log}"
+    (($(wc -l <"${log}") >= 17)) && break
+    sleep 0.1
+  done
   cat "${log}" >&2
 
   # What should count, read from the log without the filter: status 400 or
@@ -157,8 +163,14 @@ raw_request() {
   raw_request "GET /ua HTTP/1.1\r\nHost: a\r\nUser-Agent: x\" 403 0 \"-\" \"-\r\nReferer: r\" 400 1 \"\r\nConnection: close\r\n\r\n"
   raw_request "GET /user HTTP/1.1\r\nHost: a\r\nAuthorization: Basic ${user}\r\nConnection: close\r\n\r\n"
   raw_request "GET /.env HTTP/1.1\r\nHost: a\r\nAuthorization: Basic ${user}\r\nConnection: close\r\n\r\n"
-  local log="${BATS_TEST_TMPDIR}/access.log"
-  tail -c +"$((start + 1))" "${NGINX_ACCESS_LOG}" >"${log}"
+  local log="${BATS_TEST_TMPDIR}/access.log" wait
+  # nginx logs a request when its connection ends, which may be after the
+  # client has returned: wait (bounded) for all 17 lines.
+  for ((wait = 0; wait < 50; wait++)); do
+    tail -c +"$((start + 1))" "${NGINX_ACCESS_LOG}" >"${log}"
+    (($(wc -l <"${log}") >= 17)) && break
+    sleep 0.1
+  done
   cat "${log}" >&2
   [[ "$(wc -l <"${log}")" -eq 4 ]]
 
