@@ -125,9 +125,9 @@ raw_request() {
 
   # What should count, read from the log without the filter: status 400 or
   # 403 after the request line, with one of the SPEC's methods.
-  local line request status expected=0 lines=0
+  local line request status expected=0 logged=0
   while IFS= read -r line; do
-    lines=$((lines + 1))
+    logged=$((logged + 1))
     IFS='"' read -r _ request status _ <<<"${line}"
     status="${status# }"
     status="${status%% *}"
@@ -135,7 +135,7 @@ raw_request() {
       expected=$((expected + 1))
     fi
   done <"${log}"
-  [[ "${lines}" -eq 17 ]]
+  [[ "${logged}" -eq 17 ]]
   [[ "${expected}" -eq 10 ]]
 
   run fail2ban-regex --out $'<ip>\t<msg>' "${log}" "${FILTER}"
