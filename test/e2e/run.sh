@@ -211,7 +211,8 @@ s5_rotation() {
   up 05-up
   host_exec h1 grep -qF "/B001/" /etc/hostguard/webhook.curlrc || fail "h1 webhook file not rotated"
   probe="e2e rotation probe ${RANDOM}"
-  host_exec h1 "${INSTALL_DIR}/hostguard-notify" text "${probe}" || fail "hostguard-notify failed"
+  host_exec h1 "${INSTALL_DIR}/hostguard-notify" text "${probe}" >"${E2E_LOG_DIR}/05-notify.log" 2>&1 ||
+    fail "hostguard-notify failed: $(cat "${E2E_LOG_DIR}/05-notify.log")"
   e2e_wait_message "${since}" 20 "^url2	${probe}$" >/dev/null
   if e2e_messages_since "${since}" | grep -q '^url1'; then
     fail "the old URL got messages after the rotation: $(e2e_messages_since "${since}" | grep '^url1')"

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# The whole service without an AWS account (`npm run demo`, needs root on
+# Linux): one disposable test host (test/e2e/lib/hosts.sh) and a local HTTPS
+# webhook receiver standing in for the chat service; the real Pulumi engine
+# deploys the repository's program to the host (hostguard:aws false); then
+# one host alert (thresholds 0 and a monitor run) and one ban (a client with
+# 10 denied requests) and the chat messages as they arrive. Cleans up at exit.
+# Prints a loud NOT RUN banner and exits 0 when the engine cannot deploy.
+#
+# Reads: tools/pulumi-env.sh and the engine cache; HG_DEMO_WAIT (seconds to
+# wait for each message, default 60).
+set -euo pipefail
+umask 077
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+readonly HERE
+# shellcheck source=lib/hosts.sh
+source "${HERE}/lib/hosts.sh"
+# shellcheck source=../payload/helpers/receiver.bash
+source "${HERE}/../payload/helpers/receiver.bash"
+# shellcheck source=lib/stack.sh
+source "${HERE}/lib/stack.sh"
+
+readonly STACK=demo
+readonly WAIT_S="${HG_DEMO_WAIT:-60}"
+WORK=""
+SHOWN=0
+
+say() {
+  printf '\n==> %s\n' "$*"
+}
+
+# Prints each message the receiver got since the last call, as the chat shows it.
+show_new_messages() {
+  local line i=0 text
+  while IFS= read -r line; do
+    i=$((i + 1))
+    ((i > SHOWN)) || continue
+    text="${line#*	}"
+    text="${text%%	*}"
+    printf '  [chat] %s\n' "${text//\\n/$'\n'         }"
+  done < <(e2e_messages_since 0)
+  SHOWN="${i}"
+}
+
+# wait_for REGEX: shows messages as they come until one matches.
+wait_for() {
+  local re="$1" i
+  for ((i = 0; i < WAIT_S * 2; i++)); do
+    show_new_messages
+    if e2e_messages_since 0 | grep -Eq -- "${re}"; then
+      return 0
+    fi
+    sleep 0.5
+  done
+  echo "demo: no such message within ${WAIT_S} s" >&2
+  return 1
+}
+
+pul() {
+  local log="$1"
+  shift
+  if ! e2e_pulumi "${log}" "$@"; then
+    e2e_show_log "${log}" 60
+    echo "demo: pulumi $1 failed" >&2
+    return 1
+  fi
+}
+
+cleanup() {
+  if [[ -n "${E2E_PROJECT_DIR}" ]]; then
+    say "pulumi destroy (uninstalls from the host)"
+    e2e_pulumi demo-destroy destroy --stack "${STACK}" --yes || echo "destroy failed (the host goes anyway)"
+  fi
+  receiver_stop || true
+  hosts_down_all || true
+  [[ -z "${WORK}" ]] || rm -rf "${WORK}"
+  echo "demo: cleaned up"
+}
+
+main() {
+  local missing client addr i
+  if ((EUID != 0)); then
+    e2e_skip_banner "npm run demo" "root (the demo host needs network and mount namespaces)"
+    exit 0
+  fi
+  missing="$(e2e_engine_missing)"
+  if [[ -n "${missing}" ]]; then
+    e2e_skip_banner "npm run demo" "${missing}"
+    exit 0
+  fi
+  # shellcheck source=../../tools/pulumi-env.sh
+  . "${E2E_REPO_ROOT}/tools/pulumi-env.sh"
+  WORK="$(mktemp -d /tmp/hg-demo.XXXXXXXX)"
+  trap cleanup EXIT
+
+  say "one test host (sshd, nginx, fail2ban, cron) and the chat stand-in"
+  hosts_init
+  host_up web1 1
+  client_up visitor 1
+  BATS_TEST_TMPDIR="${HG_RUN_DIR}"
+  RECEIVER_WRAP=(nsenter "--net=/run/netns/$(lan_netns)" --)
+  receiver_start --dir "${HG_RUN_DIR}/receiver" --bind "$(lan_addr)"
+  E2E_URL1="${RECEIVER_URL}"
+  e2e_host_prepare web1
+  addr="$(host_addr web1)"
+  client="$(client_addr visitor)"
+  echo "host web1 at ${addr}, visitor at ${client}, chat receiver at $(lan_addr)"
+
+  say "stack '${STACK}': the same program, hostguard:aws false, bantime 30s"
+  e2e_project_init "${WORK}"
+  e2e_stack_init "${STACK}" "  hostguard:banBanTime: 30s
+" "web1:$(e2e_quiet_minute)"
+  e2e_set_webhook "${STACK}" "${E2E_URL1}"
+
+  say "pulumi up ($(pulumi version))"
+  pul demo-up up --stack "${STACK}" --yes --skip-preview
+  sed -n '/^Resources:/,/^Duration/p' "${E2E_LOG_DIR}/demo-up.log"
+  wait_for 'jail has started'
+
+  say "thresholds to 0 (pulumi config set + up), then the host monitor runs once"
+  for i in cpuThreshold memoryThreshold diskThreshold; do
+    pul "demo-set-${i}" config set --stack "${STACK}" "hostguard:${i}" 0
+  done
+  pul demo-up-thresholds up --stack "${STACK}" --yes --skip-preview
+  host_exec web1 /usr/local/lib/hostguard/host-monitor >/dev/null
+  wait_for 'High Disk Usage'
+
+  say "the visitor asks 10 times for /.env (403 each): the jail bans it"
+  for ((i = 1; i <= 10; i++)); do
+    printf '  GET /.env -> %s\n' "$(client_curl visitor -o /dev/null -w '%{http_code}' "http://${addr}/.env" 2>/dev/null || true)"
+  done
+  wait_for 'Banned IP'
+  printf '  visitor GET / while banned -> %s\n' \
+    "$(client_curl visitor -o /dev/null -w '%{http_code}' "http://${addr}/" 2>/dev/null || true)"
+  say "after the 30 s bantime"
+  wait_for 'Unbanned IP'
+  printf '  visitor GET / -> %s\n' "$(client_curl visitor -o /dev/null -w '%{http_code}' "http://${addr}/" 2>/dev/null || true)"
+}
+
+main "$@"
