@@ -48,23 +48,6 @@ settings() {
   receiver_make_root "$@"
 }
 
-# Compares the delivered payload texts, exactly and in order, with the args.
-expect_texts() {
-  python3 - "${RECEIVER_MESSAGES}" "$@" <<'EOF'
-import json, sys
-got = []
-for line in open(sys.argv[1], encoding="utf-8"):
-    payload = json.loads(line)["payload"]
-    assert isinstance(payload, dict) and set(payload) == {"text"}, payload
-    got.append(payload["text"])
-want = sys.argv[2:]
-if got != want:
-    print("delivered:", json.dumps(got, ensure_ascii=False, indent=1))
-    print("expected: ", json.dumps(want, ensure_ascii=False, indent=1))
-    sys.exit(1)
-EOF
-}
-
 clear_received() {
   : >"${RECEIVER_MESSAGES}"
   : >"${FAKE_DOCKER_CALLS}"
@@ -100,7 +83,7 @@ P="[Container Alert] "$'\n'
   run_monitor
   [[ "${status}" -eq 0 ]]
   [[ "$(calls)" == "ps inspect stats" ]]
-  expect_texts "${P}High CPU usage detected: ${NAME_QUOTES} - 80.01%" \
+  receiver_expect_texts "${P}High CPU usage detected: ${NAME_QUOTES} - 80.01%" \
     "${P}High memory usage detected: ${NAME_QUOTES} - 95.5%"
   [[ ! -e x ]]
 }
@@ -112,7 +95,7 @@ P="[Container Alert] "$'\n'
   run_monitor
   [[ "${status}" -eq 0 ]]
   [[ "$(calls)" == "ps inspect stats" ]]
-  expect_texts "${P}High CPU usage detected: ${NAME_UTF8} - 350.25%" \
+  receiver_expect_texts "${P}High CPU usage detected: ${NAME_UTF8} - 350.25%" \
     "${P}High memory usage detected: ${NAME_CTRL} - 90.01%"
   # Log lines stay one line each, names shown as JSON strings.
   [[ "${output}" == *'running "tab\there'$'\u2028''sep" cpu=1.00% memory=90.01%'* ]]
@@ -130,7 +113,7 @@ P="[Container Alert] "$'\n'
   run_monitor
   [[ "${status}" -eq 0 ]]
   [[ "$(calls)" == "ps inspect stats" ]]
-  expect_texts "${P}Container stopped: ${NAME_UTF8} (Status: exited)"$'\n'"Exit Code: 137"$'\n'"Error: ${error}"
+  receiver_expect_texts "${P}Container stopped: ${NAME_UTF8} (Status: exited)"$'\n'"Exit Code: 137"$'\n'"Error: ${error}"
   # Check 3: it was not running at check 2, so no second alert.
   clear_received
   run_monitor
@@ -144,7 +127,7 @@ P="[Container Alert] "$'\n'
   containers web exited 1.00% 1.00% 0 ""
   clear_received
   run_monitor
-  expect_texts "${P}Container stopped: web (Status: exited)"$'\n'"Exit Code: 0"$'\n'"Error: No specific error"
+  receiver_expect_texts "${P}Container stopped: web (Status: exited)"$'\n'"Exit Code: 0"$'\n'"Error: No specific error"
   # Nothing runs any more: list and inspect only.
   [[ "$(calls)" == "ps inspect" ]]
 }
@@ -156,7 +139,7 @@ P="[Container Alert] "$'\n'
   clear_received
   run_monitor
   [[ "${status}" -eq 0 ]]
-  expect_texts "${P}Container stopped: ${NAME_QUOTES} (Status: removed)"$'\n'"Exit Code: unknown"$'\n'"Error: No such container"
+  receiver_expect_texts "${P}Container stopped: ${NAME_QUOTES} (Status: removed)"$'\n'"Exit Code: unknown"$'\n'"Error: No such container"
   [[ "$(calls)" == "ps inspect stats" ]]
 }
 
@@ -170,18 +153,18 @@ P="[Container Alert] "$'\n'
   )
   run_monitor
   [[ "${status}" -eq 0 ]]
-  expect_texts "${want[@]}"
+  receiver_expect_texts "${want[@]}"
   [[ "$(calls)" == "ps inspect stats" ]]
   clear_received
   run_monitor
-  expect_texts "${want[@]}"
+  receiver_expect_texts "${want[@]}"
 }
 
 @test "stats -- or missing: logged as unknown, never fine" {
   containers quiet running null null 0 "" hot running 99.00% 1.00% 0 ""
   run_monitor
   [[ "${status}" -eq 0 ]]
-  expect_texts "${P}High CPU usage detected: hot - 99.00%"
+  receiver_expect_texts "${P}High CPU usage detected: hot - 99.00%"
   [[ "${output}" == *'CPU of "quiet" unknown (stats gave "--")'* ]]
   [[ "${output}" == *'memory of "quiet" unknown (stats gave "--")'* ]]
   [[ "${output}" == *'running "quiet" cpu=unknown memory=unknown'* ]]
@@ -231,7 +214,7 @@ P="[Container Alert] "$'\n'
   FAKE_DOCKER_FAIL=stats run_monitor
   [[ "${status}" -eq 0 ]]
   [[ "$(calls)" == "ps inspect stats" ]]
-  expect_texts "${P}Container stopped: web (Status: exited)"$'\n'"Exit Code: 3"$'\n'"Error: No specific error"
+  receiver_expect_texts "${P}Container stopped: web (Status: exited)"$'\n'"Exit Code: 3"$'\n'"Error: No specific error"
   [[ "${output}" == *"stats failed"*"Cannot connect to the Docker daemon"* ]]
   [[ "${output}" == *'running "db" cpu=unknown memory=unknown'* ]]
   [[ "$(cut -f2 "${HOSTGUARD_ROOT}/var/lib/hostguard/containers.running")" == '"db"' ]]
@@ -249,7 +232,7 @@ P="[Container Alert] "$'\n'
   # The next run, with the engine back, still reports the stop.
   clear_received
   run_monitor
-  expect_texts "${P}Container stopped: web (Status: exited)"$'\n'"Exit Code: 3"$'\n'"Error: No specific error"
+  receiver_expect_texts "${P}Container stopped: web (Status: exited)"$'\n'"Exit Code: 3"$'\n'"Error: No specific error"
 }
 
 @test "JSON string decoding matches a real JSON encoder on hostile text" {

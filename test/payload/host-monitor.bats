@@ -47,23 +47,6 @@ root_disk() {
   echo "${value%\%}"
 }
 
-# Compares the delivered payload texts, exactly and in order, with the args.
-expect_texts() {
-  python3 - "${RECEIVER_MESSAGES}" "$@" <<'EOF'
-import json, sys
-got = []
-for line in open(sys.argv[1], encoding="utf-8"):
-    payload = json.loads(line)["payload"]
-    assert isinstance(payload, dict) and set(payload) == {"text"}, payload
-    got.append(payload["text"])
-want = sys.argv[2:]
-if got != want:
-    print("delivered:", json.dumps(got, ensure_ascii=False, indent=1))
-    print("expected: ", json.dumps(want, ensure_ascii=False, indent=1))
-    sys.exit(1)
-EOF
-}
-
 run_monitor() {
   run env HOSTGUARD_PROC="${FIX}" timeout 30 "${MONITOR}"
   echo "exit ${status}:"
@@ -77,7 +60,7 @@ run_monitor() {
   disk="$(root_disk)"
   run_monitor
   [[ "${status}" -eq 0 ]]
-  expect_texts \
+  receiver_expect_texts \
     "[Server Alert] "$'\n'"High CPU Usage Detected: 12.3%"$'\n'"Load Average: 0.52, 0.58, 0.59" \
     "[Server Alert] "$'\n'"High Memory Usage Detected: 90.92%"$'\n'"Active Processes: 42" \
     "[Server Alert] "$'\n'"High Disk Usage Detected: ${disk}%"$'\n'"System Uptime: up 2 weeks, 6 hours, 56 minutes"
@@ -108,13 +91,13 @@ run_monitor() {
   save_previous_sample
   run_monitor
   [[ "${status}" -eq 0 ]]
-  expect_texts "[Server Alert] "$'\n'"High CPU Usage Detected: 12.3%"$'\n'"Load Average: 0.52, 0.58, 0.59"
+  receiver_expect_texts "[Server Alert] "$'\n'"High CPU Usage Detected: 12.3%"$'\n'"Load Average: 0.52, 0.58, 0.59"
   # 90.92 > 90 fires, 12.3 > 13 does not.
   rm -f "${RECEIVER_MESSAGES}" && : >"${RECEIVER_MESSAGES}"
   receiver_make_root CPU_THRESHOLD=13 MEMORY_THRESHOLD=90 DISK_THRESHOLD=100
   save_previous_sample
   run_monitor
-  expect_texts "[Server Alert] "$'\n'"High Memory Usage Detected: 90.92%"$'\n'"Active Processes: 42"
+  receiver_expect_texts "[Server Alert] "$'\n'"High Memory Usage Detected: 90.92%"$'\n'"Active Processes: 42"
 }
 
 @test "first run takes a 1 s CPU sample; the next run averages since it" {

@@ -175,3 +175,22 @@ receiver_make_root() {
   chmod 0600 "${root}/etc/hostguard/webhook.curlrc"
   export HOSTGUARD_ROOT="${root}"
 }
+
+# Compares the delivered payload texts, exactly and in order, with the args;
+# every payload must hold exactly one key, text.
+receiver_expect_texts() {
+  python3 - "${RECEIVER_MESSAGES}" "$@" <<'EOF'
+import json, sys
+got = []
+for line in open(sys.argv[1], encoding="utf-8"):
+    payload = json.loads(line)["payload"]
+    assert isinstance(payload, dict) and set(payload) == {"text"}, payload
+    got.append(payload["text"])
+want = sys.argv[2:]
+if got != want:
+    print("delivered:", json.dumps(got, ensure_ascii=False, indent=1))
+    print("expected: ", json.dumps(want, ensure_ascii=False, indent=1))
+    sys.exit(1)
+EOF
+}
+
