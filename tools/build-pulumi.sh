@@ -1,37 +1,39 @@
 #!/usr/bin/env bash
-# Builds the Pulumi engine for machines with no internet: the CLI, the Node.js
-# language host and the command and random provider plugins, from Go sources
-# (the Go module proxy plus the upstream sources kept in tools/third_party).
-# Binaries are cached by version outside the repository, so a second run
-# builds nothing; the plugins are installed into the cache's PULUMI_HOME.
-# Source tools/pulumi-env.sh afterwards to use them.
+# Builds the Pulumi engine for machines with no internet, from the Go module
+# proxy only: the CLI (pkg/v3) and the Node.js language host (a package of the
+# sdk/v3 module up to v3.68.0). Binaries are cached by version outside the
+# repository, so a second run builds nothing. Provider plugins (command,
+# random) cannot be built from the registries: one is installed into the
+# cache's PULUMI_HOME only when its binary is supplied. Source
+# tools/pulumi-env.sh afterwards to use the engine.
 #
-# Reads: HOSTGUARD_BUILD_RANDOM=1 (also try the random plugin), HOSTGUARD_PULUMI_CACHE (cache root, default
+# Reads: HOSTGUARD_PULUMI_COMMAND_BIN, HOSTGUARD_PULUMI_RANDOM_BIN (provider
+#   binaries to install, optional), HOSTGUARD_PULUMI_CACHE (cache root, default
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/hostguard/pulumi), GO (go binary, default
 #   `go` on PATH or /usr/local/go/bin/go), GOFLAGS/GOCACHE/GOMODCACHE as usual.
-# Prints one line per piece ("cached" or "built") and "engine ready: DIR".
+# Prints one line per piece ("cached", "built", "installed" or "unavailable")
+# and "engine ready: DIR". Fails only when building the CLI or language host
+# fails; a missing provider plugin is reported, not an error.
 set -euo pipefail
 umask 077
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 readonly SCRIPT_DIR
-readonly THIRD_PARTY="${SCRIPT_DIR}/third_party"
 
 # shellcheck source=tools/pulumi-env.sh
 . "${SCRIPT_DIR}/pulumi-env.sh"
-# The CLI is built from pkg/v3 at the newest version the module proxy serves
-# (it refuses pkg/v3 zips from v3.260.0 on, so 3.270.0 cannot be built here);
-# random 4.21.2's sources are not to be had, 4.21.1 is the newest.
 readonly PULUMI_VERSION="${HOSTGUARD_PULUMI_VERSION}"
+readonly LANGHOST_SDK_VERSION="${HOSTGUARD_LANGHOST_SDK_VERSION}"
 readonly COMMAND_VERSION="${HOSTGUARD_COMMAND_VERSION}"
 readonly RANDOM_VERSION="${HOSTGUARD_RANDOM_VERSION}"
 readonly CLIPBOARD_REPLACE="github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e"
+readonly TEXT_REPLACE="golang.org/x/text => golang.org/x/text v0.3.6"
 readonly VERSION_PKG="github.com/pulumi/pulumi/sdk/v3/go/common/version.Version"
+readonly LANGHOST_PKG="github.com/pulumi/pulumi/sdk/v3/nodejs/cmd/pulumi-language-nodejs"
 
 readonly CACHE_ROOT="${HOSTGUARD_PULUMI_CACHE}"
 readonly CLI_DIR="${HOSTGUARD_PULUMI_BIN}"
-readonly COMMAND_DIR="${CACHE_ROOT}/command-v${COMMAND_VERSION}"
-readonly RANDOM_DIR="${CACHE_ROOT}/random-v${RANDOM_VERSION}"
+readonly LANGHOST_DIR="${CACHE_ROOT}/langhost-sdk-v${LANGHOST_SDK_VERSION}"
 readonly PULUMI_HOME_DIR="${PULUMI_HOME}"
 
 WORK_DIR=""
@@ -72,75 +74,68 @@ go_build() {
     "${GO_BIN}" build -trimpath -ldflags "-s -w ${ldflags}" -o "${out}" "${pkg}"
 }
 
+# wrapper_module DIR MODULE REQUIRES REPLACE IMPORT: the modules carry
+# replace directives, so `go install pkg@version` refuses them; a wrapper
+# module requires them instead and repeats their non-local replace.
+wrapper_module() {
+  local dir="$1" module="$2" requires="$3" replace="$4" import="$5"
+  mkdir -p "${dir}"
+  printf 'module %s\n\ngo 1.25\n\nrequire (\n%s)\n\nreplace %s\n' \
+    "${module}" "${requires}" "${replace}" >"${dir}/go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "${import}" >"${dir}/tools.go"
+  (cd "${dir}" && GOFLAGS="${GOFLAGS:-} -mod=mod" "${GO_BIN}" mod tidy)
+}
+
 # A real pulumi of the right version on PATH (with its language host next to
-# it) makes building the CLI unnecessary.
+# it) makes building unnecessary; pulumi binaries elsewhere in the cache do
+# not count, they may come from older, different builds.
 system_pulumi_usable() {
   local found version
   found="$(command -v pulumi 2>/dev/null || true)"
-  [[ -n "${found}" && "${found}" != "${CLI_DIR}/pulumi" ]] || return 1
+  [[ -n "${found}" && "${found}" != "${CACHE_ROOT}"/* ]] || return 1
   [[ -x "$(dirname "${found}")/pulumi-language-nodejs" ]] || return 1
   version="$(PULUMI_SKIP_UPDATE_CHECK=true "${found}" version 2>/dev/null || true)"
   [[ "${version}" == "v${PULUMI_VERSION}" ]]
 }
 
+build_langhost() {
+  local stage="${WORK_DIR}/langhost-out" mod="${WORK_DIR}/langhost-module"
+  mkdir -p "${stage}"
+  wrapper_module "${mod}" hostguard.local/pulumi-langhost \
+    "	github.com/pulumi/pulumi/sdk/v3 v${LANGHOST_SDK_VERSION}
+" "${TEXT_REPLACE}" "${LANGHOST_PKG}"
+  (cd "${mod}" && go_build "${stage}/pulumi-language-nodejs" \
+    "-X ${VERSION_PKG}=v${LANGHOST_SDK_VERSION}" "${LANGHOST_PKG}")
+  install_dir "${stage}" "${LANGHOST_DIR}"
+}
+
 build_cli() {
   local stage="${WORK_DIR}/cli-out" mod="${WORK_DIR}/cli-module"
-  mkdir -p "${stage}" "${mod}"
-  # pkg/v3's go.mod has replace directives, so `go install pkg@version`
-  # refuses it: a wrapper module requires it and repeats the non-local replace.
-  cat >"${mod}/go.mod" <<EOF
-module hostguard.local/pulumi-cli
-
-go 1.25
-
-require (
-	github.com/pulumi/pulumi/pkg/v3 v${PULUMI_VERSION}
+  mkdir -p "${stage}"
+  wrapper_module "${mod}" hostguard.local/pulumi-cli \
+    "	github.com/pulumi/pulumi/pkg/v3 v${PULUMI_VERSION}
 	github.com/pulumi/pulumi/sdk/v3 v${PULUMI_VERSION}
-)
-
-replace ${CLIPBOARD_REPLACE}
-EOF
-  cat >"${mod}/tools.go" <<'EOF'
-//go:build tools
-
-package tools
-
-import _ "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi"
-EOF
-  (cd "${mod}" && GOFLAGS="${GOFLAGS:-} -mod=mod" "${GO_BIN}" mod tidy)
+" "${CLIPBOARD_REPLACE}" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi
   (cd "${mod}" && go_build "${stage}/pulumi" "-X ${VERSION_PKG}=v${PULUMI_VERSION}" \
     github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
-
-  cp -R "${THIRD_PARTY}/pulumi-language-nodejs" "${WORK_DIR}/langhost"
-  (cd "${WORK_DIR}/langhost" && go_build "${stage}/pulumi-language-nodejs" \
-    "-X ${VERSION_PKG}=v${PULUMI_VERSION}" .)
+  # The CLI looks for its language host on PATH; keeping both in one
+  # directory makes the pair one PATH entry.
+  cp "${LANGHOST_DIR}/pulumi-language-nodejs" "${stage}/"
+  install_nodejs_shim "${stage}"
   install_dir "${stage}" "${CLI_DIR}"
 }
 
-build_command() {
-  local stage="${WORK_DIR}/command-out"
-  mkdir -p "${stage}"
-  cp -R "${THIRD_PARTY}/pulumi-command" "${WORK_DIR}/command"
-  (cd "${WORK_DIR}/command/provider" && go_build "${stage}/pulumi-resource-command" \
-    "-X github.com/pulumi/pulumi-command/provider/pkg/version.Version=${COMMAND_VERSION}" \
-    ./cmd/pulumi-resource-command)
-  install_dir "${stage}" "${COMMAND_DIR}"
-}
-
-build_random() {
-  local stage="${WORK_DIR}/random-out" src="${WORK_DIR}/random/provider"
-  mkdir -p "${stage}"
-  cp -R "${THIRD_PARTY}/pulumi-random" "${WORK_DIR}/random"
-  # main.go embeds schema-embed.json, which upstream generates at build time
-  # from the committed schema.json (with the version stamped in).
-  (cd "${src}/cmd/pulumi-resource-random" &&
-    VERSION="${RANDOM_VERSION}" GOFLAGS="${GOFLAGS:-} -mod=mod" "${GO_BIN}" run generate.go)
-  [[ -s "${src}/cmd/pulumi-resource-random/schema-embed.json" ]] ||
-    die "random: schema-embed.json was not generated"
-  (cd "${src}" && go_build "${stage}/pulumi-resource-random" \
-    "-X github.com/pulumi/pulumi-random/provider/v4/pkg/version.Version=${RANDOM_VERSION}" \
-    ./cmd/pulumi-resource-random)
-  install_dir "${stage}" "${RANDOM_DIR}"
+# Dynamic providers (pulumi.dynamic.Resource) are served by a shell shim that
+# the CLI's release archive carries and @pulumi/pulumi also ships; it resolves
+# the SDK from the program's directory, so one copy next to the CLI serves all.
+install_nodejs_shim() {
+  local dest="$1"
+  local shim="${SCRIPT_DIR}/../node_modules/@pulumi/pulumi/pulumi-resource-pulumi-nodejs"
+  if [[ -f "${shim}" ]]; then
+    install -m 755 "${shim}" "${dest}/pulumi-resource-pulumi-nodejs"
+  else
+    log "node_modules not installed: pulumi-resource-pulumi-nodejs left out"
+  fi
 }
 
 # Publish a finished build in one rename, so an interrupted run never leaves
@@ -160,7 +155,7 @@ ensure() {
     return 0
   fi
   start="${SECONDS}"
-  log "${name}: building (this takes minutes on a small machine)"
+  log "${name}: building from the Go module proxy (minutes on a small machine)"
   "${builder}"
   log "${name}: built in $((SECONDS - start))s"
 }
@@ -173,29 +168,27 @@ pulumi_cli() {
   fi
 }
 
-install_plugin() {
-  local name="$1" version="$2" binary="$3" cli
-  if [[ -x "${PULUMI_HOME_DIR}/plugins/resource-${name}-v${version}/pulumi-resource-${name}" ]]; then
-    log "plugin ${name} ${version}: cached"
+# provide_plugin NAME VERSION SUPPLIED_BINARY [WHY_UNAVAILABLE]: without a
+# reason the plugin is optional and its absence is only noted.
+provide_plugin() {
+  local name="$1" version="$2" binary="$3" why="${4:-}" cli
+  if hg_pulumi_plugin_installed "${name}" "${version}"; then
+    log "plugin ${name} ${version}: already installed in ${PULUMI_HOME_DIR}"
     return 0
   fi
+  if [[ -z "${binary}" && -z "${why}" ]]; then
+    log "plugin ${name} ${version}: not installed (optional)"
+    return 0
+  fi
+  if [[ -z "${binary}" ]]; then
+    log "plugin ${name} ${version}: UNAVAILABLE here (${why}); programs using @pulumi/${name} cannot be deployed"
+    return 0
+  fi
+  [[ -x "${binary}" ]] || die "plugin ${name}: ${binary} is not an executable file"
   cli="$(pulumi_cli)"
   PULUMI_HOME="${PULUMI_HOME_DIR}" PULUMI_SKIP_UPDATE_CHECK=true \
     "${cli}" plugin install resource "${name}" "${version}" --file "${binary}" >&2
-  log "plugin ${name} ${version}: installed"
-}
-
-# Dynamic providers (pulumi.dynamic.Resource) are served by a shell shim that
-# the CLI's release archive carries and @pulumi/pulumi also ships; it resolves
-# the SDK from the program's directory, so one copy next to the CLI serves all.
-install_nodejs_shims() {
-  local shim="${SCRIPT_DIR}/../node_modules/@pulumi/pulumi/pulumi-resource-pulumi-nodejs"
-  [[ -d "${CLI_DIR}" && ! -x "${CLI_DIR}/pulumi-resource-pulumi-nodejs" ]] || return 0
-  if [[ -f "${shim}" ]]; then
-    install -m 755 "${shim}" "${CLI_DIR}/pulumi-resource-pulumi-nodejs"
-  else
-    log "node_modules not installed: pulumi-resource-pulumi-nodejs left out"
-  fi
+  log "plugin ${name} ${version}: installed from ${binary}"
 }
 
 main() {
@@ -208,23 +201,16 @@ main() {
   if system_pulumi_usable; then
     log "cli: using $(command -v pulumi) (v${PULUMI_VERSION})"
   else
-    ensure "cli v${PULUMI_VERSION}" "${CLI_DIR}" pulumi-language-nodejs build_cli
-  fi
-  install_nodejs_shims
-  ensure "command v${COMMAND_VERSION}" "${COMMAND_DIR}" pulumi-resource-command build_command
-  # Random stays opt-in: its bridge (pulumi-terraform-bridge v3.135.0) needs
-  # pseudo-versions of pulumi-yaml and pulumi-language-dotnet that the module
-  # proxy refuses (403), so on this network its build fails.
-  if [[ "${HOSTGUARD_BUILD_RANDOM:-0}" == "1" ]]; then
-    ensure "random v${RANDOM_VERSION}" "${RANDOM_DIR}" pulumi-resource-random build_random
-  else
-    log "random v${RANDOM_VERSION}: skipped (set HOSTGUARD_BUILD_RANDOM=1 to try)"
+    ensure "language host (sdk v${LANGHOST_SDK_VERSION})" "${LANGHOST_DIR}" \
+      pulumi-language-nodejs build_langhost
+    ensure "cli v${PULUMI_VERSION}" "${CLI_DIR}" pulumi build_cli
   fi
 
-  install_plugin command "${COMMAND_VERSION}" "${COMMAND_DIR}/pulumi-resource-command"
-  if [[ -x "${RANDOM_DIR}/pulumi-resource-random" ]]; then
-    install_plugin random "${RANDOM_VERSION}" "${RANDOM_DIR}/pulumi-resource-random"
-  fi
+  provide_plugin command "${COMMAND_VERSION}" "${HOSTGUARD_PULUMI_COMMAND_BIN:-}" \
+    "the Go module proxy does not serve github.com/pulumi/pulumi-command/provider; set HOSTGUARD_PULUMI_COMMAND_BIN=/path/to/pulumi-resource-command v${COMMAND_VERSION} to install one"
+  # Random is optional (the smoke test uses it when present); the proxy does
+  # not serve github.com/pulumi/pulumi-random/provider either.
+  provide_plugin random "${RANDOM_VERSION}" "${HOSTGUARD_PULUMI_RANDOM_BIN:-}"
   printf 'engine ready: %s\n' "${CACHE_ROOT}"
 }
 
