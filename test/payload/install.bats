@@ -109,6 +109,24 @@ EOF
   hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
 }
 
+@test "uninstall also removes what the scripts wrote while running (state, locks, spool)" {
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
+  hg_install install --settings "${SETTINGS}"
+  # A real monitor run and a message that cannot be delivered (no webhook
+  # file yet) leave state, locks and a spooled message behind.
+  HOSTGUARD_ROOT="${ROOT}" timeout 30 "${ROOT}/usr/local/lib/hostguard/host-monitor"
+  run env HOSTGUARD_ROOT="${ROOT}" timeout 30 "${ROOT}/usr/local/lib/hostguard/hostguard-notify" text 'left behind'
+  [[ "${status}" -eq 78 ]]
+  compgen -G "${ROOT}/var/lib/hostguard/cpu.sample" >/dev/null
+  compgen -G "${ROOT}/var/spool/hostguard/msg-*.json" >/dev/null
+  run hg_install uninstall
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  [[ "${output}" == *"dropped 1 undelivered message(s)"* ]]
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
 @test "the installed copy of install can uninstall alone" {
   hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
   hg_install install --settings "${SETTINGS}"
