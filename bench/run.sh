@@ -57,10 +57,10 @@ machine() {
   printf -- '- CPUs (nproc): %s; CPU model: %s\n' "$(nproc)" "${cpu:-unknown}"
   printf -- '- kernel: %s\n' "$(uname -srm)"
   printf -- '- bash: %s\n' "${BASH_VERSION}"
-  printf -- '- fail2ban: %s; pyinotify: %s\n' "$(version_of fail2ban-server --version)" \
-    "$(python3 -c 'import pyinotify; print(pyinotify.__version__)' 2>/dev/null || echo 'not installed')"
+  printf -- '- fail2ban: %s; python3-pyinotify: %s\n' "$(version_of fail2ban-server --version)" \
+    "$(dpkg-query -W -f='${Version}' python3-pyinotify 2>/dev/null || echo 'not installed')"
   printf -- '- curl: %s\n' "$(version_of curl --version)"
-  printf -- '- procps: %s; strace: %s\n' "$(version_of top -v)" "$(version_of strace -V)"
+  printf -- '- procps: %s; strace: %s\n' "$(version_of ps --version)" "$(version_of strace -V)"
 }
 
 report() {
@@ -117,7 +117,7 @@ main() {
     bench_filter "${work}" 20000 1
     bench_ban "${work}" 1
   else
-    bench_host "${work}" 21
+    bench_host "${work}" 41
     bench_containers "${work}" 3 1 10 50
     bench_filter "${work}" 200000 5
     bench_ban "${work}" 5

@@ -33,6 +33,11 @@ bench_median() {
   printf '%s\n' "${sorted[$(((${#sorted[@]} - 1) / 2))]}"
 }
 
+# Prints the smallest of integer VALUES.
+bench_median_min() {
+  printf '%s\n' "$@" | sort -n | head -n1
+}
+
 # Microseconds as "12.3 ms" or "2.05 s".
 bench_fmt_us() {
   local us="$1"
