@@ -41,7 +41,7 @@ show() {
   [[ "${status}" -eq 0 ]]
 }
 
-@test "filter: exactly two failregex patterns (400, 403), ignoreregex empty" {
+@test "filter: one address-anchored prefregex, then exactly two failregex patterns (400, 403), ignoreregex empty" {
   run fail2ban-regex "${FIXTURE}" "${FILTER}"
   show
   [[ "${status}" -eq 0 ]]
@@ -49,8 +49,11 @@ show() {
   want="$(grep -c '^# failJSON: .*"match": true' "${FIXTURE}")"
   [[ "${output}" == *"Failregex: ${want} total"* ]]
   [[ "${output}" == *"Ignoreregex: 0 total"* ]]
-  [[ "${output}" =~ \|\ +1\)\ \[[0-9]+\]\ \^\<HOST\>[^$'\n']*\"\ 400\  ]]
-  [[ "${output}" =~ \|\ +2\)\ \[[0-9]+\]\ \^\<HOST\>[^$'\n']*\"\ 403\  ]]
+  [[ "${output}" == *"Prefregex: ${want} total"* ]]
+  # The shared part: the address first, the status right after the request line.
+  grep -Eq '^prefregex = \^<ADDR> .*" <F-CONTENT>40\[03\] ' "${FILTER}"
+  [[ "${output}" =~ \|\ +1\)\ \[[0-9]+\]\ \^400$'\n' ]]
+  [[ "${output}" =~ \|\ +2\)\ \[[0-9]+\]\ \^403$'\n' ]]
   [[ ! "${output}" =~ \|\ +3\)\ \[ ]]
   grep -Eq '^ignoreregex =[[:space:]]*$' "${FILTER}"
 }
