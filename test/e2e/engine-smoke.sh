@@ -8,8 +8,9 @@
 # tools/pulumi-env.sh) and HOSTGUARD_REQUIRE_ENGINE=1 (a missing command
 # plugin fails instead of skipping). Builds the engine first if the cache is
 # empty; a failed build or a CLI/language host missing afterwards fails the
-# test. Only a missing command plugin (not buildable from the registries,
-# see tools/README.md) skips it, loudly, with exit 0.
+# test. Without the command plugin (not buildable from the registries, see
+# tools/README.md) the program uses no provider plugin at all (a component,
+# config and a secret), so the CLI, language host and SDK are still proven.
 set -euo pipefail
 umask 077
 
@@ -19,6 +20,8 @@ readonly STEP_TIMEOUT=600
 
 TMP_DIR=""
 PROG_DIR=""
+ENGINE_MODE=full
+SMOKE_SECRET="smoke-secret-${RANDOM}${RANDOM}"
 PASSED=0
 FAILED=0
 
@@ -75,7 +78,27 @@ EOF
   # Without it the language host warns that it uses the program directory
   # as the project root.
   printf '{"name": "engine-smoke", "private": true, "main": "index.ts"}\n' >"${PROG_DIR}/package.json"
-  if hg_pulumi_plugin_installed random "${HOSTGUARD_RANDOM_VERSION}"; then
+  if [[ "${ENGINE_MODE}" == no-plugin ]]; then
+    # No provider plugin: a component and a config round trip still drive the
+    # CLI, the language host and the SDK through every step.
+    printf 'note: command plugin not installed, program uses no provider plugin\n'
+    cat >"${PROG_DIR}/index.ts" <<'EOF'
+import * as pulumi from "@pulumi/pulumi";
+
+class Probe extends pulumi.ComponentResource {
+    constructor(name: string) {
+        super("smoke:index:Probe", name, {}, {});
+        this.registerOutputs({});
+    }
+}
+
+const config = new pulumi.Config();
+new Probe("probe");
+export const value = config.require("n");
+export const stdout = pulumi.interpolate`smoke-${config.require("n")}`;
+export const token = config.requireSecret("token");
+EOF
+  elif hg_pulumi_plugin_installed random "${HOSTGUARD_RANDOM_VERSION}"; then
     cat >"${PROG_DIR}/index.ts" <<'EOF'
 import * as command from "@pulumi/command";
 import * as random from "@pulumi/random";
@@ -105,6 +128,17 @@ EOF
   fi
 }
 
+# Only in no-plugin mode: a secret stays a secret in outputs and state.
+assert_secret_kept() {
+  local shown
+  shown="$(cd "${PROG_DIR}" && pulumi stack output token)"
+  if [[ "${shown}" == "[secret]" ]] && ! (cd "${PROG_DIR}" && pulumi stack export) | grep -qF "${SMOKE_SECRET}"; then
+    pass "secret config: output shown as [secret], absent from the exported state"
+  else
+    fail "secret config leaked: output '${shown}' or plaintext in the exported state"
+  fi
+}
+
 assert_outputs() {
   local value stdout
   value="$(cd "${PROG_DIR}" && pulumi stack output value)"
@@ -129,8 +163,13 @@ assert_destroyed() {
 # Each step needs the one before; the first failure ends the sequence.
 run_steps() {
   check "stack init (passphrase secrets)" init stack init smoke --secrets-provider passphrase || return 1
+  if [[ "${ENGINE_MODE}" == no-plugin ]]; then
+    pul config-n config set n "$((1000 + RANDOM % 9000))" || { fail "config set"; return 1; }
+    printf '%s' "${SMOKE_SECRET}" | pul config-token config set --secret token || { fail "config set --secret"; return 1; }
+  fi
   check "pulumi up" up up --yes --skip-preview || return 1
   assert_outputs
+  [[ "${ENGINE_MODE}" != no-plugin ]] || assert_secret_kept
   check "pulumi preview --expect-no-changes" preview preview --expect-no-changes || return 1
   check "pulumi destroy" destroy destroy --yes || return 1
   assert_destroyed
@@ -156,7 +195,7 @@ engine_ready_or_skip() {
   if hg_pulumi_can_deploy_command; then
     return 0
   fi
-  printf '\n*** SKIP engine smoke test: command plugin v%s is not installed in %s ***\n' \
+  printf '\n*** command plugin v%s is not installed in %s: the smoke program uses no plugin ***\n' \
     "${HOSTGUARD_COMMAND_VERSION}" "${PULUMI_HOME}"
   printf '*** (the Go module proxy does not serve github.com/pulumi/pulumi-command/provider;\n'
   printf '***  supply a binary: HOSTGUARD_PULUMI_COMMAND_BIN=... tools/build-pulumi.sh) ***\n\n'
@@ -164,7 +203,7 @@ engine_ready_or_skip() {
     printf 'not ok - HOSTGUARD_REQUIRE_ENGINE=1 and the command plugin is missing\n'
     return 1
   fi
-  exit 0
+  ENGINE_MODE=no-plugin
 }
 
 main() {
@@ -185,7 +224,9 @@ main() {
     "$(pulumi version)" "$(dirname "$(command -v pulumi)")" "$(node --version)"
   run_steps || true
   printf '%d passed, %d failed\n' "${PASSED}" "${FAILED}"
-  [[ "${FAILED}" -eq 0 && "${PASSED}" -eq 6 ]]
+  local want=6
+  [[ "${ENGINE_MODE}" != no-plugin ]] || want=7
+  [[ "${FAILED}" -eq 0 && "${PASSED}" -eq "${want}" ]]
 }
 
 main "$@"
