@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # The benchmark (`npm run bench`, issue 5): the cost of a monitor run, filter
-# throughput, ban latency and delivery under the chat service's rate limit,
-# each against a reference measured in the same run. Prints a table and
+# throughput, ban latency, deploy scaling and delivery under the chat
+# service's rate limit, each against a reference measured in the same run. Prints a table and
 # writes it, with a description of the machine, to bench/results.md.
 #
-#   bash bench/run.sh [--quick] [--out FILE]
+#   bash bench/run.sh [--quick] [--only SECTION] [--out FILE]
 #
-# --quick uses small sizes (20,000 log lines, 1 and 10 containers, 5
-# messages, 1 ban trial per backend) and writes bench/results-quick.md unless
-# --out is given; CI runs it so the benchmark cannot rot, without asserting
+# --quick uses small sizes (20,000 log lines, 1 and 10 containers, 1 ban
+# trial per backend, 1 and 2 deployed hosts, 5 messages) and writes
+# bench/results-quick.md unless --out is given. --only runs one section
+# (host, containers, filter, ban, deploy or delivery) and writes its table
+# only to the --out FILE, if given; CI runs it so the benchmark cannot rot, without asserting
 # timings. Exit status: 0 when every measurement ran and every correctness
 # check held (a missed timing target is reported in the table, not an
 # error), 1 otherwise. Needs root (network namespaces, fail2ban), strace,
-# fail2ban, curl, python3, jq, bc. Everything runs in a temp dir, on loopback
-# or in namespaces made here; all is removed on exit.
+# fail2ban, curl, python3, jq, bc; the deploy section also the Pulumi engine
+# of tools/pulumi-env.sh with the command plugin (else its rows say why it
+# was not measured). Everything runs in a temp dir, on loopback or in
+# namespaces made here; all is removed on exit.
 set -euo pipefail
 umask 077
 export LC_ALL=C
@@ -30,11 +34,16 @@ source "${BENCH_REPO}/bench/lib/containers.bash"
 source "${BENCH_REPO}/bench/lib/filter.bash"
 # shellcheck source=lib/ban.bash
 source "${BENCH_REPO}/bench/lib/ban.bash"
+# shellcheck source=lib/deploy.bash
+source "${BENCH_REPO}/bench/lib/deploy.bash"
 # shellcheck source=lib/delivery.bash
 source "${BENCH_REPO}/bench/lib/delivery.bash"
 
+readonly BENCH_SECTIONS="host containers filter ban deploy delivery"
+
 usage() {
-  echo "usage: bash bench/run.sh [--quick] [--out FILE]" >&2
+  echo "usage: bash bench/run.sh [--quick] [--only SECTION] [--out FILE]" >&2
+  echo "  SECTION: ${BENCH_SECTIONS// /, }" >&2
   exit 64
 }
 
@@ -81,16 +90,22 @@ report() {
 - **2 container monitor**: `scripts/container-monitor` with `test/helpers/fake-docker` as `docker`, its `stats` sleeping 2 s per call (as the real engine samples); N running, quiet containers. Calls: lines of the fake's calls log for one run. Reference: `bench/reference/container-monitor` (one `ps`, then per container one `inspect` and one `stats --no-stream`). The unit of the target is one `stats --no-stream` call of one container.
 - **3 filter**: `bench/lib/gen-access-log.py` writes a seeded combined-format log (IPv4 and 20 % IPv6, GET/POST/HEAD/..., 200/3xx/404/400/403/5xx, TLS junk on the plain port, long user agents, a few Basic-auth users). `fail2ban-regex LOG FILTER` with `scripts/fail2ban/filter.d/nginx-bad-request.local` and with the packaged `/etc/fail2ban/filter.d/nginx-bad-request.conf`, each alone in a folder, alternated; lines/s over the whole process (start-up included). Match counts are checked against the generator's own counts.
 - **4 ban latency**: a real fail2ban in a network namespace (`test/payload/helpers/fail2ban-sandbox.bash`) with the project's jail, filter and action, and the HTTPS receiver in the same namespace. Per trial, a fresh IP, 9 matching lines, wait until fail2ban counted 9, wait 1.2 s (the notifier paces posts 1.05 s apart), then from writing the 10th line: (a) until `iptables -S` in the namespace shows the REJECT rule (polled every 20 ms, so up to ~20 ms late), (b) until the receiver recorded the ban message (its own timestamp). Backend `auto` (the jail's setting: pyinotify when python3-pyinotify is installed) and `polling` (forced by a later jail.d file).
-- **5 deploy**: not measured here (needs the real Pulumi engine and the disposable hosts; done separately).
+- **5 deploy**: the real Pulumi engine (`tools/pulumi-env.sh`: the cached CLI, Node.js language host and command plugin) deploys the repository's own program (a temp copy, `file://` backend, `hostguard:aws false`; `test/e2e/lib/stack.sh`) to fresh disposable hosts (`test/e2e/lib/hosts.sh`: network namespaces with their own sshd, nginx, fail2ban, cron), one stack per fleet size, with the HTTPS receiver in the hosts' lan. The hosts come up in parallel, the stack is configured and an untimed `pulumi preview` warms the caches (TypeScript, plugins; it opens no SSH session) before timing starts. Timed: `pulumi up --yes --skip-preview` (first, every part installed), then the same again (no-op); `--parallel` is left at the CLI's default (printed in the engine row). SSH sessions: `Accepted publickey` lines added to each host's `/var/log/auth.log` (the hosts' sshd logs there), summed over the fleet; the no-op `up` must add none and change no resource. The first `up` of 1 host is the reference of the fleet rows; the first `up` of the same fleet is the reference of each no-op row. Each first `up` must bring one "jail has started" message per host. Without the engine or the command plugin the rows say "not measured" and why.
 - **6 delivery**: the HTTPS receiver in `pace 1` mode (one message per second, 429 with `Retry-After: 1` beyond). The messages are spooled with `hg_notify_enqueue`, then `hostguard-notify flush` runs until the spool is empty (at most 10 runs, each with the production budget of 40 s). Exactly-once and order are checked on what the receiver recorded. Floor: one second per message.
 EOF
 }
 
 main() {
-  local quick=0 out=""
+  local quick=0 out="" only=""
   while (($#)); do
     case "$1" in
       --quick) quick=1; shift ;;
+      --only)
+        (($# >= 2)) || usage
+        [[ " ${BENCH_SECTIONS} " == *" $2 "* ]] || usage
+        only="$2"
+        shift 2
+        ;;
       --out) (($# >= 2)) || usage; out="$2"; shift 2 ;;
       *) usage ;;
     esac
@@ -98,7 +113,7 @@ main() {
   require_tools
   local mode=full
   ((quick)) && mode=quick
-  if [[ -z "${out}" ]]; then
+  if [[ -z "${out}" && -z "${only}" ]]; then
     out="${BENCH_REPO}/bench/results.md"
     ((quick)) && out="${BENCH_REPO}/bench/results-quick.md"
   fi
@@ -111,31 +126,30 @@ main() {
   trap "bench_on_exit; rm -rf -- '${work}'" EXIT
   trap 'exit 130' INT TERM
 
-  if ((quick)); then
-    bench_host "${work}" 5
-    bench_containers "${work}" 1 1 10
-    bench_filter "${work}" 20000 1
-    bench_ban "${work}" 1
-  else
-    bench_host "${work}" 41
-    bench_containers "${work}" 3 1 10 50
-    bench_filter "${work}" 200000 5
-    bench_ban "${work}" 5
-  fi
-  bench_row "5 deploy" "first \`pulumi up\` for 1/4/8 hosts; no-op \`up\`" \
-    "not measured here" "-" "-" "8 hosts <= 2x 1 host; no-op: 0 remote commands" \
-    "not measured here (needs the real engine and the disposable hosts; done separately)"
-  if ((quick)); then
-    bench_delivery "${work}" 5
-  else
-    bench_delivery "${work}" 30
-  fi
+  # Section, then its arguments in full and in quick mode.
+  local -a plan=(
+    "host|41|5"
+    "containers|3 1 10 50|1 1 10"
+    "filter|200000 5|20000 1"
+    "ban|5|1"
+    "deploy|1 4 8|1 2"
+    "delivery|30|5"
+  )
+  local step section full small
+  local -a args
+  for step in "${plan[@]}"; do
+    IFS='|' read -r section full small <<<"${step}"
+    [[ -z "${only}" || "${only}" == "${section}" ]] || continue
+    read -ra args <<<"${full}"
+    ((quick)) && read -ra args <<<"${small}"
+    "bench_${section}" "${work}" "${args[@]}"
+  done
 
-  report "${mode}" >"${out}"
+  [[ -z "${out}" ]] || report "${mode}" >"${out}"
   echo
   bench_table
   echo
-  echo "written: ${out#"${BENCH_REPO}/"}"
+  [[ -z "${out}" ]] || echo "written: ${out#"${BENCH_REPO}/"}"
   if ((BENCH_ERRORS > 0)); then
     echo "bench: ${BENCH_ERRORS} correctness check(s) failed (see above)" >&2
     return 1
