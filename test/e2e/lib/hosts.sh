@@ -417,11 +417,15 @@ host_start_sshd() {
 # host_down NAME: kills every process of the host, deletes its namespaces
 # (its mounts go with them) and its directory. Safe on a half-made host.
 host_down() {
-  local name="$1" dir ns rc=0
+  local name="$1" dir ns addr rc=0
   [[ -n "${HG_RUN_DIR:-}" ]] || return 0
   dir="$(_hg_host_dir "${name}")"
   ns="$(host_netns "${name}")"
+  addr="$(host_addr "${name}" 2>/dev/null)" || addr=""
   _hg_netns_destroy "${ns}" || rc=1
+  # The root side would remember the old host's MAC for this address, and a
+  # new host at the same address would be unreachable until that entry ages.
+  [[ -z "${addr}" ]] || ip neigh flush to "${addr}" dev "$(_hg_root_if)" 2>/dev/null || true
   rm -rf -- "${dir}"
   return "${rc}"
 }
