@@ -28,6 +28,8 @@ export interface HostSettings {
     hostKey?: string;
     /** Fixed cron minute offset 0-9; when absent a random one is drawn once and kept in state. */
     cronMinute?: number;
+    /** EC2 instance (`i-...`) that gets a created security group on its primary network interface. */
+    instanceId?: string;
 }
 
 /** The values written to `hostguard.conf` (keys of scripts/README.md), minus CRON_MINUTE (drawn per host). */
@@ -165,6 +167,14 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
     const hosts = hostList(raw, sshUser);
     const bastion = bastionSettings(raw, sshUser);
     const useAws = bool(raw, "aws", true);
+    if (!useAws) {
+        // Refused rather than ignored: without AWS nothing would attach a group, and a
+        // silently dropped instanceId would look like a hardened host that is not.
+        const i = hosts.findIndex((h) => h.instanceId !== undefined);
+        if (i >= 0) {
+            throw new ConfigError(`hosts[${i}].instanceId`, "is only used when hostguard:aws is true (it attaches the created security group); remove it");
+        }
+    }
     const privateCidrs = cidrList(raw, "privateCidrs", DEFAULT_PRIVATE_CIDRS);
     const adminCidrs = cidrList(raw, "adminCidrs", []);
     adminCidrs.forEach((c, i) => {
@@ -254,8 +264,8 @@ function hostList(raw: RawConfig, sshUser: string): HostSettings[] {
         }
         const o = h as Record<string, unknown>;
         for (const k of Object.keys(o)) {
-            if (!["name", "host", "port", "user", "hostKey", "cronMinute"].includes(k)) {
-                throw new ConfigError(`${key}.${k}`, "is not a known host field (name, host, port, user, hostKey, cronMinute)");
+            if (!["name", "host", "port", "user", "hostKey", "cronMinute", "instanceId"].includes(k)) {
+                throw new ConfigError(`${key}.${k}`, "is not a known host field (name, host, port, user, hostKey, cronMinute, instanceId)");
             }
         }
         const name = matches(`${key}.name`, o.name, /^[a-z0-9][a-z0-9-]{0,39}$/, "must be lower-case letters, digits and dashes (it names resources)");
@@ -271,6 +281,9 @@ function hostList(raw: RawConfig, sshUser: string): HostSettings[] {
             hostKey: o.hostKey === undefined ? undefined : hostKey(`${key}.hostKey`, o.hostKey),
             // Only present when given, so hosts without it compare equal to before.
             ...(o.cronMinute === undefined ? {} : { cronMinute: intValue(`${key}.cronMinute`, o.cronMinute, 0, 9) }),
+            ...(o.instanceId === undefined ? {} : {
+                instanceId: matches(`${key}.instanceId`, o.instanceId, /^i-([0-9a-f]{8}|[0-9a-f]{17})$/, "must be an EC2 instance id (i- and 8 or 17 hex digits)"),
+            }),
         };
     });
 }

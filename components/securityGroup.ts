@@ -18,6 +18,12 @@ export interface SecurityGroupArgs {
     adoptId?: string;
     name?: string;
     description?: string;
+    /**
+     * Instances that get a created group on their primary network interface, one
+     * attachment per host (named after it). Ignored when adopting: an adopted group
+     * is already on its instance.
+     */
+    attachTo?: Array<{ name: string; instanceId: string }>;
 }
 
 export interface IngressRule {
@@ -53,6 +59,7 @@ export function ingressRules(args: Pick<SecurityGroupArgs, "privateCidrs" | "adm
 export class SecurityGroup extends pulumi.ComponentResource {
     public readonly groupId: pulumi.Output<string>;
     public readonly ingress: IngressRule[];
+    public readonly attachmentIds: pulumi.Output<string>[];
 
     constructor(name: string, args: SecurityGroupArgs, opts?: pulumi.ComponentResourceOptions) {
         super("hostguard:aws:SecurityGroup", name, {}, opts);
@@ -76,6 +83,18 @@ export class SecurityGroup extends pulumi.ComponentResource {
             ...(adopting ? { import: args.adoptId, retainOnDelete: true, ignoreChanges: ["tags"] } : {}),
         });
         this.groupId = group.id;
+        // The attachment ADDS the group to the interface: groups already on it (say an
+        // allow-all default group) stay, and AWS unions their rules. So this hardens a
+        // host only once those are gone; the README says to adopt the instance's own
+        // group instead (recommended) or remove the others.
+        const attachments = adopting ? [] : (args.attachTo ?? []).map((t) => {
+            const instance = aws.ec2.getInstanceOutput({ instanceId: t.instanceId }, { parent: this });
+            return new aws.ec2.NetworkInterfaceSecurityGroupAttachment(`${t.name}-sg-attachment`, {
+                networkInterfaceId: instance.networkInterfaceId,
+                securityGroupId: group.id,
+            }, { parent: this });
+        });
+        this.attachmentIds = attachments.map((a) => a.id);
         this.registerOutputs({ groupId: this.groupId, ingress: this.ingress });
     }
 }

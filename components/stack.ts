@@ -25,6 +25,8 @@ export interface HostOutputs {
 export interface StackOutputs {
     securityGroupId?: pulumi.Output<string>;
     securityGroupIngress?: IngressRule[];
+    /** Ids of the group's attachments to hosts' instances (created group and `instanceId` only). */
+    securityGroupAttachmentIds?: pulumi.Output<string>[];
     hosts: Record<string, HostOutputs>;
 }
 
@@ -44,9 +46,11 @@ export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): St
             adoptId: config.securityGroupId,
             name: config.securityGroupName,
             description: config.securityGroupDescription,
+            attachTo: config.hosts.flatMap((h) => (h.instanceId ? [{ name: h.name, instanceId: h.instanceId }] : [])),
         });
         out.securityGroupId = sg.groupId;
         out.securityGroupIngress = sg.ingress;
+        out.securityGroupAttachmentIds = sg.attachmentIds;
     }
     for (const host of config.hosts) {
         const d = new HostDeployment(host.name, {

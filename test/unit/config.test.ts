@@ -130,4 +130,20 @@ describe("validateConfig", () => {
         const c = validateConfig(good({ aws: "false", vpcId: undefined, adminCidrs: undefined }));
         assert.equal(c.aws, false);
     });
+    it("accepts an instanceId of 8 or 17 hex digits per host, absent by default", () => {
+        const c = validateConfig(good({ hosts: '[{"name":"a","host":"h1","instanceId":"i-0123abcd"},{"name":"b","host":"h2","instanceId":"i-0123456789abcdef0"},{"name":"c","host":"h3"}]' }));
+        assert.deepEqual(c.hosts.map((h) => h.instanceId), ["i-0123abcd", "i-0123456789abcdef0", undefined]);
+        assert.ok(!("instanceId" in c.hosts[2]));
+    });
+    for (const bad of ["i-0123abc", "i-0123abcde", "i-0123456789ABCDEF0", "0123456789abcdef0", "i-0123456789abcdef01", "sg-0123abcd", ""]) {
+        it(`rejects instanceId ${JSON.stringify(bad)}`, () => {
+            const e = rejects(good({ hosts: JSON.stringify([{ name: "a", host: "h", instanceId: bad }]) }), "hosts[0].instanceId");
+            assert.match(e.message, /EC2 instance id/);
+        });
+    }
+    it("rejects a non-string instanceId", () => { rejects(good({ hosts: '[{"name":"a","host":"h","instanceId":12345678}]' }), "hosts[0].instanceId"); });
+    it("refuses an instanceId when aws is false (nothing would attach a group)", () => {
+        const e = rejects(good({ aws: "false", vpcId: undefined, hosts: '[{"name":"a","host":"h1"},{"name":"b","host":"h2","instanceId":"i-0123abcd"}]' }), "hosts[1].instanceId");
+        assert.match(e.message, /only used when hostguard:aws is true/);
+    });
 });

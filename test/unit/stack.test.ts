@@ -16,8 +16,17 @@ const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
 
 interface Recorded { type: string; name: string; inputs: Record<string, any>; importId?: string }
 let recorded: Recorded[] = [];
+/** Every provider function call (invoke) the program made, in order. */
+let calls: Array<{ token: string; inputs: Record<string, any> }> = [];
 
-const EXPECTED_TYPES = new Set(["hostguard:aws:SecurityGroup", "hostguard:host:HostDeployment", "aws:ec2/securityGroup:SecurityGroup", "command:remote:Command", "random:index/randomInteger:RandomInteger"]);
+const EXPECTED_TYPES = new Set(["hostguard:aws:SecurityGroup", "hostguard:host:HostDeployment", "aws:ec2/securityGroup:SecurityGroup", "command:remote:Command", "random:index/randomInteger:RandomInteger", "aws:ec2/networkInterfaceSecurityGroupAttachment:NetworkInterfaceSecurityGroupAttachment"]);
+const ATTACHMENT = "aws:ec2/networkInterfaceSecurityGroupAttachment:NetworkInterfaceSecurityGroupAttachment";
+/** The fake EC2 account: instance id -> its primary network interface. An unknown instance fails the call. */
+const INSTANCES: Record<string, string> = {
+    "i-0123456789abcdef0": "eni-0aaaaaaaaaaaaaaa1",
+    "i-0fedcba9": "eni-0bbbbbbbbbbbbbbb2",
+};
+const GROUP_ID = "sg-0mock0000000000001";
 
 before(async () => {
     await pulumi.runtime.setMocks({
@@ -29,10 +38,18 @@ before(async () => {
             if (args.type === "random:index/randomInteger:RandomInteger") {
                 return { id: `${args.name}-id`, state: { ...args.inputs, result: args.name.startsWith("web2") ? 7 : 3 } };
             }
-            return { id: args.type.startsWith("aws:") ? "sg-0mock0000000000001" : `${args.name}-id`, state: args.inputs };
+            return { id: args.type === "aws:ec2/securityGroup:SecurityGroup" ? GROUP_ID : `${args.name}-id`, state: args.inputs };
         },
         call(args) {
-            throw new Error(`unexpected call ${args.token}`);
+            calls.push({ token: args.token, inputs: args.inputs });
+            if (args.token !== "aws:ec2/getInstance:getInstance") {
+                throw new Error(`unexpected call ${args.token}`);
+            }
+            const eni = INSTANCES[args.inputs.instanceId];
+            if (!eni) {
+                throw new Error(`unexpected getInstance for ${JSON.stringify(args.inputs)}`);
+            }
+            return { id: args.inputs.instanceId, instanceId: args.inputs.instanceId, networkInterfaceId: eni };
         },
     }, "hostguard", "test", false);
 });
@@ -66,6 +83,7 @@ function rawConfig(hosts: string[], extra: RawConfig = {}): RawConfig {
 /** Builds the stack from raw config the way index.ts does, and waits for every resource to register. */
 async function build(raw: RawConfig): Promise<{ out: StackOutputs; resources: Recorded[] }> {
     recorded = [];
+    calls = [];
     pulumi.runtime.setAllConfig(Object.fromEntries(Object.entries(raw).map(([k, v]) => [`hostguard:${k}`, String(v)])),
         ["hostguard:webhookUrl", "hostguard:sshPrivateKey"]);
     const out = buildStack(validateConfig(raw), payload());
@@ -78,6 +96,7 @@ async function settle(out: StackOutputs): Promise<void> {
     if (out.securityGroupId) {
         await new Promise((r) => out.securityGroupId!.apply(r));
     }
+    await Promise.all((out.securityGroupAttachmentIds ?? []).map((id) => new Promise((r) => id.apply(r))));
     await new Promise((r) => setTimeout(r, 50));
 }
 
@@ -240,5 +259,59 @@ describe("stack with two hosts", () => {
         assert.equal(files.find((f) => f.path === "host-monitor")!.sha256, sha256("#!/usr/bin/env bash\n"));
         const base = resources.filter((r) => r.name.endsWith("-base")).map((r) => r.inputs.stdin);
         assert.notEqual(base[0], base[1], "hosts differ in CRON_MINUTE, so their settings differ");
+    });
+});
+
+describe("attaching a created group to the hosts' instances", () => {
+    const hostsWith = (ids: Array<string | undefined>) => JSON.stringify(ids.map((instanceId, i) =>
+        ({ name: `web${i + 1}`, host: `10.0.1.${10 + i}`, ...(instanceId ? { instanceId } : {}) })));
+    const ADOPT = { securityGroupId: "sg-0aaaaaaaaaaaaaaa1", securityGroupName: "launch-wizard-1", securityGroupDescription: "launch-wizard-1 created 2024-01-01" };
+
+    it("attaches the created group to each instance's primary interface, one attachment per host", async () => {
+        const { resources, out } = await build(rawConfig([], { hosts: hostsWith(["i-0123456789abcdef0", "i-0fedcba9"]) }));
+        const attachments = resources.filter((r) => r.type === ATTACHMENT);
+        assert.deepEqual(attachments.map((a) => ({ name: a.name, inputs: a.inputs })), [
+            { name: "web1-sg-attachment", inputs: { networkInterfaceId: "eni-0aaaaaaaaaaaaaaa1", securityGroupId: GROUP_ID } },
+            { name: "web2-sg-attachment", inputs: { networkInterfaceId: "eni-0bbbbbbbbbbbbbbb2", securityGroupId: GROUP_ID } },
+        ]);
+        // The mocks do not pass the parent, but the mock monitor's URNs carry the type chain.
+        const urns = [...((pulumi.runtime.getMonitor() as any).getRegisteredResources() as Map<string, unknown>).keys()];
+        for (const a of attachments) {
+            assert.ok(urns.includes(`urn:pulumi:test::hostguard::hostguard:aws:SecurityGroup$${ATTACHMENT}::${a.name}`),
+                `${a.name} is parented to the group component: ${urns.filter((u) => u.endsWith(a.name)).join(", ")}`);
+            assert.equal(a.importId, undefined);
+        }
+        assert.deepEqual(calls.map((c) => c.token), ["aws:ec2/getInstance:getInstance", "aws:ec2/getInstance:getInstance"]);
+        assert.deepEqual(calls.map((c) => c.inputs.instanceId).sort(), ["i-0123456789abcdef0", "i-0fedcba9"]);
+        assert.equal(out.securityGroupAttachmentIds?.length, 2);
+        // Nothing else changes: the group and both deployments are still all there.
+        assert.equal(resources.length, 2 + 2 + 2 * 7);
+    });
+
+    it("attaches only hosts that name an instance", async () => {
+        const { resources } = await build(rawConfig([], { hosts: hostsWith([undefined, "i-0fedcba9"]) }));
+        assert.deepEqual(resources.filter((r) => r.type === ATTACHMENT).map((r) => r.name), ["web2-sg-attachment"]);
+        assert.equal(calls.length, 1);
+    });
+
+    it("creates no attachment and looks nothing up when the group is adopted", async () => {
+        const { resources, out } = await build(rawConfig([], { hosts: hostsWith(["i-0123456789abcdef0", "i-0fedcba9"]), ...ADOPT }));
+        assert.equal(resources.filter((r) => r.type === ATTACHMENT).length, 0);
+        assert.deepEqual(calls, []);
+        assert.deepEqual(out.securityGroupAttachmentIds, []);
+        assert.equal(resources.find((r) => r.name === "hostguard-sg")!.importId, "sg-0aaaaaaaaaaaaaaa1");
+    });
+
+    it("creates no attachment without instanceId (as before)", async () => {
+        const { resources } = await build(rawConfig(["web1", "web2"]));
+        assert.equal(resources.filter((r) => r.type === ATTACHMENT).length, 0);
+        assert.deepEqual(calls, []);
+    });
+
+    it("rejects a malformed instanceId naming its key, before any resource exists", () => {
+        recorded = [];
+        const raw = rawConfig([], { hosts: hostsWith(["i-0123456789abcdef0", "i-12345"]) });
+        assert.throws(() => buildStack(validateConfig(raw), payload()), (e: Error) => e.message.startsWith("hostguard:hosts[1].instanceId "));
+        assert.deepEqual(recorded, []);
     });
 });
