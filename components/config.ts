@@ -254,13 +254,13 @@ function secretPresent(raw: RawConfig, key: string, required: boolean, ok: (v: s
 function hostList(raw: RawConfig, sshUser: string): HostSettings[] {
     const list = structured(raw, "hosts", undefined);
     if (!Array.isArray(list) || list.length === 0) {
-        throw new ConfigError("hosts", "must list at least one host ({name, host, port?, user?, hostKey?})");
+        throw new ConfigError("hosts", "must list at least one host ({name, host, port?, user?, hostKey?, cronMinute?, instanceId?})");
     }
     const seen = new Set<string>();
     return list.map((h, i) => {
         const key = `hosts[${i}]`;
         if (typeof h !== "object" || h === null || Array.isArray(h)) {
-            throw new ConfigError(key, "must be an object {name, host, port?, user?, hostKey?}");
+            throw new ConfigError(key, "must be an object {name, host, port?, user?, hostKey?, cronMinute?, instanceId?}");
         }
         const o = h as Record<string, unknown>;
         for (const k of Object.keys(o)) {
