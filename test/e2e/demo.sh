@@ -79,7 +79,7 @@ cleanup() {
 }
 
 main() {
-  local missing client addr i
+  local missing client addr i busy
   if ((EUID != 0)); then
     e2e_skip_banner "npm run demo" "root (the demo host needs network and mount namespaces)"
     exit 0
@@ -123,7 +123,11 @@ main() {
     pul "demo-set-${i}" config set --stack "${STACK}" "hostguard:${i}" 0
   done
   pul demo-up-thresholds up --stack "${STACK}" --yes --skip-preview
+  # One core kept busy, so CPU is above 0 % too (an idle second can read 0.0).
+  host_exec web1 timeout 3 sh -c 'while :; do :; done' &
+  busy=$!
   host_exec web1 /usr/local/lib/hostguard/host-monitor >/dev/null
+  wait "${busy}" || true # timeout ends the loop with 124
   wait_for 'High Disk Usage'
 
   say "the visitor asks 10 times for /.env (403 each): the jail bans it"
