@@ -250,7 +250,7 @@ EOF
 
 @test "set-webhook writes a 0600 curl config line, never with the URL in any argv" {
   hg_install install --part base --settings "${SETTINGS}"
-  command -v strace >/dev/null || skip "strace not installed"
+  command -v strace >/dev/null || { echo "strace not installed (.ci/run installs it): the test cannot run" >&2; false; }
   # Every execve of the run, with its whole argv: the URL must be in none.
   printf 'url = "%s"\n' "${HOOK_URL}" \
     | strace -f -qq -e trace=execve -s 100000 -o "${BATS_TEST_TMPDIR}/trace" \
@@ -316,8 +316,8 @@ host_nginx_listing() {
 }
 
 @test "root /: the real nginx -t passes, the include is placed, uninstall restores (sandboxed)" {
-  command -v nginx >/dev/null && command -v unshare >/dev/null || skip "nginx or unshare missing"
-  [[ -L /etc/nginx/sites-enabled/default ]] || skip "no default nginx site to edit"
+  command -v nginx >/dev/null && command -v unshare >/dev/null || { echo "nginx or unshare missing (.ci/run installs it): the test cannot run" >&2; false; }
+  [[ -L /etc/nginx/sites-enabled/default ]] || { echo "no default nginx site to edit (.ci/run installs it): the test cannot run" >&2; false; }
   host_nginx_listing >"${BATS_TEST_TMPDIR}/host-before"
   printf 'NGINX_SERVER_CONF=/etc/nginx/sites-enabled/default\n' >"${BATS_TEST_TMPDIR}/live.conf"
   live_sandbox true
@@ -345,8 +345,8 @@ host_nginx_listing() {
 }
 
 @test "root /: a snippet nginx -t rejects is rolled back, site file included (sandboxed)" {
-  command -v nginx >/dev/null && command -v unshare >/dev/null || skip "nginx or unshare missing"
-  [[ -L /etc/nginx/sites-enabled/default ]] || skip "no default nginx site to edit"
+  command -v nginx >/dev/null && command -v unshare >/dev/null || { echo "nginx or unshare missing (.ci/run installs it): the test cannot run" >&2; false; }
+  [[ -L /etc/nginx/sites-enabled/default ]] || { echo "no default nginx site to edit (.ci/run installs it): the test cannot run" >&2; false; }
   printf 'NGINX_SERVER_CONF=/etc/nginx/sites-enabled/default\n' >"${BATS_TEST_TMPDIR}/live.conf"
   printf 'this_is_not_a_directive on;\n' >"${PAYLOAD}/nginx/hostguard-deny.conf"
   live_sandbox true
@@ -365,7 +365,7 @@ host_nginx_listing() {
 }
 
 @test "root /: the real fail2ban-client -t, start, then reload on uninstall (sandboxed, own pid and net namespace)" {
-  command -v fail2ban-client >/dev/null && command -v unshare >/dev/null || skip "fail2ban or unshare missing"
+  command -v fail2ban-client >/dev/null && command -v unshare >/dev/null || { echo "fail2ban or unshare missing (.ci/run installs it): the test cannot run" >&2; false; }
   local s="${BATS_TEST_TMPDIR}/f2b"
   mkdir -p "${s}/varlib" "${s}/varlog/nginx" "${s}/run"
   : >"${s}/varlog/nginx/access.log"

@@ -22,6 +22,8 @@
 #   fail2ban_wait_for SECS COMMAND...     polls COMMAND every 0.2 s until it
 #                                         succeeds or SECS pass
 #   fail2ban_log_lines IP N [STATUS]      appends N matching access-log lines
+# shellcheck source=process.bash
+source "${BASH_SOURCE[0]%/*}/process.bash"
 
 F2B_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 F2B_JAIL=nginx-bad-request
@@ -126,14 +128,9 @@ fail2ban_jail_up() {
 
 fail2ban_stop() {
   [[ -n "${F2B_SERVER_PID:-}" ]] || return 0
+  # The client's stop lets the jail post its stop message; the signal is the fallback.
   fail2ban_client stop >/dev/null 2>&1 || true
-  local i
-  for ((i = 0; i < 100; i++)); do
-    kill -0 "${F2B_SERVER_PID}" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "${F2B_SERVER_PID}" 2>/dev/null || true
-  wait "${F2B_SERVER_PID}" 2>/dev/null || true
+  stop_process "${F2B_SERVER_PID}"
   F2B_SERVER_PID=""
 }
 

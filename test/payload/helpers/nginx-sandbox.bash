@@ -10,6 +10,8 @@
 #   nginx_sandbox_test               `nginx -t` on that config
 #   nginx_sandbox_start              starts it, waits (at most 10 s) until it answers
 #   nginx_sandbox_stop               stops it (safe to call twice; use in teardown)
+# shellcheck source=process.bash
+source "${BASH_SOURCE[0]%/*}/process.bash"
 
 nginx_free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -77,13 +79,8 @@ nginx_sandbox_start() {
 
 nginx_sandbox_stop() {
   [[ -n "${NGINX_DIR:-}" && -s "${NGINX_DIR}/nginx.pid" ]] || return 0
-  local pid i
+  local pid
   pid="$(<"${NGINX_DIR}/nginx.pid")"
-  kill -QUIT "${pid}" 2>/dev/null || true
-  for ((i = 0; i < 50; i++)); do
-    kill -0 "${pid}" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "${pid}" 2>/dev/null || true
+  stop_process "${pid}" QUIT
   rm -f "${NGINX_DIR}/nginx.pid"
 }

@@ -38,6 +38,8 @@
 #
 # The secret part of the URL is the sentinel $RECEIVER_SECRET_PATH: tests grep
 # for RECEIVER_SENTINEL to prove the URL leaks nowhere.
+# shellcheck source=process.bash
+source "${BASH_SOURCE[0]%/*}/process.bash"
 
 RECEIVER_SENTINEL="SENTINELsecret"
 RECEIVER_SECRET_PATH="/services/T000/B000/${RECEIVER_SENTINEL}"
@@ -99,14 +101,7 @@ receiver_start() {
 
 receiver_stop() {
   [[ -n "${RECEIVER_PID:-}" ]] || return 0
-  kill "${RECEIVER_PID}" 2>/dev/null || true
-  local i
-  for ((i = 0; i < 50; i++)); do
-    kill -0 "${RECEIVER_PID}" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "${RECEIVER_PID}" 2>/dev/null || true
-  wait "${RECEIVER_PID}" 2>/dev/null || true
+  stop_process "${RECEIVER_PID}"
   RECEIVER_PID=""
 }
 
