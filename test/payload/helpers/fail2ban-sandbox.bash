@@ -4,16 +4,14 @@
 # config dir (a copy of /etc/fail2ban's packaged files plus the project's),
 # socket, pid file, database and log. Load with `load helpers/fail2ban-sandbox`.
 #
-#   fail2ban_render TEMPLATE OUT KEY=VALUE...
-#       Renders a *.in template the way `install` does (scripts/README.md):
-#       @KEY@ becomes the value given here, and a line whose placeholders are
-#       all empty is dropped. An @KEY@ without a value given is an error.
 #   fail2ban_sandbox_make DIR NOTIFIER KEY=VALUE...
 #       Makes the namespace (F2B_NS) and the config dir DIR/etc (F2B_CONF)
 #       with the project's filter, action and the jail rendered from the
 #       KEY=VALUE settings; the action's notifier parameter is NOTIFIER.
 #       Sets F2B_DIR F2B_SOCK F2B_PID F2B_LOG F2B_ACCESS_LOG.
 #   fail2ban_sandbox_render KEY=VALUE...   re-renders the jail (e.g. bantime)
+#       with the real installer (`install install --part bantool` into a
+#       scratch root), so the jail is exactly what a host gets.
 #   fail2ban_start       starts fail2ban-server inside the namespace with the
 #                        caller's environment (HOSTGUARD_ROOT), waits <= 20 s
 #   fail2ban_client ARGS...               fail2ban-client on the sandbox socket
@@ -27,32 +25,6 @@ source "${BASH_SOURCE[0]%/*}/process.bash"
 
 F2B_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 F2B_JAIL=nginx-bad-request
-
-fail2ban_render() {
-  local src="$1" out="$2" line rest key rendered placeholders nonempty pair
-  shift 2
-  local -A values=()
-  for pair in "$@"; do
-    values["${pair%%=*}"]="${pair#*=}"
-  done
-  : >"${out}"
-  while IFS= read -r line || [[ -n "${line}" ]]; do
-    rendered=""
-    rest="${line}"
-    placeholders=0
-    nonempty=0
-    while [[ "${rest}" =~ @([A-Z][A-Z0-9_]*)@ ]]; do
-      key="${BASH_REMATCH[1]}"
-      [[ -v "values[${key}]" ]] || { echo "fail2ban_render: no value for @${key}@" >&2; return 1; }
-      placeholders=$((placeholders + 1))
-      [[ -z "${values[${key}]}" ]] || nonempty=$((nonempty + 1))
-      rendered+="${rest%%"${BASH_REMATCH[0]}"*}${values[${key}]}"
-      rest="${rest#*"${BASH_REMATCH[0]}"}"
-    done
-    ((placeholders > 0 && nonempty == 0)) && continue
-    printf '%s\n' "${rendered}${rest}" >>"${out}"
-  done <"${src}"
-}
 
 fail2ban_sandbox_make() {
   local dir="$1" notifier="$2"
@@ -90,9 +62,14 @@ CONF
 
 fail2ban_sandbox_render() {
   (($# == 0)) || F2B_SETTINGS+=("$@")
-  fail2ban_render "${F2B_REPO}/scripts/fail2ban/jail.d/hostguard-nginx-bad-request.local.in" \
-    "${F2B_CONF}/jail.d/hostguard-nginx-bad-request.local" \
-    "NGINX_ACCESS_LOG=${F2B_ACCESS_LOG}" "${F2B_SETTINGS[@]}"
+  local scratch="${F2B_DIR}/render" jail=etc/fail2ban/jail.d/hostguard-nginx-bad-request.local
+  rm -rf -- "${scratch}"
+  mkdir -p -- "${scratch}/root"
+  printf '%s\n' "NGINX_ACCESS_LOG=${F2B_ACCESS_LOG}" "${F2B_SETTINGS[@]}" >"${scratch}/hostguard.conf"
+  "${F2B_REPO}/scripts/install" install --part bantool --root "${scratch}/root" \
+    --settings "${scratch}/hostguard.conf" >"${scratch}/install.log" 2>&1 \
+    || { cat "${scratch}/install.log" >&2; return 1; }
+  cp -- "${scratch}/root/${jail}" "${F2B_CONF}/jail.d/"
 }
 
 fail2ban_client() {
