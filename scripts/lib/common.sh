@@ -4,13 +4,11 @@
 # Sourced, never run. Reads HOSTGUARD_ROOT (tests only) and hostguard.conf.
 
 readonly HG_ROOT="${HOSTGUARD_ROOT:-}"
-readonly HG_LIB_DIR="${HG_ROOT}/usr/local/lib/hostguard"
 readonly HG_CONF_DIR="${HG_ROOT}/etc/hostguard"
 readonly HG_SETTINGS_FILE="${HG_CONF_DIR}/hostguard.conf"
 readonly HG_WEBHOOK_FILE="${HG_CONF_DIR}/webhook.curlrc"
 readonly HG_STATE_DIR="${HG_ROOT}/var/lib/hostguard"
 readonly HG_SPOOL_DIR="${HG_ROOT}/var/spool/hostguard"
-readonly HG_LOG_DIR="${HG_ROOT}/var/log/hostguard"
 
 # Defaults of every setting; hg_load_settings refuses keys not listed here.
 declare -A HG_DEFAULTS=(
