@@ -30,6 +30,11 @@ declare -A HG_DEFAULTS=(
   [NGINX_SERVER_CONF]=""
   [APP_PROPERTIES]=""
   [CRON_MINUTE]=0
+  [HOST_NAME]=""
+  [ALERT_HOST_LABEL]=false
+  [ALERT_REPEAT_INTERVAL]=0
+  [ALERT_SEND_RESOLVED]=false
+  [ALERT_AFTER_RUNS]=1
 )
 readonly HG_DEFAULTS
 
@@ -53,6 +58,11 @@ declare -A HG_PATTERNS=(
   [NGINX_SERVER_CONF]='^(/[^[:cntrl:][:space:]]+)?$'
   [APP_PROPERTIES]='^(/[^[:cntrl:][:space:]]+)?$'
   [CRON_MINUTE]='^[0-9]$'
+  [HOST_NAME]='^([A-Za-z0-9][A-Za-z0-9._-]{0,62})?$'
+  [ALERT_HOST_LABEL]='^(true|false)$'
+  [ALERT_REPEAT_INTERVAL]='^(0|[1-9][0-9]{0,6}|([1-9][0-9]{0,6}[smhdw])+)$'
+  [ALERT_SEND_RESOLVED]='^(true|false)$'
+  [ALERT_AFTER_RUNS]='^[1-9][0-9]{0,2}$'
 )
 readonly HG_PATTERNS
 
@@ -112,4 +122,44 @@ hg_json_string() {
     text="${out}"
   fi
   printf '"%s"' "${text}"
+}
+
+# OUT <- the seconds of a duration as the settings write it: plain seconds
+# (`0`, `90`) or number-unit pairs (`30m`, `1h30m`; s m h d w).
+hg_duration_seconds() {
+  local -n _hg_secs="$1"
+  local rest="$2" number unit total=0
+  if [[ "${rest}" =~ ^[0-9]+$ ]]; then
+    _hg_secs=$((10#${rest}))
+    return 0
+  fi
+  while [[ "${rest}" =~ ^([0-9]+)([smhdw])(.*)$ ]]; do
+    number=$((10#${BASH_REMATCH[1]}))
+    unit="${BASH_REMATCH[2]}"
+    rest="${BASH_REMATCH[3]}"
+    case "${unit}" in
+      s) total=$((total + number)) ;;
+      m) total=$((total + number * 60)) ;;
+      h) total=$((total + number * 3600)) ;;
+      d) total=$((total + number * 86400)) ;;
+      w) total=$((total + number * 604800)) ;;
+    esac
+  done
+  [[ -z "${rest}" ]] || return 1
+  _hg_secs="${total}"
+}
+
+# OUT <- TEXT as posted: with ALERT_HOST_LABEL=true it starts with
+# "[HOST] ", HOST being HOST_NAME (the stack's name for the host) or else the
+# kernel's host name, so a fleet's alerts say where they come from in every
+# chat client (plain text, no markup). Otherwise TEXT unchanged (the SPEC).
+hg_labelled_text() {
+  local -n _hg_labelled="$1"
+  local _hg_host="${HG_HOST_NAME:-}"
+  if [[ "${HG_ALERT_HOST_LABEL:-false}" == true ]]; then
+    [[ -n "${_hg_host}" ]] || _hg_host="${HOSTNAME:-unknown}"
+    _hg_labelled="[${_hg_host}] $2"
+  else
+    _hg_labelled="$2"
+  fi
 }

@@ -28,8 +28,11 @@ hg_now_ms() {
 }
 
 # The JSON body of one message; CHANNEL (without #) only for start/stop.
+# Every message passes here, so the host label (ALERT_HOST_LABEL) is added
+# here once for the monitors, the ban tool and the connectivity test.
 hg_notify_json() {
-  local text="$1" channel="${2:-}" json
+  local text channel="${2:-}" json
+  hg_labelled_text text "$1"
   json="{\"text\":$(hg_json_string "${text}")"
   if [[ -n "${channel}" ]]; then
     json+=",\"channel\":$(hg_json_string "#${channel}")"

@@ -8,6 +8,8 @@ the messages file as one JSON line:
 Only answered-200 messages are recorded, so "delivered" means "recorded".
 Every request (whatever the answer) is also appended to the requests file:
     {"path": ..., "status": <int or "slow">, "time": <epoch float>}
+A GET (a heartbeat ping) is answered `200 OK` in mode `ok`, `500` in any
+other mode, and recorded in the requests file only, with "method": "GET".
 
 The fault mode is read from the mode file on every request, so a test switches
 it at run time by rewriting that file (write a temp file, then rename):
@@ -109,7 +111,14 @@ def make_handler(state):
                              {"path": self.path, "status": status, "time": now})
 
         def do_GET(self):
-            self.answer(405, "method_not_allowed")
+            now = time.time()
+            name, _ = state.mode()
+            status = 200 if name == "ok" else 500
+            if state.args.requests:
+                state.append(state.args.requests,
+                             {"path": self.path, "status": status,
+                              "time": now, "method": "GET"})
+            self.answer(status, "OK" if status == 200 else "internal_error")
 
         def do_POST(self):
             length = int(self.headers.get("Content-Length") or 0)

@@ -279,3 +279,129 @@ print(r'"\/ \ud83d\udc33 \u00e9 \u0000 \uD83D\uDE00"')
   run docker ps --bogus
   [[ "${status}" -eq 125 ]]
 }
+
+# ---- alert policy (issue 11): label, repeat interval, resolved, debounce ----
+
+# One run at the test clock T (epoch seconds), received messages cleared.
+run_at() {
+  clear_received
+  HOSTGUARD_NOW="$1" run_monitor
+  [[ "${status}" -eq 0 ]]
+}
+
+@test "every alert key at its default: the SPEC texts, stop once, watched and CPU every run" {
+  settings CONTAINER_WATCH=db ALERT_HOST_LABEL=false ALERT_REPEAT_INTERVAL=0 \
+    ALERT_SEND_RESOLVED=false ALERT_AFTER_RUNS=1
+  containers web running 1.00% 1.00% 0 "" db exited 0.00% 0.00% 2 "" hot running 85.00% 1.00% 0 ""
+  local db="${P}Container stopped: db (Status: exited)"$'\n'"Exit Code: 2"$'\n'"Error: No specific error"
+  local hot="${P}High CPU usage detected: hot - 85.00%"
+  run_at 1000
+  receiver_expect_texts "${db}" "${hot}"
+  containers web exited 1.00% 1.00% 1 "" db exited 0.00% 0.00% 2 "" hot running 85.00% 1.00% 0 ""
+  run_at 1600
+  receiver_expect_texts "${P}Container stopped: web (Status: exited)"$'\n'"Exit Code: 1"$'\n'"Error: No specific error" "${db}" "${hot}"
+  run_at 2200
+  receiver_expect_texts "${db}" "${hot}"
+  # Back to normal: nothing posted.
+  containers web running 1.00% 1.00% 0 "" db running 0.00% 0.00% 0 "" hot running 5.00% 1.00% 0 ""
+  run_at 2800
+  [[ "$(receiver_count)" -eq 0 ]]
+}
+
+@test "ALERT_HOST_LABEL: container texts start with [HOST_NAME]" {
+  settings ALERT_HOST_LABEL=true HOST_NAME=app-3
+  containers "${NAME_QUOTES}" running 99.50% 95.00% 0 ""
+  run_at 1000
+  receiver_expect_texts "[app-3] ${P}High CPU usage detected: ${NAME_QUOTES} - 99.50%" \
+    "[app-3] ${P}High memory usage detected: ${NAME_QUOTES} - 95.00%"
+}
+
+@test "ALERT_REPEAT_INTERVAL=1h: CPU and a watched stop hourly, a stop event once" {
+  settings CONTAINER_WATCH=db ALERT_REPEAT_INTERVAL=1h
+  containers web running 1.00% 1.00% 0 "" db exited 0.00% 0.00% 2 "" hot running 85.00% 1.00% 0 ""
+  local db="${P}Container stopped: db (Status: exited)"$'\n'"Exit Code: 2"$'\n'"Error: No specific error"
+  local hot="${P}High CPU usage detected: hot - 85.00%"
+  run_at 100000
+  receiver_expect_texts "${db}" "${hot}"
+  containers web exited 1.00% 1.00% 1 "" db exited 0.00% 0.00% 2 "" hot running 86.00% 1.00% 0 ""
+  run_at 100600
+  receiver_expect_texts "${P}Container stopped: web (Status: exited)"$'\n'"Exit Code: 1"$'\n'"Error: No specific error"
+  [[ "${output}" == *"alerts=1 held=2"* ]]
+  run_at 103599
+  [[ "$(receiver_count)" -eq 0 ]]
+  run_at 103600
+  receiver_expect_texts "${db}" "${P}High CPU usage detected: hot - 86.00%"
+}
+
+@test "ALERT_SEND_RESOLVED: CPU, memory, a stop event and a watched stop resolve once" {
+  settings CONTAINER_WATCH=db ALERT_SEND_RESOLVED=true
+  containers "${NAME_UTF8}" running 1.00% 1.00% 0 "" db exited 0.00% 0.00% 2 "" hot running 85.00% 97.25% 0 ""
+  run_at 1000
+  [[ "$(receiver_count)" -eq 3 ]]
+  containers "${NAME_UTF8}" exited 1.00% 1.00% 137 "" db exited 0.00% 0.00% 2 "" hot running 85.00% 97.25% 0 ""
+  run_at 1600
+  [[ "$(receiver_count)" -eq 4 ]]
+  # Still stopped: the event does not repeat; the watched stop and the figures do.
+  run_at 2200
+  [[ "$(receiver_count)" -eq 3 ]]
+  receiver_texts | grep -c 'Container stopped: db' | grep -qx 1
+  containers "${NAME_UTF8}" running 1.00% 1.00% 0 "" db running 0.00% 0.00% 0 "" hot running 12.00% 40.00% 0 ""
+  run_at 2800
+  receiver_expect_texts \
+    "${P}Container running again: db (Status: running)" \
+    "${P}Container running again: ${NAME_UTF8} (Status: running)" \
+    "${P}CPU usage back to normal: hot - 12.00%" \
+    "${P}Memory usage back to normal: hot - 40.00%"
+  [[ "${output}" == *"alerts=0 resolved=4"* ]]
+  run_at 3400
+  [[ "$(receiver_count)" -eq 0 ]]
+  [[ ! -e "${HOSTGUARD_ROOT}/var/lib/hostguard/container-monitor.alerts" ]]
+}
+
+@test "ALERT_SEND_RESOLVED: a container removed after its stop alert is forgotten" {
+  settings ALERT_SEND_RESOLVED=true
+  containers web running 1.00% 1.00% 0 "" keep running 1.00% 1.00% 0 ""
+  run_at 1000
+  containers web exited 1.00% 1.00% 1 "" keep running 1.00% 1.00% 0 ""
+  run_at 1600
+  [[ "$(receiver_count)" -eq 1 ]]
+  containers keep running 1.00% 1.00% 0 ""
+  run_at 2200
+  [[ "$(receiver_count)" -eq 0 ]]
+  [[ ! -e "${HOSTGUARD_ROOT}/var/lib/hostguard/container-monitor.alerts" ]]
+}
+
+@test "ALERT_AFTER_RUNS=2: a restart inside the window posts nothing, a lasting stop posts once" {
+  settings ALERT_AFTER_RUNS=2
+  containers web running 1.00% 1.00% 0 "" hot running 85.00% 1.00% 0 ""
+  run_at 1000
+  [[ "$(receiver_count)" -eq 0 ]]
+  containers web exited 1.00% 1.00% 1 "" hot running 85.00% 1.00% 0 ""
+  run_at 1600
+  receiver_expect_texts "${P}High CPU usage detected: hot - 85.00%"
+  # web runs again before its second run stopped: nothing.
+  containers web running 1.00% 1.00% 0 "" hot running 5.00% 1.00% 0 ""
+  run_at 2200
+  [[ "$(receiver_count)" -eq 0 ]]
+  containers web exited 1.00% 1.00% 3 "" hot running 5.00% 1.00% 0 ""
+  run_at 2800
+  [[ "$(receiver_count)" -eq 0 ]]
+  run_at 3400
+  receiver_expect_texts "${P}Container stopped: web (Status: exited)"$'\n'"Exit Code: 3"$'\n'"Error: No specific error"
+  # Three runtime calls still, the stopped container inspected by name.
+  [[ "$(calls)" == "ps inspect stats" ]]
+  run_at 4000
+  [[ "$(receiver_count)" -eq 0 ]]
+}
+
+@test "heartbeat after a completed run; none when the runtime is unavailable" {
+  local ping="https://127.0.0.1:${RECEIVER_PORT}/ping/hb"
+  (umask 077 && printf 'url = "%s"\n' "${ping}" >"${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.curlrc")
+  containers web running 1.00% 1.00% 0 ""
+  run_at 1000
+  [[ "${output}" == *"container-monitor: heartbeat sent (HTTP 200)"* ]]
+  [[ "$(grep -c '"method": "GET"' "${RECEIVER_REQUESTS}")" -eq 1 ]]
+  FAKE_DOCKER_FAIL=inspect HOSTGUARD_NOW=1600 run_monitor
+  [[ "${status}" -eq 1 ]]
+  [[ "$(grep -c '"method": "GET"' "${RECEIVER_REQUESTS}")" -eq 1 ]]
+}

@@ -277,3 +277,176 @@ run_monitor() {
   hg_decimal_gt 100.5 100
   ! hg_decimal_gt 79.99 80 || false
 }
+
+# ---- alert policy (issue 11): label, repeat interval, resolved, debounce ----
+
+CPU_TEXT="[Server Alert] "$'\n'"High CPU Usage Detected: 12.3%"$'\n'"Load Average: 0.52, 0.58, 0.59"
+MEM_TEXT="[Server Alert] "$'\n'"High Memory Usage Detected: 90.92%"$'\n'"Active Processes: 42"
+
+# One run at the test clock T (epoch seconds), from the saved CPU sample.
+run_at() {
+  save_previous_sample
+  : >"${RECEIVER_MESSAGES}"
+  HOSTGUARD_NOW="$1" run_monitor
+  [[ "${status}" -eq 0 ]]
+}
+
+@test "every alert key at its default: each run posts the SPEC texts, nothing else" {
+  receiver_make_root CPU_THRESHOLD=0 MEMORY_THRESHOLD=0 DISK_THRESHOLD=100 \
+    ALERT_HOST_LABEL=false HOST_NAME=web-1 ALERT_REPEAT_INTERVAL=0 \
+    ALERT_SEND_RESOLVED=false ALERT_AFTER_RUNS=1
+  local t
+  for t in 1000 1001 1600; do
+    run_at "${t}"
+    receiver_expect_texts "${CPU_TEXT}" "${MEM_TEXT}"
+  done
+  # Back under: nothing is posted (no resolved message by default).
+  receiver_make_root CPU_THRESHOLD=100 MEMORY_THRESHOLD=100 DISK_THRESHOLD=100
+  run_at 2200
+  [[ "$(receiver_count)" -eq 0 ]]
+  [[ ! -e "${HOSTGUARD_ROOT}/var/lib/hostguard/host-monitor.alerts" ]]
+}
+
+@test "ALERT_HOST_LABEL: each text starts with [HOST_NAME], otherwise the SPEC's" {
+  receiver_make_root CPU_THRESHOLD=0 MEMORY_THRESHOLD=0 DISK_THRESHOLD=100 \
+    ALERT_HOST_LABEL=true HOST_NAME=web-1
+  run_at 1000
+  receiver_expect_texts "[web-1] ${CPU_TEXT}" "[web-1] ${MEM_TEXT}"
+  # Without HOST_NAME the kernel's host name is used.
+  receiver_make_root CPU_THRESHOLD=0 MEMORY_THRESHOLD=100 DISK_THRESHOLD=100 ALERT_HOST_LABEL=true
+  run_at 1001
+  receiver_expect_texts "[$(hostname)] ${CPU_TEXT}"
+}
+
+@test "ALERT_REPEAT_INTERVAL=1h: posted once, then once an hour by the clock" {
+  receiver_make_root CPU_THRESHOLD=0 MEMORY_THRESHOLD=0 DISK_THRESHOLD=100 \
+    ALERT_REPEAT_INTERVAL=1h
+  run_at 100000
+  receiver_expect_texts "${CPU_TEXT}" "${MEM_TEXT}"
+  run_at 100600
+  [[ "$(receiver_count)" -eq 0 ]]
+  [[ "${output}" == *"alerts=none held=cpu,memory"* ]]
+  run_at 103599
+  [[ "$(receiver_count)" -eq 0 ]]
+  run_at 103600
+  receiver_expect_texts "${CPU_TEXT}" "${MEM_TEXT}"
+  # Memory recovers, then goes over again: a new incident posts at once.
+  receiver_make_root CPU_THRESHOLD=0 MEMORY_THRESHOLD=100 DISK_THRESHOLD=100 ALERT_REPEAT_INTERVAL=1h
+  run_at 104200
+  [[ "$(receiver_count)" -eq 0 ]]
+  receiver_make_root CPU_THRESHOLD=0 MEMORY_THRESHOLD=0 DISK_THRESHOLD=100 ALERT_REPEAT_INTERVAL=1h
+  run_at 104800
+  receiver_expect_texts "${MEM_TEXT}"
+  # A clock stepped back does not mute the alert for hours.
+  run_at 90000
+  receiver_expect_texts "${CPU_TEXT}" "${MEM_TEXT}"
+}
+
+@test "ALERT_SEND_RESOLVED: one resolved message per measure that fired, with its value" {
+  local disk
+  disk="$(root_disk)"
+  receiver_make_root CPU_THRESHOLD=0 MEMORY_THRESHOLD=0 DISK_THRESHOLD=0 ALERT_SEND_RESOLVED=true
+  run_at 1000
+  [[ "$(receiver_count)" -eq 3 ]]
+  receiver_make_root CPU_THRESHOLD=100 MEMORY_THRESHOLD=100 DISK_THRESHOLD=100 ALERT_SEND_RESOLVED=true
+  run_at 1600
+  receiver_expect_texts \
+    "[Server Alert] "$'\n'"CPU Usage Back to Normal: 12.3%"$'\n'"Load Average: 0.52, 0.58, 0.59" \
+    "[Server Alert] "$'\n'"Memory Usage Back to Normal: 90.92%"$'\n'"Active Processes: 42" \
+    "[Server Alert] "$'\n'"Disk Usage Back to Normal: ${disk}%"$'\n'"System Uptime: up 2 weeks, 6 hours, 56 minutes"
+  [[ "${output}" == *"alerts=none resolved=cpu,memory,disk"* ]]
+  # Once: the next quiet run posts nothing, and no state is left.
+  run_at 2200
+  [[ "$(receiver_count)" -eq 0 ]]
+  [[ ! -e "${HOSTGUARD_ROOT}/var/lib/hostguard/host-monitor.alerts" ]]
+  # A measure that never fired resolves silently.
+  receiver_make_root CPU_THRESHOLD=0 MEMORY_THRESHOLD=100 DISK_THRESHOLD=100 ALERT_SEND_RESOLVED=true ALERT_AFTER_RUNS=2
+  run_at 2800
+  receiver_make_root CPU_THRESHOLD=100 MEMORY_THRESHOLD=100 DISK_THRESHOLD=100 ALERT_SEND_RESOLVED=true ALERT_AFTER_RUNS=2
+  run_at 3400
+  [[ "$(receiver_count)" -eq 0 ]]
+}
+
+@test "ALERT_AFTER_RUNS=2: a one-run spike posts nothing, two runs in a row post" {
+  receiver_make_root CPU_THRESHOLD=0 MEMORY_THRESHOLD=100 DISK_THRESHOLD=100 ALERT_AFTER_RUNS=2
+  run_at 1000
+  [[ "$(receiver_count)" -eq 0 ]]
+  [[ "${output}" == *"alerts=none held=cpu"* ]]
+  receiver_make_root CPU_THRESHOLD=100 MEMORY_THRESHOLD=100 DISK_THRESHOLD=100 ALERT_AFTER_RUNS=2
+  run_at 1600
+  receiver_make_root CPU_THRESHOLD=0 MEMORY_THRESHOLD=100 DISK_THRESHOLD=100 ALERT_AFTER_RUNS=2
+  run_at 2200
+  [[ "$(receiver_count)" -eq 0 ]]
+  run_at 2800
+  receiver_expect_texts "${CPU_TEXT}"
+  # The repeat interval is 0 (every run) once it fired.
+  run_at 3400
+  receiver_expect_texts "${CPU_TEXT}"
+}
+
+@test "all on: labelled, debounced, repeated hourly, resolved once" {
+  local -a keys=(ALERT_HOST_LABEL=true HOST_NAME=db-2 ALERT_REPEAT_INTERVAL=1h
+    ALERT_SEND_RESOLVED=true ALERT_AFTER_RUNS=2)
+  receiver_make_root CPU_THRESHOLD=0 MEMORY_THRESHOLD=100 DISK_THRESHOLD=100 "${keys[@]}"
+  run_at 10000
+  [[ "$(receiver_count)" -eq 0 ]]
+  run_at 10600
+  receiver_expect_texts "[db-2] ${CPU_TEXT}"
+  run_at 11200
+  [[ "$(receiver_count)" -eq 0 ]]
+  run_at 14200
+  receiver_expect_texts "[db-2] ${CPU_TEXT}"
+  receiver_make_root CPU_THRESHOLD=100 MEMORY_THRESHOLD=100 DISK_THRESHOLD=100 "${keys[@]}"
+  run_at 14800
+  receiver_expect_texts "[db-2] [Server Alert] "$'\n'"CPU Usage Back to Normal: 12.3%"$'\n'"Load Average: 0.52, 0.58, 0.59"
+}
+
+@test "alert state: root-only, rewritten only on change, a failed write still sends" {
+  receiver_make_root CPU_THRESHOLD=0 MEMORY_THRESHOLD=100 DISK_THRESHOLD=100 ALERT_REPEAT_INTERVAL=1h
+  run_at 5000
+  local state="${HOSTGUARD_ROOT}/var/lib/hostguard/host-monitor.alerts"
+  [[ "$(cat "${state}")" == $'1\t5000\t1\tcpu' ]]
+  [[ "$(stat -c %a "${state}")" == 600 ]]
+  local inode
+  inode="$(stat -c %i "${state}")"
+  run_at 5600
+  [[ "$(stat -c %i "${state}")" == "${inode}" ]]
+  # Garbage lines are forgotten, not fatal: the alert posts again.
+  printf 'garbage\n9\tx\t1\tcpu\n' >"${state}"
+  run_at 6200
+  receiver_expect_texts "${CPU_TEXT}"
+  # The temp file cannot be written (a directory in its way): logged, sent.
+  mkdir "${HOSTGUARD_ROOT}/var/lib/hostguard/.host-monitor.alerts.tmp"
+  receiver_make_root CPU_THRESHOLD=0 MEMORY_THRESHOLD=0 DISK_THRESHOLD=100 ALERT_REPEAT_INTERVAL=1h
+  run_at 6800
+  receiver_expect_texts "${MEM_TEXT}"
+  [[ "${output}" == *"cannot write ${state}; alerts are still sent"* ]]
+  [[ "$(cat "${state}")" == $'1\t6200\t1\tcpu' ]]
+}
+
+@test "heartbeat: one GET per completed run, never after an undelivered alert" {
+  receiver_make_root CPU_THRESHOLD=100 MEMORY_THRESHOLD=100 DISK_THRESHOLD=100
+  local ping="https://127.0.0.1:${RECEIVER_PORT}/ping/${RECEIVER_SENTINEL}-hb"
+  (umask 077 && printf 'url = "%s"\n' "${ping}" >"${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.curlrc")
+  run_at 1000
+  [[ "${output}" == *"host-monitor: heartbeat sent (HTTP 200)"* ]]
+  [[ "$(grep -c '"method": "GET"' "${RECEIVER_REQUESTS}")" -eq 1 ]]
+  grep -q "\"path\": \"/ping/${RECEIVER_SENTINEL}-hb\"" "${RECEIVER_REQUESTS}"
+  run_at 1600
+  [[ "$(grep -c '"method": "GET"' "${RECEIVER_REQUESTS}")" -eq 2 ]]
+  # An alert the chat service refuses stays spooled: no heartbeat.
+  receiver_make_root CPU_THRESHOLD=0 MEMORY_THRESHOLD=100 DISK_THRESHOLD=100 NOTIFY_ATTEMPTS=1
+  (umask 077 && printf 'url = "%s"\n' "${ping}" >"${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.curlrc")
+  receiver_mode status500
+  run_at 2200
+  [[ "${output}" == *"no heartbeat"* ]]
+  [[ "$(grep -c '"method": "GET"' "${RECEIVER_REQUESTS}")" -eq 2 ]]
+  # A heartbeat file others can read is refused, naming the file.
+  receiver_mode ok
+  chmod 0644 "${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.curlrc"
+  run_at 2800
+  [[ "${output}" == *"heartbeat file ${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.curlrc must be owned by uid 0 and mode 600"* ]]
+  [[ "$(grep -c '"method": "GET"' "${RECEIVER_REQUESTS}")" -eq 2 ]]
+  # The URL is in no log line.
+  [[ "${output}" != *"${RECEIVER_SENTINEL}"* ]]
+}

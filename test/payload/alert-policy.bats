@@ -1,0 +1,83 @@
+#!/usr/bin/env bats
+# The alert policy settings (issue 11) outside the monitors: the host label on
+# the ban tool's messages and the connectivity test (real curl over TLS to the
+# test receiver), the settings' validation by the host parser, and the
+# duration arithmetic of the repeat interval.
+
+setup() {
+  load helpers/receiver
+  REPO="$(cd "${BATS_TEST_DIRNAME}/../.." && pwd)"
+  NOTIFY="${REPO}/scripts/hostguard-notify"
+}
+
+teardown() {
+  receiver_stop
+}
+
+@test "ALERT_HOST_LABEL: the ban tool's four messages and the test message name the host" {
+  receiver_start
+  receiver_make_root ALERT_HOST_LABEL=true HOST_NAME=web-1
+  local event
+  for event in "start --jail nginx-bad-request --channel alerts" \
+    "ban --jail nginx-bad-request --ip 192.0.2.7 --failures 10 --time 1700000000" \
+    "unban --jail nginx-bad-request --ip 192.0.2.7" \
+    "stop --jail nginx-bad-request --channel alerts"; do
+    # shellcheck disable=SC2086 # the event's words are its arguments
+    run timeout 60 "${NOTIFY}" event ${event}
+    [[ "${status}" -eq 0 ]]
+  done
+  run timeout 60 "${NOTIFY}" --test
+  [[ "${status}" -eq 0 ]]
+  receiver_wait_count 5
+  local want
+  want="$(
+    cat <<'JSON'
+{"channel": "#alerts", "text": "[web-1] Ban tool (nginx-bad-request) jail has started"}
+{"text": "[web-1] Ban Alert(nginx-bad-request)\n Banned IP: *192.0.2.7*\n Failures: 10 failure(s)\n Timestap: 1700000000"}
+{"text": "[web-1] Ban Alert(nginx-bad-request)\n Unbanned IP: *192.0.2.7*"}
+{"channel": "#alerts", "text": "[web-1] Ban tool (nginx-bad-request) jail has stopped"}
+JSON
+  )"
+  want+=$'\n{"text": "[web-1] [Server Alert] \\nConnectivity test from '"$(hostname)"': webhook OK"}'
+  diff <(echo "${want}") <(receiver_payloads)
+}
+
+@test "ALERT_HOST_LABEL=false (the default): the ban message is the SPEC's" {
+  receiver_start
+  receiver_make_root HOST_NAME=web-1
+  run timeout 60 "${NOTIFY}" event unban --jail nginx-bad-request --ip 192.0.2.7
+  [[ "${status}" -eq 0 ]]
+  receiver_wait_count 1
+  [[ "$(receiver_payloads)" == '{"text": "Ban Alert(nginx-bad-request)\n Unbanned IP: *192.0.2.7*"}' ]]
+}
+
+@test "bad alert settings stop the monitor naming the file, line and key" {
+  local line root="${BATS_TEST_TMPDIR}/root"
+  mkdir -p "${root}/etc/hostguard"
+  for line in ALERT_HOST_LABEL=yes ALERT_SEND_RESOLVED=1 ALERT_AFTER_RUNS=0 \
+    ALERT_AFTER_RUNS=1000 ALERT_REPEAT_INTERVAL=1x ALERT_REPEAT_INTERVAL=-5 \
+    ALERT_REPEAT_INTERVAL=1h30 'HOST_NAME=web 1' 'HOST_NAME=$(id)' HOST_NAME=-web; do
+    printf '# settings\n%s\n' "${line}" >"${root}/etc/hostguard/hostguard.conf"
+    HOSTGUARD_ROOT="${root}" run timeout 30 "${REPO}/scripts/host-monitor"
+    echo "${line}: ${output}"
+    [[ "${status}" -eq 1 ]]
+    [[ "${output}" == "hostguard: ${root}/etc/hostguard/hostguard.conf:2: invalid value for ${line%%=*}" ]]
+  done
+}
+
+@test "repeat interval durations: seconds, units, combinations" {
+  source "${REPO}/scripts/lib/common.sh"
+  local spec secs
+  for spec in 0:0 45:45 30s:30 10m:600 1h:3600 1h30m:5400 2d:172800 1w:604800 1w1d1h1m1s:694861; do
+    hg_duration_seconds secs "${spec%%:*}"
+    echo "${spec} -> ${secs}"
+    [[ "${secs}" == "${spec##*:}" ]]
+  done
+  ! hg_duration_seconds secs 1h30 || false
+  ! hg_duration_seconds secs 1x || false
+  # Every value the settings pattern accepts converts.
+  for spec in 1 9999999 1s 1m1h 100w; do
+    [[ "${spec}" =~ ${HG_PATTERNS[ALERT_REPEAT_INTERVAL]} ]]
+    hg_duration_seconds secs "${spec}"
+  done
+}
