@@ -10,7 +10,7 @@ export { DEFAULT_SETTINGS, type PayloadSettings };
 export const NAMESPACE = "hostguard";
 
 /** Keys whose values are secrets: a validation error names them, never shows them. */
-export const SECRET_KEYS = ["webhookUrl", "sshPrivateKey", "bastionPrivateKey"] as const;
+export const SECRET_KEYS = ["webhookUrl", "heartbeatUrl", "sshPrivateKey", "bastionPrivateKey"] as const;
 
 export interface BastionSettings {
     host: string;
@@ -49,6 +49,7 @@ export interface HostguardConfig {
     adminCidrs: string[];
     /** Presence only: the values themselves are read with requireSecret/getSecret. */
     hasWebhookUrl: boolean;
+    hasHeartbeatUrl: boolean;
     hasSshPrivateKey: boolean;
     hasBastionPrivateKey: boolean;
 }
@@ -143,13 +144,14 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
         }
     }
 
-    const hasWebhookUrl = webhook(raw, requireSecrets);
+    const hasWebhookUrl = httpsSecret(raw, "webhookUrl", requireSecrets);
+    const hasHeartbeatUrl = httpsSecret(raw, "heartbeatUrl", false);
     const hasSshPrivateKey = secretPresent(raw, "sshPrivateKey", requireSecrets, (v) => /-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(v), "must be a PEM or OpenSSH private key");
     const hasBastionPrivateKey = secretPresent(raw, "bastionPrivateKey", false, (v) => /-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(v), "must be a PEM or OpenSSH private key");
 
     return {
         settings, hosts, bastion, aws: useAws, vpcId, securityGroupId, securityGroupName, securityGroupDescription,
-        privateCidrs, adminCidrs, hasWebhookUrl, hasSshPrivateKey, hasBastionPrivateKey,
+        privateCidrs, adminCidrs, hasWebhookUrl, hasHeartbeatUrl, hasSshPrivateKey, hasBastionPrivateKey,
     };
 }
 
@@ -159,7 +161,13 @@ function settingsOf(raw: RawConfig): PayloadSettings {
         scalar(raw, key);
     }
     try {
-        return validateSettings(raw);
+        const settings = validateSettings(raw);
+        settings.banIgnoreIps.forEach((a, i) => {
+            if (!isCidr(a) && net.isIP(a) === 0) {
+                throw new SettingError(`banIgnoreIps[${i}]`, `must be an IP address or a CIDR block such as 192.0.2.0/24, got ${JSON.stringify(a)}`);
+            }
+        });
+        return settings;
     } catch (e) {
         if (e instanceof SettingError) {
             throw new ConfigError(e.key, e.reason);
@@ -177,8 +185,9 @@ function isEncrypted(v: unknown): boolean {
     return typeof v === "object" && v !== null && "secure" in v;
 }
 
-function webhook(raw: RawConfig, required: boolean): boolean {
-    return secretPresent(raw, "webhookUrl", required, (v) => {
+/** The webhook and the heartbeat URL: https only, checked without ever showing the value. */
+function httpsSecret(raw: RawConfig, key: "webhookUrl" | "heartbeatUrl", required: boolean): boolean {
+    return secretPresent(raw, key, required, (v) => {
         try {
             const u = new URL(v.trim());
             return u.protocol === "https:" && u.hostname.length > 0 && !/\s/.test(v.trim());

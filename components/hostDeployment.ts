@@ -1,6 +1,6 @@
 // One target host: ships the payload over SSH with @pulumi/command remote
 // commands, one per part (base, monitors, bantool, web) plus one for the
-// webhook. The tar of a part travels on stdin and its hash sits in the command
+// webhook (and one for the heartbeat URL when the stack sets one). The tar of a part travels on stdin and its hash sits in the command
 // text, so an unchanged part runs nothing and a changed one re-runs in place
 // (an update runs `create` again; the installer is idempotent). Triggers are not
 // used: in command 1.2.1 they force a replacement, whose create-before-delete
@@ -10,9 +10,11 @@ import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
 import { BastionSettings, HostSettings, PayloadSettings } from "./config";
 import {
-    cronSchedule, JAIL_NAME, PARTS, partCreateCommand, partDeleteCommand, readPayload, renderHost, setWebhookCommand,
-    SETTINGS_PATH, sha256, tarFiles, webhookStdin, type Part, type PayloadFile,
+    cronSchedule, JAIL_NAME, PARTS, partCreateCommand, partDeleteCommand, readPayload, removeHeartbeatCommand, renderHost,
+    setHeartbeatCommand, setWebhookCommand, SETTINGS_PATH, sha256, tarFiles, WEBHOOK_CHECK_TRANSIENT, webhookStdin,
+    type Part, type PayloadFile,
 } from "./render";
+import { INTERVAL_SECONDS, pinnedOffset, splitOffset } from "./schedule";
 
 export interface HostDeploymentArgs {
     host: HostSettings;
@@ -24,6 +26,10 @@ export interface HostDeploymentArgs {
     bastionPrivateKey?: pulumi.Input<string>;
     /** Secret: the chat webhook. Reaches the host only on the stdin of set-webhook. */
     webhookUrl: pulumi.Input<string>;
+    /** Secret, optional: the heartbeat URL. Reaches the host only on the stdin of set-heartbeat. */
+    heartbeatUrl?: pulumi.Input<string>;
+    /** hostguard:adminCidrs, which the jail never bans. */
+    adminCidrs?: readonly string[];
     /** Defaults to the files of scripts/. */
     payload?: PayloadFile[];
 }
@@ -38,6 +44,8 @@ export interface InstalledFile {
 }
 
 export class HostDeployment extends pulumi.ComponentResource {
+    /** Seconds 0-599 after each 10-minute mark at which the monitors run. */
+    public readonly cronOffset: pulumi.Output<number>;
     public readonly cronMinute: pulumi.Output<number>;
     public readonly cronSchedule: pulumi.Output<string>;
     public readonly jail: string = JAIL_NAME;
@@ -50,15 +58,23 @@ export class HostDeployment extends pulumi.ComponentResource {
         const payload = args.payload ?? readPayload();
         const sudo = args.host.user !== "root";
 
-        // Drawn once and kept in state, so a fleet spreads its posts over the minutes;
-        // a host's explicit cronMinute needs no random provider (test stacks, pinned fleets).
-        const minuteValue: pulumi.Output<number> = args.host.cronMinute !== undefined
-            ? pulumi.output(args.host.cronMinute)
-            : new random.RandomInteger(`${name}-cron-minute`, { min: 0, max: 9 }, { parent: this }).result;
-        this.cronMinute = minuteValue;
-        this.cronSchedule = minuteValue.apply(cronSchedule);
+        // Drawn once over the whole interval (minute and second) and kept in state, so a
+        // fleet spreads its posts over the 10 minutes; a host's explicit cronMinute needs no
+        // random provider (test stacks, pinned fleets) and runs on that minute. The alias
+        // keeps the URN of the minute-only draw (0-9) of earlier versions: the wider range
+        // replaces it once, with a new draw.
+        const offset: pulumi.Output<number> = args.host.cronMinute !== undefined
+            ? pulumi.output(pinnedOffset(args.host.cronMinute))
+            : new random.RandomInteger(`${name}-cron-offset`, { min: 0, max: INTERVAL_SECONDS - 1 }, {
+                parent: this, aliases: [{ name: `${name}-cron-minute` }],
+            }).result;
+        this.cronOffset = offset;
+        this.cronMinute = offset.apply((o) => splitOffset(o).minute);
+        this.cronSchedule = this.cronMinute.apply(cronSchedule);
 
-        const rendered = minuteValue.apply((m) => renderHost(args.settings, m, payload));
+        const rendered = offset.apply((o) => renderHost(args.settings, splitOffset(o).minute, payload, {
+            cronSecond: splitOffset(o).second, hostName: args.host.name, adminCidrs: args.adminCidrs ?? [],
+        }));
         const connection = pulumi.secret(pulumi.output({
             host: args.host.host,
             port: args.host.port,
@@ -88,14 +104,33 @@ export class HostDeployment extends pulumi.ComponentResource {
         };
 
         const base = partCommand("base", []);
+        // With verifyWebhook the same command posts the connectivity test: it runs on the
+        // first set and on each rotation, fails on a permanent refusal (its output, which
+        // never holds the URL, is in the error) and only warns on a transient one.
         const webhook = new command.remote.Command(`${name}-webhook`, {
             connection,
-            create: setWebhookCommand(sudo),
+            create: setWebhookCommand(sudo, args.settings.verifyWebhook),
             // Rotation changes only this stdin: an in-place update that runs set-webhook again.
             stdin: pulumi.secret(pulumi.output(args.webhookUrl).apply(webhookStdin)),
             logging: "none",
             addPreviousOutputInEnv: false,
         }, { parent: this, dependsOn: [base], additionalSecretOutputs: ["stdin", "stdout", "stderr"] });
+        webhook.stdout.apply((out) => {
+            if (typeof out === "string" && out.includes(WEBHOOK_CHECK_TRANSIENT)) {
+                pulumi.log.warn("the connectivity test was not delivered (a transient failure: the chat service is down, "
+                    + "slow or rate-limiting); the webhook is set, and its alerts wait in the host's spool", webhook);
+            }
+        });
+        if (args.heartbeatUrl !== undefined) {
+            new command.remote.Command(`${name}-heartbeat`, {
+                connection,
+                create: setHeartbeatCommand(sudo),
+                delete: removeHeartbeatCommand(sudo),
+                stdin: pulumi.secret(pulumi.output(args.heartbeatUrl).apply(webhookStdin)),
+                logging: "none",
+                addPreviousOutputInEnv: false,
+            }, { parent: this, dependsOn: [base], additionalSecretOutputs: ["stdin", "stdout", "stderr"] });
+        }
         // The ban tool posts its start message on install, so the webhook goes first.
         for (const part of PARTS.filter((p) => p !== "base")) {
             partCommand(part, [base, webhook]);
@@ -105,6 +140,6 @@ export class HostDeployment extends pulumi.ComponentResource {
             part: f.part, path: f.path, destination: f.destination, sha256: f.sha256,
         })).concat([{ part: "base", path: "hostguard.conf", destination: SETTINGS_PATH, sha256: sha256(r.settingsText) }]));
         this.partHashes = rendered.apply((r) => Object.fromEntries(r.bundles.map((b) => [b.part, b.sha256])));
-        this.registerOutputs({ cronSchedule: this.cronSchedule, files: this.files, partHashes: this.partHashes, jail: this.jail });
+        this.registerOutputs({ cronOffset: this.cronOffset, cronSchedule: this.cronSchedule, files: this.files, partHashes: this.partHashes, jail: this.jail });
     }
 }

@@ -8,11 +8,17 @@ import { HOST_SETTINGS, hostText, SETTINGS, type PayloadSettings, type SettingKe
 export const JAIL_NAME = "nginx-bad-request";
 export const INSTALL_DIR = "/usr/local/lib/hostguard";
 
-/** What a host's rendered files depend on: its settings and its cron minute. */
+/** What a host's rendered files depend on: its settings, its name and its schedule. */
 export interface HostValues {
     settings: PayloadSettings;
     /** Offset 0-9 of the every-10-minutes schedule. */
     cronMinute: number;
+    /** Seconds 0-59 the cron line sleeps after the minute (the rest of the host's 600 s offset). */
+    cronSecond?: number;
+    /** The host's name in hostguard:hosts (HOST_NAME, the label of its messages). */
+    hostName?: string;
+    /** hostguard:adminCidrs: the jail never bans them, so a deployer cannot lock themselves out. */
+    adminCidrs?: readonly string[];
 }
 
 function line(key: string, value: string): string {
@@ -24,14 +30,16 @@ function line(key: string, value: string): string {
 
 /**
  * hostguard.conf: the settings the host's scripts read at run time, keys in
- * the table's order. With `only`, just those rows (a part's install step).
+ * the table's order, then the host's own HOST_NAME. With `only`, just those
+ * rows (a part's install step).
  */
-export function renderSettingsFile(s: PayloadSettings, only?: (key: SettingKey) => boolean): string {
+export function renderSettingsFile(s: PayloadSettings, only?: (key: SettingKey) => boolean, hostName = ""): string {
     const rows = HOST_SETTINGS.filter((r) => only === undefined || only(r.key as SettingKey));
     return [
         "# hostguard settings, written by the Pulumi program (components/settings.ts).",
         "# Change the stack config and run `pulumi up`; edits here are overwritten.",
         ...rows.map((r) => line(r.host as string, hostText(r.key as SettingKey, s[r.key as SettingKey]))),
+        ...(only === undefined ? [line("HOST_NAME", hostName)] : []),
         "",
     ].join("\n");
 }
@@ -44,21 +52,36 @@ export function cronSchedule(cronMinute: number): string {
     return `${cronMinute}-59/10 * * * *`;
 }
 
-export function renderCron(cronMinute: number): string {
+/**
+ * The cron file. Cron starts a job on the minute; the rest of the host's
+ * offset (cronSecond, 0-59) is a `sleep` in front of the command, left out
+ * when 0 (then the line is the SPEC's every-10-minutes job as it was).
+ */
+export function renderCron(cronMinute: number, cronSecond = 0): string {
+    if (!Number.isInteger(cronSecond) || cronSecond < 0 || cronSecond > 59) {
+        throw new Error(`cron second must be an integer 0-59, got ${cronSecond}`);
+    }
     const schedule = cronSchedule(cronMinute);
+    const wait = cronSecond === 0 ? "" : `sleep ${cronSecond}; `;
     return [
         "# hostguard: host and container monitors every 10 minutes.",
         "# Rendered by the Pulumi program (components/hostFiles.ts) and placed by",
-        "# /usr/local/lib/hostguard/install; the minute offset is drawn once per host.",
+        "# /usr/local/lib/hostguard/install; the offset (minute and second) is drawn",
+        "# once per host, so a fleet spreads its posts over the 10 minutes.",
         "SHELL=/bin/sh",
         "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-        `${schedule} root ${INSTALL_DIR}/host-monitor >> /var/log/hostguard/host-monitor.log 2>&1`,
-        `${schedule} root ${INSTALL_DIR}/container-monitor >> /var/log/hostguard/container-monitor.log 2>&1`,
+        `${schedule} root ${wait}${INSTALL_DIR}/host-monitor >> /var/log/hostguard/host-monitor.log 2>&1`,
+        `${schedule} root ${wait}${INSTALL_DIR}/container-monitor >> /var/log/hostguard/container-monitor.log 2>&1`,
         "",
     ].join("\n");
 }
 
-export function renderJail(s: PayloadSettings): string {
+/** Loopback, the admin networks and banIgnoreIps, each once, in that order. */
+export function jailIgnoreIps(s: PayloadSettings, adminCidrs: readonly string[] = []): string[] {
+    return [...new Set(["127.0.0.1/8", "::1", ...adminCidrs, ...s.banIgnoreIps])];
+}
+
+export function renderJail(s: PayloadSettings, adminCidrs: readonly string[] = []): string {
     return [
         "# hostguard: the nginx-bad-request jail (SPEC, ban jail configuration).",
         "# Rendered by the Pulumi program (components/hostFiles.ts) from the stack's",
@@ -73,6 +96,11 @@ export function renderJail(s: PayloadSettings): string {
         "# within a fraction of a second of the 10th line), else polls the file once",
         "# a second. It is set here because some distributions make systemd (the",
         "# journal) the default backend, which would never read logpath.",
+        "#",
+        "# ignoreip: loopback, the stack's adminCidrs and banIgnoreIps are never",
+        "# banned, so a deployer cannot lock themselves out. With banIncrement,",
+        "# bantime.increment doubles each new ban of an address (fail2ban's",
+        "# database counts its earlier bans), up to bantime.maxtime.",
         "",
         `[${JAIL_NAME}]`,
         "enabled   = true",
@@ -83,6 +111,8 @@ export function renderJail(s: PayloadSettings): string {
         `maxretry  = ${s.banMaxRetry}`,
         `findtime  = ${s.banFindTime}`,
         `bantime   = ${s.banBanTime}`,
+        ...(s.banIncrement ? ["bantime.increment = true", "bantime.factor = 1", "bantime.maxtime = 1w"] : []),
+        `ignoreip  = ${jailIgnoreIps(s, adminCidrs).join(" ")}`,
         ...(s.banAction === "" ? [] : [`banaction = ${s.banAction}`]),
         "action    = %(action_)s",
         `            slack-notify[slack_channel="${s.slackChannel}"]`,
@@ -92,8 +122,8 @@ export function renderJail(s: PayloadSettings): string {
 
 /** Source paths of the file table that are rendered here, with their renderer. */
 export const RENDERED: Readonly<Record<string, (v: HostValues) => string>> = {
-    "cron.d/hostguard": (v) => renderCron(v.cronMinute),
-    "fail2ban/jail.d/hostguard-nginx-bad-request.local": (v) => renderJail(v.settings),
+    "cron.d/hostguard": (v) => renderCron(v.cronMinute, v.cronSecond),
+    "fail2ban/jail.d/hostguard-nginx-bad-request.local": (v) => renderJail(v.settings, v.adminCidrs),
 };
 
 /** Keys a part's install step reads from the settings file in its bundle. */

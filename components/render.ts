@@ -162,21 +162,21 @@ export interface PartBundle {
 }
 
 /** The settings file of a part's bundle: all host settings for base, else the keys its install step reads. */
-export function partSettings(part: Part, settings: PayloadSettings): string {
+export function partSettings(part: Part, settings: PayloadSettings, hostName = ""): string {
     if (part === "base") {
-        return renderSettingsFile(settings);
+        return renderSettingsFile(settings, undefined, hostName);
     }
     const keys = installKeys(part);
     return renderSettingsFile(settings, (k) => keys.includes(k));
 }
 
 /** The bundle of one part: installer + the part's files + its settings file. */
-export function partBundle(part: Part, files: HostFile[], settings: PayloadSettings): PartBundle {
+export function partBundle(part: Part, files: HostFile[], settings: PayloadSettings, hostName = ""): PartBundle {
     const installer = files.filter((f) => f.part === "base" && INSTALLER_SOURCES.some((s) => sourceMatches(s, f.path)));
     const own = files.filter((f) => f.part === part && !installer.includes(f));
     const bundle: PayloadFile[] = sortFiles([
         ...[...installer, ...own].map(({ path: p, mode, content, sha256: h }) => ({ path: p, mode, content, sha256: h })),
-        payloadFile(SETTINGS_FILE, partSettings(part, settings)),
+        payloadFile(SETTINGS_FILE, partSettings(part, settings, hostName)),
     ]);
     return {
         part,
@@ -185,17 +185,20 @@ export function partBundle(part: Part, files: HostFile[], settings: PayloadSetti
     };
 }
 
+/** What a host's files depend on besides its settings and cron minute. */
+export type HostExtras = Omit<HostValues, "settings" | "cronMinute">;
+
 /** Every file a host receives and every part's bundle. */
-export function renderHost(settings: PayloadSettings, cronMinute: number, payload: PayloadFile[] = readPayload()): {
+export function renderHost(settings: PayloadSettings, cronMinute: number, payload: PayloadFile[] = readPayload(), extras: HostExtras = {}): {
     settingsText: string;
     files: HostFile[];
     bundles: PartBundle[];
 } {
-    const files = hostFiles({ settings, cronMinute }, payload);
+    const files = hostFiles({ settings, cronMinute, ...extras }, payload);
     return {
-        settingsText: renderSettingsFile(settings),
+        settingsText: renderSettingsFile(settings, undefined, extras.hostName),
         files,
-        bundles: PARTS.map((p) => partBundle(p, files, settings)),
+        bundles: PARTS.map((p) => partBundle(p, files, settings, extras.hostName)),
     };
 }
 
@@ -236,8 +239,41 @@ export function partDeleteCommand(part: Part, sudo: boolean): string {
     return asRoot(`${INSTALL_DIR}/install uninstall --part ${part}`, sudo);
 }
 
-export function setWebhookCommand(sudo: boolean): string {
-    return asRoot(`${INSTALL_DIR}/install set-webhook`, sudo);
+/** What the webhook command prints when its connectivity test failed for now (the program warns). */
+export const WEBHOOK_CHECK_TRANSIENT = "hostguard: connectivity test not delivered (transient failure)";
+
+/**
+ * Writes the webhook from stdin; with VERIFY, then posts the connectivity test
+ * through the host's notifier (`hostguard-notify --test`: 0 delivered, 75
+ * transient, anything else refused). A refusal fails the command, so the
+ * resource fails with the notifier's lines (status and the service's error
+ * text; never the URL) in its error.
+ */
+export function setWebhookCommand(sudo: boolean, verify = false): string {
+    if (!verify) {
+        return asRoot(`${INSTALL_DIR}/install set-webhook`, sudo);
+    }
+    return asRoot([
+        "# hostguard webhook: write it, then post the connectivity test (verifyWebhook)",
+        `${INSTALL_DIR}/install set-webhook || exit $?`,
+        "rc=0",
+        `${INSTALL_DIR}/hostguard-notify --test || rc=$?`,
+        "case $rc in",
+        "0) echo \"hostguard: connectivity test delivered\" ;;",
+        `75) echo "${WEBHOOK_CHECK_TRANSIENT}" ;;`,
+        "*) echo \"hostguard: the webhook was refused (hostguard-notify --test exit $rc); set a working hostguard:webhookUrl\" >&2; exit $rc ;;",
+        "esac",
+    ].join("\n"), sudo);
+}
+
+/** Writes the heartbeat URL (a curl config line on stdin) to heartbeat.curlrc, 0600. */
+export function setHeartbeatCommand(sudo: boolean): string {
+    return asRoot(`${INSTALL_DIR}/install set-heartbeat`, sudo);
+}
+
+/** Removes heartbeat.curlrc: the heartbeat stops. */
+export function removeHeartbeatCommand(sudo: boolean): string {
+    return asRoot(`${INSTALL_DIR}/install set-heartbeat --remove`, sudo);
 }
 
 /** The stdin of set-webhook: the curl config line. Only ever built inside a secret Output. */

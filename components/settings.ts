@@ -11,10 +11,13 @@
 // bash's `[[ =~ ]]` (POSIX ERE), so it uses only what both read the same:
 // bracket expressions of ASCII ranges, `{m,n}`, groups, `|`, `^` and `$`.
 
-export type SettingType = "percent" | "integer" | "duration" | "word" | "path" | "names";
+export type SettingType = "percent" | "integer" | "duration" | "word" | "path" | "names" | "boolean";
 
 /** Which part's install step reads a setting (besides the scripts at run time). */
 export type InstallPart = "web";
+
+/** Where a setting that no host script reads takes effect. */
+export type SettingUse = "jail" | "deploy";
 
 export interface SettingRow {
     /** Stack config key, in the `hostguard:` namespace. */
@@ -34,6 +37,8 @@ export interface SettingRow {
     readonly doc: string;
     /** The part whose install step reads it (its bundle carries it). */
     readonly install?: InstallPart;
+    /** For a row without `host`: rendered into the jail (the default) or used by the deploy itself. */
+    readonly use?: SettingUse;
 }
 
 const INT = "(0|[1-9][0-9]{0,8})";
@@ -42,6 +47,10 @@ const PERCENT = "^(0|[1-9][0-9]{0,2})(\\.[0-9]{1,2})?$";
 const SEGMENT = "/\\.?[A-Za-z0-9_-][A-Za-z0-9._-]*";
 const PATH = `^(${SEGMENT})+$`;
 const OPTIONAL_PATH = `^((${SEGMENT})+)?$`;
+const BOOLEAN = "^(true|false)$";
+const DURATION = `^(${INT}|(${INT}[smhdw])+)$`;
+/** An IPv4 or IPv6 address with an optional prefix length (config.ts then checks it with node:net). */
+const ADDRESS = "^([0-9]{1,3}([.][0-9]{1,3}){3}|[0-9A-Fa-f]{0,4}(:[0-9A-Fa-f]{0,4}){2,7})(/[0-9]{1,3})?$";
 
 export const SETTINGS = [
     {
@@ -91,6 +100,37 @@ export const SETTINGS = [
         allowed: "a channel name without #: a-z, 0-9, . _ -, at most 80", doc: "channel of the ban tool's start/stop messages",
     },
     {
+        key: "alertHostLabel", host: "ALERT_HOST_LABEL", type: "boolean", default: "false", pattern: BOOLEAN,
+        allowed: "true or false", doc: "every message (monitors, ban tool, connectivity test) starts with `[<host name>] `",
+    },
+    {
+        key: "alertRepeatInterval", host: "ALERT_REPEAT_INTERVAL", type: "duration", default: "0", pattern: DURATION, min: 0, max: 2592000,
+        allowed: "a duration 0-30d such as 0, 30m, 1h (units s m h d w)",
+        doc: "a measure that stays over its threshold posts again at most once per this duration (0: every run, the SPEC)",
+    },
+    {
+        key: "alertSendResolved", host: "ALERT_SEND_RESOLVED", type: "boolean", default: "false", pattern: BOOLEAN,
+        allowed: "true or false", doc: "a measure that fired and is back to or under its threshold posts one resolved message",
+    },
+    {
+        key: "alertAfterRuns", host: "ALERT_AFTER_RUNS", type: "integer", default: "1", pattern: `^${INT}$`, min: 1, max: 100,
+        allowed: "an integer 1-100", doc: "a measure fires only after this many consecutive runs over its threshold",
+    },
+    {
+        key: "verifyWebhook", host: null, type: "boolean", default: "true", pattern: BOOLEAN, use: "deploy",
+        allowed: "true or false",
+        doc: "when the webhook is first set or rotated, `pulumi up` posts the connectivity test; a permanent refusal fails that host's webhook resource",
+    },
+    {
+        key: "banIgnoreIps", host: null, type: "names", default: "", pattern: ADDRESS,
+        allowed: "a list of IP addresses or CIDRs",
+        doc: "addresses the jail never bans, besides loopback and adminCidrs (always ignored)",
+    },
+    {
+        key: "banIncrement", host: null, type: "boolean", default: "false", pattern: BOOLEAN,
+        allowed: "true or false", doc: "fail2ban bantime.increment: each new ban of an address lasts twice the previous one, at most 1 week",
+    },
+    {
         key: "banMaxRetry", host: null, type: "integer", default: "10", pattern: `^${INT}$`, min: 1, max: 1000,
         allowed: "an integer 1-1000", doc: "jail maxretry: matching lines allowed before a ban",
     },
@@ -123,7 +163,8 @@ export const SETTINGS = [
 
 export type SettingKey = (typeof SETTINGS)[number]["key"];
 type Row = (typeof SETTINGS)[number];
-type ValueOf<T extends SettingType> = T extends "percent" | "integer" ? number : T extends "names" ? string[] : string;
+type ValueOf<T extends SettingType> = T extends "percent" | "integer" ? number : T extends "names" ? string[]
+    : T extends "boolean" ? boolean : string;
 
 /** The validated settings: numbers for numbers, a list for names, text otherwise. */
 export type PayloadSettings = { [R in Row as R["key"]]: ValueOf<R["type"]> };
@@ -132,6 +173,18 @@ export const SETTING_KEYS: readonly SettingKey[] = SETTINGS.map((r) => r.key);
 
 /** The rows the host's scripts read at run time (or its installer at install time). */
 export const HOST_SETTINGS: readonly SettingRow[] = SETTINGS.filter((r) => r.host !== null);
+
+/**
+ * Host keys whose value differs per host: written from the host's own entry of
+ * hostguard:hosts (its `key` names that field), never a stack setting.
+ */
+export const PER_HOST_SETTINGS: readonly SettingRow[] = [
+    {
+        key: "hosts[].name", host: "HOST_NAME", type: "word", default: "", pattern: "^([a-z0-9][a-z0-9-]{0,39})?$",
+        allowed: "empty or a host name of hostguard:hosts",
+        doc: "the host's name in labelled messages (empty: the kernel's host name)",
+    },
+];
 
 export function settingRow(key: string): SettingRow {
     const row = (SETTINGS as readonly SettingRow[]).find((r) => r.key === key);
@@ -186,6 +239,9 @@ function textOf(key: string, raw: unknown): string {
     if (typeof raw === "string") {
         return raw;
     }
+    if (typeof raw === "boolean") {
+        return String(raw);
+    }
     if (typeof raw === "number" && Number.isFinite(raw)) {
         return String(raw);
     }
@@ -209,13 +265,15 @@ function listOf(key: string, raw: unknown): string[] {
 }
 
 /** Parses a host text form into the typed value (the text is known to be valid). */
-function typed(row: SettingRow, text: string): number | string | string[] {
+function typed(row: SettingRow, text: string): number | string | string[] | boolean {
     switch (row.type) {
         case "percent":
         case "integer":
             return Number(text);
         case "names":
             return text === "" ? [] : text.split(",");
+        case "boolean":
+            return text === "true";
         default:
             return text;
     }
@@ -230,7 +288,7 @@ export function hostText(key: SettingKey, value: PayloadSettings[SettingKey]): s
  * Validates one raw value (undefined: the default) and returns its typed value.
  * Throws SettingError naming the key (a list item as `key[i]`).
  */
-export function validateSetting(row: SettingRow, raw: unknown): number | string | string[] {
+export function validateSetting(row: SettingRow, raw: unknown): number | string | string[] | boolean {
     if (raw === undefined) {
         return typed(row, row.default);
     }
@@ -278,7 +336,7 @@ function sq(text: string): string {
 
 /** The HG_DEFAULTS / HG_PATTERNS / HG_RANGES block of scripts/lib/common.sh. */
 export function renderHostBlock(): string {
-    const host = HOST_SETTINGS;
+    const host = [...HOST_SETTINGS, ...PER_HOST_SETTINGS];
     const lines = [
         HOST_BLOCK_BEGIN,
         "# Defaults of every setting; hg_load_settings refuses keys not listed here.",
@@ -322,7 +380,7 @@ export function renderConfigReadmeTable(): string {
         README_BEGIN,
         "| Setting | Default | Allowed | Meaning |",
         "|---|---|---|---|",
-        ...SETTINGS.map((r: SettingRow) => `| \`${r.key}\` | ${mdDefault(r)} | ${r.allowed} | ${r.doc}${r.host ? "" : " (rendered into the jail)"} |`),
+        ...SETTINGS.map((r: SettingRow) => `| \`${r.key}\` | ${mdDefault(r)} | ${r.allowed} | ${r.doc}${r.host ? "" : r.use === "deploy" ? " (used by the deploy)" : " (rendered into the jail)"} |`),
         README_END,
     ].join("\n");
 }
@@ -333,7 +391,7 @@ export function renderHostReadmeTable(): string {
         README_BEGIN,
         "| Key | Default | Allowed | Meaning |",
         "|---|---|---|---|",
-        ...HOST_SETTINGS.map((r) => `| \`${r.host}\` | ${mdDefault(r, true)} | ${r.type === "names" ? "comma-separated container names" : r.allowed} | ${r.doc} (stack config \`${r.key}\`) |`),
+        ...[...HOST_SETTINGS, ...PER_HOST_SETTINGS].map((r) => `| \`${r.host}\` | ${mdDefault(r, true)} | ${r.type === "names" ? "comma-separated container names" : r.allowed} | ${r.doc} (stack config \`${r.key}\`) |`),
         README_END,
     ].join("\n");
 }

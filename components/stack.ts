@@ -18,6 +18,8 @@ export function rawStackConfig(): RawConfig {
 export interface HostOutputs {
     files: pulumi.Output<Array<{ part: string; path: string; sha256: string }>>;
     partHashes: pulumi.Output<Record<string, string>>;
+    /** Seconds 0-599 after each 10-minute mark at which the monitors run. */
+    cronOffset: pulumi.Output<number>;
     cronSchedule: pulumi.Output<string>;
     jail: string;
 }
@@ -35,6 +37,7 @@ export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): St
     const webhookUrl = cfg.requireSecret("webhookUrl");
     const privateKey = cfg.requireSecret("sshPrivateKey");
     const bastionPrivateKey = cfg.getSecret("bastionPrivateKey");
+    const heartbeatUrl = config.hasHeartbeatUrl ? cfg.requireSecret("heartbeatUrl") : undefined;
 
     const out: StackOutputs = { hosts: {} };
     if (config.aws && config.vpcId) {
@@ -54,9 +57,12 @@ export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): St
     }
     for (const host of config.hosts) {
         const d = new HostDeployment(host.name, {
-            host, settings: config.settings, privateKey, bastion: config.bastion, bastionPrivateKey, webhookUrl, payload,
+            host, settings: config.settings, privateKey, bastion: config.bastion, bastionPrivateKey, webhookUrl, heartbeatUrl,
+            adminCidrs: config.adminCidrs, payload,
         });
-        out.hosts[host.name] = { files: d.files, partHashes: d.partHashes, cronSchedule: d.cronSchedule, jail: d.jail };
+        out.hosts[host.name] = {
+            files: d.files, partHashes: d.partHashes, cronOffset: d.cronOffset, cronSchedule: d.cronSchedule, jail: d.jail,
+        };
     }
     return out;
 }

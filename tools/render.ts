@@ -15,18 +15,19 @@ import * as path from "node:path";
 import * as yaml from "js-yaml";
 import { NAMESPACE, validateConfig, type RawConfig } from "../components/config";
 import {
-    cronSchedule, JAIL_NAME, partCreateCommand, partDeleteCommand, renderHost, SETTINGS_PATH, setWebhookCommand, webhookStdin,
+    cronSchedule, JAIL_NAME, partCreateCommand, partDeleteCommand, removeHeartbeatCommand, renderHost, SETTINGS_PATH,
+    setHeartbeatCommand, setWebhookCommand, webhookStdin,
 } from "../components/render";
 import { SETTING_KEYS, validateSettings } from "../components/settings";
 
 const REDACTED = "<redacted: set with pulumi config set --secret hostguard:webhookUrl>";
-const USAGE = "usage: npm run render -- --stack NAME [--out DIR] [--cron-minute 0-9]\n"
-    + "       npm run render -- --payload DIR [--cron-minute 0-9] [settingKey=value ...]";
+const USAGE = "usage: npm run render -- --stack NAME [--out DIR] [--cron-minute 0-9] [--cron-second 0-59]\n"
+    + "       npm run render -- --payload DIR [--cron-minute 0-9] [--cron-second 0-59] [settingKey=value ...]";
 
-interface Options { stack: string; out: string; payload: string; cronMinute: number; settings: RawConfig }
+interface Options { stack: string; out: string; payload: string; cronMinute: number; cronSecond: number; settings: RawConfig }
 
 function parseArgs(argv: string[]): Options {
-    const opts: Options = { stack: "", out: "render", payload: "", cronMinute: 0, settings: {} };
+    const opts: Options = { stack: "", out: "render", payload: "", cronMinute: 0, cronSecond: 0, settings: {} };
     for (let i = 0; i < argv.length; i++) {
         const [flag, value] = [argv[i], argv[i + 1]];
         const setting = /^([A-Za-z]+)=(.*)$/s.exec(flag);
@@ -34,6 +35,7 @@ function parseArgs(argv: string[]): Options {
         else if (flag === "--out" && value) { opts.out = value; i++; }
         else if (flag === "--payload" && value) { opts.payload = value; i++; }
         else if (flag === "--cron-minute" && value) { opts.cronMinute = Number(value); i++; }
+        else if (flag === "--cron-second" && value) { opts.cronSecond = Number(value); i++; }
         else if (setting && SETTING_KEYS.includes(setting[1] as never)) { opts.settings[setting[1]] = setting[2]; }
         else { throw new Error(`${USAGE}\n(unexpected ${flag})`); }
     }
@@ -60,7 +62,7 @@ function write(file: string, content: string | Buffer, mode = 0o644): void {
     fs.chmodSync(file, mode);
 }
 
-export function renderStack(root: string, stack: string, outDir: string, cronMinute: number): string[] {
+export function renderStack(root: string, stack: string, outDir: string, cronMinute: number, cronSecond = 0): string[] {
     const config = validateConfig(readStackFile(path.join(root, `Pulumi.${stack}.yaml`)), { requireSecrets: false });
     const stackDir = path.join(outDir, stack);
     fs.rmSync(stackDir, { recursive: true, force: true });
@@ -68,7 +70,9 @@ export function renderStack(root: string, stack: string, outDir: string, cronMin
     for (const host of config.hosts) {
         const hostDir = path.join(stackDir, host.name);
         const sudo = host.user !== "root";
-        const { settingsText, files, bundles } = renderHost(config.settings, cronMinute);
+        const { settingsText, files, bundles } = renderHost(config.settings, cronMinute, undefined, {
+            cronSecond, hostName: host.name, adminCidrs: config.adminCidrs,
+        });
         for (const b of bundles) {
             for (const f of b.files) {
                 write(path.join(hostDir, "parts", b.part, f.path), f.content, f.mode);
@@ -82,8 +86,8 @@ export function renderStack(root: string, stack: string, outDir: string, cronMin
         const manifest = {
             stack, host: host.name, address: host.host, user: host.user, hostKeyChecked: host.hostKey !== undefined,
             bastion: config.bastion?.host ?? null,
-            cronMinute, cronSchedule: cronSchedule(cronMinute),
-            cronMinuteNote: "deployments draw the minute once per host (random.RandomInteger, kept in state); pass --cron-minute to match",
+            cronMinute, cronSecond, cronSchedule: cronSchedule(cronMinute),
+            cronMinuteNote: "deployments draw the offset (minute and second, 0-599 s) once per host (random.RandomInteger, kept in state); pass --cron-minute and --cron-second to match",
             jail: JAIL_NAME,
             parts: Object.fromEntries(bundles.map((b) => [b.part, {
                 sha256: b.sha256,
@@ -91,7 +95,10 @@ export function renderStack(root: string, stack: string, outDir: string, cronMin
                 create: partCreateCommand(b, sudo), delete: partDeleteCommand(b.part, sudo),
             }])),
             destinations: Object.fromEntries(files.map((f) => [f.destination, { part: f.part, source: f.path, mode: f.mode.toString(8), sha256: f.sha256 }])),
-            webhook: { create: setWebhookCommand(sudo), stdin: "secret (redacted)", configured: config.hasWebhookUrl },
+            webhook: { create: setWebhookCommand(sudo, config.settings.verifyWebhook), stdin: "secret (redacted)", configured: config.hasWebhookUrl },
+            heartbeat: config.hasHeartbeatUrl
+                ? { create: setHeartbeatCommand(sudo), delete: removeHeartbeatCommand(sudo), stdin: "secret (redacted)" }
+                : null,
         };
         write(path.join(hostDir, "manifest.json"), `${JSON.stringify(manifest, null, 2)}\n`);
         written.push(hostDir);
@@ -100,7 +107,7 @@ export function renderStack(root: string, stack: string, outDir: string, cronMin
 }
 
 /** Every bundle merged into DIR (the base settings file included), for the given settings. */
-export function renderPayload(dir: string, settings: RawConfig, cronMinute: number): void {
+export function renderPayload(dir: string, settings: RawConfig, cronMinute: number, cronSecond = 0): void {
     let validated;
     try {
         validated = validateSettings(settings);
@@ -108,7 +115,7 @@ export function renderPayload(dir: string, settings: RawConfig, cronMinute: numb
         throw new Error(`${NAMESPACE}:${(e as { key?: string }).key ?? "?"} ${(e as Error).message}`);
     }
     fs.rmSync(dir, { recursive: true, force: true });
-    for (const b of renderHost(validated, cronMinute).bundles) {
+    for (const b of renderHost(validated, cronMinute, undefined, { cronSecond }).bundles) {
         for (const f of b.files) {
             if (b.part === "base" || f.path !== "hostguard.conf") {
                 write(path.join(dir, f.path), f.content, f.mode);
@@ -121,10 +128,10 @@ function main(): void {
     const opts = parseArgs(process.argv.slice(2));
     const root = path.resolve(__dirname, "..");
     if (opts.payload !== "") {
-        renderPayload(path.resolve(opts.payload), opts.settings, opts.cronMinute);
+        renderPayload(path.resolve(opts.payload), opts.settings, opts.cronMinute, opts.cronSecond);
         return;
     }
-    for (const dir of renderStack(root, opts.stack, path.resolve(root, opts.out), opts.cronMinute)) {
+    for (const dir of renderStack(root, opts.stack, path.resolve(root, opts.out), opts.cronMinute, opts.cronSecond)) {
         console.log(`rendered ${path.relative(root, dir)}`);
     }
 }

@@ -7,6 +7,7 @@ readonly HG_ROOT="${HOSTGUARD_ROOT:-}"
 readonly HG_CONF_DIR="${HG_ROOT}/etc/hostguard"
 readonly HG_SETTINGS_FILE="${HG_CONF_DIR}/hostguard.conf"
 readonly HG_WEBHOOK_FILE="${HG_CONF_DIR}/webhook.curlrc"
+readonly HG_HEARTBEAT_FILE="${HG_CONF_DIR}/heartbeat.curlrc"
 readonly HG_STATE_DIR="${HG_ROOT}/var/lib/hostguard"
 readonly HG_SPOOL_DIR="${HG_ROOT}/var/spool/hostguard"
 
@@ -24,8 +25,13 @@ declare -A HG_DEFAULTS=(
   [NOTIFY_BUDGET]='40'
   [NOTIFY_SPOOL_MAX]='1000'
   [SLACK_CHANNEL]='alerts'
+  [ALERT_HOST_LABEL]='false'
+  [ALERT_REPEAT_INTERVAL]='0'
+  [ALERT_SEND_RESOLVED]='false'
+  [ALERT_AFTER_RUNS]='1'
   [NGINX_SERVER_CONF]=''
   [APP_PROPERTIES]=''
+  [HOST_NAME]=''
 )
 readonly HG_DEFAULTS
 # Which values each key accepts, as an extended regex (a list: each name).
@@ -41,8 +47,13 @@ declare -A HG_PATTERNS=(
   [NOTIFY_BUDGET]='^(0|[1-9][0-9]{0,8})$'
   [NOTIFY_SPOOL_MAX]='^(0|[1-9][0-9]{0,8})$'
   [SLACK_CHANNEL]='^[a-z0-9][a-z0-9._-]{0,79}$'
+  [ALERT_HOST_LABEL]='^(true|false)$'
+  [ALERT_REPEAT_INTERVAL]='^((0|[1-9][0-9]{0,8})|((0|[1-9][0-9]{0,8})[smhdw])+)$'
+  [ALERT_SEND_RESOLVED]='^(true|false)$'
+  [ALERT_AFTER_RUNS]='^(0|[1-9][0-9]{0,8})$'
   [NGINX_SERVER_CONF]='^((/\.?[A-Za-z0-9_-][A-Za-z0-9._-]*)+)?$'
   [APP_PROPERTIES]='^((/\.?[A-Za-z0-9_-][A-Za-z0-9._-]*)+)?$'
+  [HOST_NAME]='^([a-z0-9][a-z0-9-]{0,39})?$'
 )
 readonly HG_PATTERNS
 # Keys holding comma-separated lists of names.
@@ -59,6 +70,8 @@ declare -A HG_RANGES=(
   [NOTIFY_ATTEMPTS]='1 20'
   [NOTIFY_BUDGET]='1 55'
   [NOTIFY_SPOOL_MAX]='1 100000'
+  [ALERT_REPEAT_INTERVAL]='0 2592000'
+  [ALERT_AFTER_RUNS]='1 100'
 )
 readonly HG_RANGES
 # END settings table
@@ -115,6 +128,10 @@ hg_setting_ok() {
   done
   [[ -v "HG_RANGES[${key}]" ]] || return 0
   read -r min max <<<"${HG_RANGES[${key}]}"
+  # A duration's range is in seconds.
+  if [[ "${value}" == *[smhdw] ]]; then
+    hg_duration_seconds value "${value}" || return 1
+  fi
   hg_hundredths value "${value}" || return 1
   ((value >= min * 100 && value <= max * 100))
 }

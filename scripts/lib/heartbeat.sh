@@ -11,8 +11,6 @@
 # line, read only by curl --config; it is never in argv, the environment or
 # a log line.
 
-readonly HG_HEARTBEAT_FILE="${HG_CONF_DIR}/heartbeat.curlrc"
-
 # Refuses a heartbeat file that is not ours, that others can read, or that
 # holds anything but one https URL line. Never prints the URL.
 hg_heartbeat_check_file() {

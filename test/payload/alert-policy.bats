@@ -81,3 +81,66 @@ JSON
     hg_duration_seconds secs "${spec}"
   done
 }
+
+@test "set-heartbeat: 0600 curl config line, never in argv; --remove and uninstall leave the root as before" {
+  load helpers/install
+  hg_make_payload
+  hg_make_root
+  local url="https://hc-ping.example.test/ping/HBs3cr3t-5f2c"
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
+  hg_install install --part base --settings "${PAYLOAD}/hostguard.conf" >/dev/null
+  run hg_install set-heartbeat <<<"http://hc-ping.example.test/HBs3cr3t"
+  [[ "${status}" -ne 0 && "${output}" == *"the heartbeat must be one https:// URL (value not shown)"* ]]
+  [[ "${output}" != *HBs3cr3t* ]]
+  printf 'url = "%s"\n' "${url}" \
+    | strace -f -qq -e trace=execve -s 100000 -o "${BATS_TEST_TMPDIR}/trace" \
+      "${PAYLOAD}/install" set-heartbeat --root "${ROOT}"
+  ! grep -F 'HBs3cr3t' "${BATS_TEST_TMPDIR}/trace" || false
+  hg_assert_mode_owner "${ROOT}/etc/hostguard/heartbeat.curlrc" "600 root:root"
+  diff <(printf 'url = "%s"\n' "${url}") "${ROOT}/etc/hostguard/heartbeat.curlrc"
+  run hg_install set-heartbeat --remove
+  [[ "${status}" -eq 0 ]]
+  [[ ! -e "${ROOT}/etc/hostguard/heartbeat.curlrc" ]]
+  # Set again, then uninstall removes it with the rest.
+  hg_install set-heartbeat <<<"${url}" >/dev/null
+  hg_install uninstall >/dev/null
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+  run hg_install set-webhook --remove
+  [[ "${status}" -eq 64 ]]
+}
+
+# The webhook command of the deploy (components/render.ts, verifyWebhook on),
+# pointed at a temp root with the base part installed.
+webhook_command() {
+  local node="${REPO}/node_modules/.bin/node" cmd
+  cmd="$(cd "${REPO}" && "${node}" --import tsx -e \
+    'import { setWebhookCommand } from "./components/render"; process.stdout.write(setWebhookCommand(false, true));')"
+  printf '%s' "${cmd//\/usr\/local\/lib\/hostguard\//${ROOT}/usr/local/lib/hostguard/}"
+}
+
+@test "verifyWebhook: the deploy's webhook command posts the test message; a transient failure only warns" {
+  load helpers/install
+  receiver_start
+  hg_make_payload "notifyCaFile=${RECEIVER_CA}" notifyMaxTime=3 notifyAttempts=1 notifyBudget=10
+  hg_make_root
+  hg_install install --part base --settings "${PAYLOAD}/hostguard.conf" >/dev/null
+  local cmd
+  cmd="$(webhook_command)"
+  [[ "${cmd}" == *"/install set-webhook || exit \$?"* ]]
+  # Delivered: exit 0, the SPEC's connectivity test message arrives.
+  run env HOSTGUARD_ROOT="${ROOT}" sh -c "${cmd}" <<<"url = \"${RECEIVER_URL}\""
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  [[ "${output}" == *"hostguard: connectivity test delivered"* ]]
+  receiver_wait_count 1
+  [[ "$(receiver_texts)" == "[Server Alert] \\nConnectivity test from $(hostname): webhook OK" ]]
+  # Transient (500): exit 0, the marker the program turns into a warning.
+  receiver_mode status500
+  run env HOSTGUARD_ROOT="${ROOT}" sh -c "${cmd}" <<<"url = \"${RECEIVER_URL}\""
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  [[ "${output}" == *"hostguard: connectivity test not delivered (transient failure)"* ]]
+  # Neither output shows the URL.
+  [[ "${output}" != *"${RECEIVER_SENTINEL}"* ]]
+}

@@ -148,3 +148,27 @@ crontab_check() {
   hg_assert_mode_owner "${logs}/host-monitor.log" "640 root:root"
   hg_assert_mode_owner "${logs}/container-monitor.log" "640 root:root"
 }
+
+@test "the offset's second: the line sleeps it, cron's parser accepts it, /bin/sh runs it as cron would" {
+  command -v crontab >/dev/null || { echo "cron not installed (.ci/run installs it): the test cannot run" >&2; false; }
+  hg_make_payload --cron-minute 7 --cron-second 2 cpuThreshold=100 memoryThreshold=100 diskThreshold=100
+  hg_install install --part base --settings "${PAYLOAD}/hostguard.conf" >/dev/null
+  hg_install install --part monitors --settings "${PAYLOAD}/hostguard.conf" >/dev/null
+  local file="${ROOT}/etc/cron.d/hostguard" line command start end
+  grep -qx '7-59/10 \* \* \* \* root sleep 2; /usr/local/lib/hostguard/host-monitor >> /var/log/hostguard/host-monitor.log 2>&1' "${file}"
+  grep -qx '7-59/10 \* \* \* \* root sleep 2; /usr/local/lib/hostguard/container-monitor >> /var/log/hostguard/container-monitor.log 2>&1' "${file}"
+  sed -E 's/^(([^ ]+ ){5})root /\1/' "${file}" >"${BATS_TEST_TMPDIR}/as-user-crontab"
+  run crontab_check "${BATS_TEST_TMPDIR}/as-user-crontab"
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  # The command field, pointed at the temp root, run by /bin/sh (SHELL).
+  line="$(grep 'host-monitor >>' "${file}")"
+  command="${line#* root }"
+  command="${command//\/usr\/local\/lib\/hostguard\//${ROOT}/usr/local/lib/hostguard/}"
+  command="${command//\/var\/log\/hostguard\//${ROOT}/var/log/hostguard/}"
+  start="${EPOCHREALTIME/./}"
+  HOSTGUARD_ROOT="${ROOT}" /bin/sh -c "${command}"
+  end="${EPOCHREALTIME/./}"
+  (((end - start) >= 2000000))
+  grep -q 'INFO host-monitor: .* alerts=none' "${ROOT}/var/log/hostguard/host-monitor.log"
+}

@@ -147,3 +147,46 @@ describe("validateConfig", () => {
         assert.match(e.message, /only used when hostguard:aws is true/);
     });
 });
+
+describe("alert and ban safety keys (issue 11)", () => {
+    it("default to the SPEC: unlabelled, every run, no resolved message, no debounce; the webhook verified", () => {
+        const s = validateConfig(good()).settings;
+        assert.equal(s.alertHostLabel, false);
+        assert.equal(s.alertRepeatInterval, "0");
+        assert.equal(s.alertSendResolved, false);
+        assert.equal(s.alertAfterRuns, 1);
+        assert.equal(s.verifyWebhook, true);
+        assert.deepEqual(s.banIgnoreIps, []);
+        assert.equal(s.banIncrement, false);
+        assert.equal(validateConfig(good()).hasHeartbeatUrl, false);
+    });
+    it("accept booleans as Pulumi strings and as YAML booleans, durations, counts and addresses", () => {
+        const s = validateConfig(good({
+            alertHostLabel: "true", alertSendResolved: true, alertRepeatInterval: "1h30m", alertAfterRuns: "3",
+            verifyWebhook: false, banIncrement: "true", banIgnoreIps: '["198.51.100.7","2001:db8::/48","10.1.0.0/16"]',
+        })).settings;
+        assert.deepEqual([s.alertHostLabel, s.alertSendResolved, s.verifyWebhook, s.banIncrement], [true, true, false, true]);
+        assert.equal(s.alertRepeatInterval, "1h30m");
+        assert.equal(s.alertAfterRuns, 3);
+        assert.deepEqual(s.banIgnoreIps, ["198.51.100.7", "2001:db8::/48", "10.1.0.0/16"]);
+    });
+    it("reject bad values naming the key", () => {
+        rejects(good({ alertHostLabel: "yes" }), "alertHostLabel");
+        rejects(good({ alertSendResolved: "1" }), "alertSendResolved");
+        rejects(good({ verifyWebhook: "off" }), "verifyWebhook");
+        rejects(good({ banIncrement: "maybe" }), "banIncrement");
+        rejects(good({ alertRepeatInterval: "1 hour" }), "alertRepeatInterval");
+        rejects(good({ alertRepeatInterval: "31d" }), "alertRepeatInterval");
+        rejects(good({ alertAfterRuns: "0" }), "alertAfterRuns");
+        rejects(good({ alertAfterRuns: "101" }), "alertAfterRuns");
+        rejects(good({ banIgnoreIps: '["198.51.100.7","999.1.1.1"]' }), "banIgnoreIps[1]");
+        rejects(good({ banIgnoreIps: '["10.0.0.0/33"]' }), "banIgnoreIps[0]");
+        rejects(good({ banIgnoreIps: '["example.com"]' }), "banIgnoreIps[0]");
+    });
+    it("take heartbeatUrl as an optional https secret, never echoed", () => {
+        assert.equal(validateConfig(good({ heartbeatUrl: "https://hc-ping.example.test/SENTINEL" })).hasHeartbeatUrl, true);
+        assert.equal(validateConfig(good({ heartbeatUrl: { secure: "v1:abc" } }), { requireSecrets: false }).hasHeartbeatUrl, true);
+        rejects(good({ heartbeatUrl: "http://hc-ping.example.test/SENTINEL" }), "heartbeatUrl");
+        rejects(good({ heartbeatUrl: "SENTINEL" }), "heartbeatUrl");
+    });
+});

@@ -45,8 +45,8 @@ describe("render tool", () => {
                 const dirs = renderStack(ROOT, stack, out, 4);
                 const config = validateConfig(readStackFile(path.join(ROOT, `Pulumi.${stack}.yaml`)), { requireSecrets: false });
                 assert.deepEqual(dirs.map((d) => path.basename(d)), config.hosts.map((h) => h.name));
-                const rendered = renderHost(config.settings, 4);
                 for (const dir of dirs) {
+                    const rendered = renderHost(config.settings, 4, undefined, { hostName: path.basename(dir), adminCidrs: config.adminCidrs });
                     assert.equal(fs.readFileSync(path.join(dir, "etc/hostguard/hostguard.conf"), "utf8"), rendered.settingsText);
                     for (const b of rendered.bundles) {
                         assert.deepEqual(tree(path.join(dir, "parts", b.part)), b.files.map((f) => f.path), b.part);

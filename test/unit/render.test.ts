@@ -8,7 +8,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { describe, it } from "node:test";
 import { DEFAULT_SETTINGS } from "../../components/config";
-import { renderCron, renderJail, renderSettingsFile } from "../../components/hostFiles";
+import { jailIgnoreIps, renderCron, renderJail, renderSettingsFile } from "../../components/hostFiles";
+import { INTERVAL_SECONDS, pinnedOffset, splitOffset } from "../../components/schedule";
 import {
     cronSchedule, hostFiles, parseFileTable, partBundle, partCreateCommand, partDeleteCommand, PARTS, payloadFile, readPayload,
     renderHost, sha256, tarFiles, type PayloadFile,
@@ -27,8 +28,13 @@ NOTIFY_ATTEMPTS=3
 NOTIFY_BUDGET=40
 NOTIFY_SPOOL_MAX=1000
 SLACK_CHANNEL=alerts
+ALERT_HOST_LABEL=false
+ALERT_REPEAT_INTERVAL=0
+ALERT_SEND_RESOLVED=false
+ALERT_AFTER_RUNS=1
 NGINX_SERVER_CONF=
 APP_PROPERTIES=
+HOST_NAME=
 `;
 
 const file = (p: string, text: string, mode: 0o755 | 0o644 = 0o644): PayloadFile => payloadFile(p, text, mode);
@@ -50,6 +56,12 @@ describe("renderSettingsFile", () => {
     it("writes every host key with the SPEC defaults, and nothing only a rendered file uses", () => {
         assert.equal(renderSettingsFile(DEFAULT_SETTINGS), EXPECTED_DEFAULT_SETTINGS);
     });
+    it("ends with the host's own name, which only the base settings file carries", () => {
+        assert.match(renderSettingsFile(DEFAULT_SETTINGS, undefined, "web-1"), /\nAPP_PROPERTIES=\nHOST_NAME=web-1\n$/);
+        assert.doesNotMatch(renderSettingsFile(DEFAULT_SETTINGS, (k) => k === "appProperties", "web-1"), /HOST_NAME/);
+        assert.match(renderSettingsFile({ ...DEFAULT_SETTINGS, alertHostLabel: true, alertRepeatInterval: "1h", alertSendResolved: true, alertAfterRuns: 2 }),
+            /^ALERT_HOST_LABEL=true\nALERT_REPEAT_INTERVAL=1h\nALERT_SEND_RESOLVED=true\nALERT_AFTER_RUNS=2$/m);
+    });
     it("writes every key the payload README documents, and no other", () => {
         const readme = fs.readFileSync(path.join(__dirname, "../../scripts/README.md"), "utf8");
         const section = readme.split("## Settings")[1].split("\n## ")[0];
@@ -70,14 +82,48 @@ describe("cron file and jail", () => {
         assert.throws(() => cronSchedule(10), /cron minute/);
         assert.match(renderCron(4), /^4-59\/10 \* \* \* \* root \/usr\/local\/lib\/hostguard\/host-monitor >> \/var\/log\/hostguard\/host-monitor.log 2>&1$/m);
     });
+    it("sleeps the offset's second after the minute, and leaves the SPEC's line when it is 0", () => {
+        assert.equal(renderCron(4, 0), renderCron(4));
+        const lines = renderCron(7, 37).split("\n").filter((l) => /^[0-9]/.test(l));
+        assert.deepEqual(lines, [
+            "7-59/10 * * * * root sleep 37; /usr/local/lib/hostguard/host-monitor >> /var/log/hostguard/host-monitor.log 2>&1",
+            "7-59/10 * * * * root sleep 37; /usr/local/lib/hostguard/container-monitor >> /var/log/hostguard/container-monitor.log 2>&1",
+        ]);
+        assert.throws(() => renderCron(0, 60), /cron second/);
+        assert.throws(() => renderCron(0, 1.5), /cron second/);
+    });
+    it("splits a 600 s offset into the cron minute and the second", () => {
+        assert.deepEqual(splitOffset(0), { minute: 0, second: 0 });
+        assert.deepEqual(splitOffset(59), { minute: 0, second: 59 });
+        assert.deepEqual(splitOffset(60), { minute: 1, second: 0 });
+        assert.deepEqual(splitOffset(599), { minute: 9, second: 59 });
+        assert.throws(() => splitOffset(600), /0-599/);
+        assert.throws(() => splitOffset(-1), /0-599/);
+        assert.equal(pinnedOffset(6), 360);
+        const seen = new Set<string>();
+        for (let o = 0; o < INTERVAL_SECONDS; o++) {
+            const { minute, second } = splitOffset(o);
+            seen.add(`${minute}:${second}`);
+            assert.equal(minute * 60 + second, o);
+        }
+        assert.equal(seen.size, 600, "every second of the interval is its own slot");
+    });
     it("leaves banaction out when none is set, and writes the stack's values", () => {
         const plain = renderJail(DEFAULT_SETTINGS);
         assert.doesNotMatch(plain, /^banaction/m);
-        assert.match(plain, /^maxretry  = 10\nfindtime  = 1m\nbantime   = 10m\naction    = %\(action_\)s\n            slack-notify\[slack_channel="alerts"\]\n$/m);
+        assert.match(plain, /^maxretry  = 10\nfindtime  = 1m\nbantime   = 10m\nignoreip  = 127.0.0.1\/8 ::1\naction    = %\(action_\)s\n            slack-notify\[slack_channel="alerts"\]\n$/m);
+        assert.doesNotMatch(plain, /^bantime\.increment/m, "banIncrement false: the SPEC's fixed bantime");
         const set = renderJail({ ...DEFAULT_SETTINGS, banAction: "iptables.multiport", banBanTime: "1h30m", nginxAccessLog: "/srv/log/a.log" });
         assert.match(set, /^banaction = iptables.multiport$/m);
         assert.match(set, /^bantime   = 1h30m$/m);
         assert.match(set, /^logpath   = \/srv\/log\/a.log$/m);
+    });
+    it("never bans loopback, the admin networks or banIgnoreIps; banIncrement grows the bans", () => {
+        const jail = renderJail({ ...DEFAULT_SETTINGS, banIgnoreIps: ["198.51.100.7", "203.0.113.0/24"], banIncrement: true },
+            ["203.0.113.0/24", "2001:db8::/48"]);
+        assert.match(jail, /^ignoreip  = 127.0.0.1\/8 ::1 203.0.113.0\/24 2001:db8::\/48 198.51.100.7$/m, "each once, in order");
+        assert.match(jail, /^bantime   = 10m\nbantime.increment = true\nbantime.factor = 1\nbantime.maxtime = 1w\n/m);
+        assert.deepEqual(jailIgnoreIps(DEFAULT_SETTINGS), ["127.0.0.1/8", "::1"]);
     });
 });
 

@@ -10,7 +10,7 @@ import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
 import { validateConfig, type RawConfig } from "../../components/config";
-import { sha256, type PayloadFile } from "../../components/render";
+import { setWebhookCommand, sha256, type PayloadFile } from "../../components/render";
 import { buildStack, type StackOutputs } from "../../components/stack";
 import { readStackFile, renderStack } from "../../tools/render";
 
@@ -43,7 +43,8 @@ before(async () => {
             }
             recorded.push({ type: args.type, name: args.name, inputs: args.inputs, importId: args.id || undefined });
             if (args.type === "random:index/randomInteger:RandomInteger") {
-                return { id: `${args.name}-id`, state: { ...args.inputs, result: args.name.startsWith("web2") ? 7 : 3 } };
+                // Offsets (seconds 0-599): web2 draws minute 7 second 7, every other host minute 3 second 3.
+                return { id: `${args.name}-id`, state: { ...args.inputs, result: args.name.startsWith("web2") ? 427 : 183 } };
             }
             return { id: args.type === "aws:ec2/securityGroup:SecurityGroup" ? GROUP_ID : `${args.name}-id`, state: args.inputs };
         },
@@ -97,8 +98,8 @@ function rawConfig(hosts: string[], extra: RawConfig = {}): RawConfig {
 async function build(raw: RawConfig): Promise<{ out: StackOutputs; resources: Recorded[] }> {
     recorded = [];
     calls = [];
-    pulumi.runtime.setAllConfig(Object.fromEntries(Object.entries(raw).map(([k, v]) => [`hostguard:${k}`, String(v)])),
-        ["hostguard:webhookUrl", "hostguard:sshPrivateKey"]);
+    pulumi.runtime.setAllConfig(Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined).map(([k, v]) => [`hostguard:${k}`, String(v)])),
+        ["hostguard:webhookUrl", "hostguard:sshPrivateKey", "hostguard:heartbeatUrl"]);
     const out = buildStack(validateConfig(raw), payload());
     await settle(out);
     return { out, resources: [...recorded].sort((a, b) => (a.name < b.name ? -1 : 1)) };
@@ -134,7 +135,7 @@ describe("stack with one host", () => {
             "hostguard:host:HostDeployment web1",
             "command:remote:Command web1-bantool",
             "command:remote:Command web1-base",
-            "random:index/randomInteger:RandomInteger web1-cron-minute",
+            "random:index/randomInteger:RandomInteger web1-cron-offset",
             "command:remote:Command web1-monitors",
             "command:remote:Command web1-web",
             "command:remote:Command web1-webhook",
@@ -197,7 +198,7 @@ describe("stack with one host", () => {
             assert.deepEqual(conn, { host: "10.0.1.10", port: 22, user: "admin", privateKey: KEY, perDialTimeout: 15, dialErrorLimit: 10 });
         }
         const tar = Buffer.from(resources.find((r) => r.name === "web1-monitors")!.inputs.stdin, "base64").toString("latin1");
-        assert.match(tar, /^3-59\/10 \* \* \* \* root /m, "the drawn minute lands in the cron file");
+        assert.match(tar, /^3-59\/10 \* \* \* \* root sleep 3; \/usr\/local\/lib\/hostguard\/host-monitor /m, "the drawn minute and second land in the cron file");
     });
 
     it("checks the host key when one is given, and runs as root without sudo", async () => {
@@ -206,7 +207,8 @@ describe("stack with one host", () => {
         const c = resources.find((r) => r.name === "web1-monitors")!;
         assert.equal(unwrap(c.inputs.connection).hostKey, hostKey);
         assert.ok(c.inputs.create.startsWith("# hostguard part monitors"));
-        assert.equal(resources.find((r) => r.name === "web1-webhook")!.inputs.create, "/usr/local/lib/hostguard/install set-webhook");
+        assert.equal(resources.find((r) => r.name === "web1-webhook")!.inputs.create, setWebhookCommand(false, true));
+        assert.match(setWebhookCommand(false, true), /^\/usr\/local\/lib\/hostguard\/install set-webhook \|\| exit \$\?\n.*\/usr\/local\/lib\/hostguard\/hostguard-notify --test/ms);
     });
 });
 
@@ -229,7 +231,8 @@ describe("the webhook secret", () => {
                 assert.ok(isMockSecret(inputs.stdin), `${r.name}: stdin must be secret`);
                 assert.equal(unwrap(inputs.stdin), `url = "${SENTINEL}"\n`);
                 assert.equal(inputs.logging, "none");
-                assert.equal(inputs.create, "/usr/local/lib/hostguard/install set-webhook".replace(/^/, "sudo -n sh -c '") + "'");
+                assert.equal(inputs.create, setWebhookCommand(true, true));
+                assert.ok(inputs.create.startsWith("sudo -n sh -c '# hostguard webhook: write it, then post the connectivity test"));
                 delete inputs.stdin;
             }
             delete inputs.connection; // secret, and carries the SSH key only
@@ -250,15 +253,65 @@ describe("the webhook secret", () => {
     });
 });
 
+describe("alert keys, heartbeat and ban safety (issue 11)", () => {
+    const HEARTBEAT = "https://hc-ping.example.test/ping/HBSENTINEL-77";
+    it("a heartbeatUrl adds one command per host that writes it from a secret stdin and removes it on delete", async () => {
+        const { resources, out } = await build(rawConfig(["web1"], { heartbeatUrl: HEARTBEAT }));
+        const hb = resources.find((r) => r.name === "web1-heartbeat")!;
+        assert.equal(hb.type, "command:remote:Command");
+        assert.equal(hb.inputs.create, "sudo -n sh -c '/usr/local/lib/hostguard/install set-heartbeat'");
+        assert.equal(hb.inputs.delete, "sudo -n sh -c '/usr/local/lib/hostguard/install set-heartbeat --remove'");
+        assert.equal(hb.inputs.logging, "none");
+        assert.ok(isMockSecret(hb.inputs.stdin), "the heartbeat URL travels only in a secret stdin");
+        assert.equal(unwrap(hb.inputs.stdin), `url = "${HEARTBEAT}"\n`);
+        for (const r of resources) {
+            const inputs = { ...r.inputs };
+            delete inputs.connection;
+            if (r.name === "web1-heartbeat") {
+                delete inputs.stdin;
+            }
+            assert.ok(!JSON.stringify(inputs).includes("HBSENTINEL"), `${r.name} carries the heartbeat URL outside its secret stdin`);
+        }
+        for (const o of [out.hosts.web1.files, out.hosts.web1.partHashes]) {
+            assert.ok(!JSON.stringify((await resolved(o as pulumi.Output<unknown>)).value).includes("HBSENTINEL"));
+        }
+    });
+    it("verifyWebhook false leaves the bare set-webhook; alert keys land in hostguard.conf with the host's name", async () => {
+        const { resources } = await build(rawConfig(["web1"], {
+            verifyWebhook: "false", alertHostLabel: "true", alertRepeatInterval: "1h", alertSendResolved: "true", alertAfterRuns: "2",
+        }));
+        assert.equal(resources.find((r) => r.name === "web1-webhook")!.inputs.create, "sudo -n sh -c '/usr/local/lib/hostguard/install set-webhook'");
+        const tar = Buffer.from(resources.find((r) => r.name === "web1-base")!.inputs.stdin, "base64").toString("latin1");
+        assert.match(tar, /^ALERT_HOST_LABEL=true\nALERT_REPEAT_INTERVAL=1h\nALERT_SEND_RESOLVED=true\nALERT_AFTER_RUNS=2$/m);
+        assert.match(tar, /^HOST_NAME=web1$/m);
+    });
+    it("the jail never bans loopback, the admin networks or banIgnoreIps, and grows bans with banIncrement", async () => {
+        const { resources } = await build(rawConfig(["web1"], { banIgnoreIps: '["198.51.100.7"]', banIncrement: "true" }));
+        const tar = Buffer.from(resources.find((r) => r.name === "web1-bantool")!.inputs.stdin, "base64").toString("latin1");
+        assert.match(tar, /^ignoreip  = 127.0.0.1\/8 ::1 203.0.113.0\/24 2001:db8::\/48 198.51.100.7$/m);
+        assert.match(tar, /^bantime.increment = true$/m);
+    });
+    it("a pinned cronMinute runs on the minute, without a random draw", async () => {
+        const { resources, out } = await build(rawConfig([], { hosts: JSON.stringify([{ name: "web1", host: "10.0.1.10", cronMinute: 4 }]) }));
+        assert.ok(!resources.some((r) => r.type.startsWith("random:")));
+        assert.equal((await resolved(out.hosts.web1.cronOffset)).value, 240);
+        const tar = Buffer.from(resources.find((r) => r.name === "web1-monitors")!.inputs.stdin, "base64").toString("latin1");
+        assert.match(tar, /^4-59\/10 \* \* \* \* root \/usr\/local\/lib\/hostguard\/host-monitor >> /m);
+    });
+});
+
 describe("stack with two hosts", () => {
     it("registers one deployment per host, each with its own cron offset", async () => {
         const { resources, out } = await build(rawConfig(["web1", "web2"]));
         assert.deepEqual(resources.map((r) => r.name), [
             "hostguard", "hostguard-sg",
-            "web1", "web1-bantool", "web1-base", "web1-cron-minute", "web1-monitors", "web1-web", "web1-webhook",
-            "web2", "web2-bantool", "web2-base", "web2-cron-minute", "web2-monitors", "web2-web", "web2-webhook",
+            "web1", "web1-bantool", "web1-base", "web1-cron-offset", "web1-monitors", "web1-web", "web1-webhook",
+            "web2", "web2-bantool", "web2-base", "web2-cron-offset", "web2-monitors", "web2-web", "web2-webhook",
         ]);
-        assert.deepEqual(resources.filter((r) => r.name.endsWith("cron-minute")).map((r) => r.inputs), [{ min: 0, max: 9 }, { min: 0, max: 9 }]);
+        // Drawn over the whole 600 s interval, minute and second.
+        assert.deepEqual(resources.filter((r) => r.name.endsWith("cron-offset")).map((r) => r.inputs), [{ min: 0, max: 599 }, { min: 0, max: 599 }]);
+        assert.equal((await resolved(out.hosts.web1.cronOffset)).value, 183);
+        assert.equal((await resolved(out.hosts.web2.cronOffset)).value, 427);
         assert.equal((await resolved(out.hosts.web1.cronSchedule)).value, "3-59/10 * * * *");
         assert.equal((await resolved(out.hosts.web2.cronSchedule)).value, "7-59/10 * * * *");
         assert.equal(out.hosts.web2.jail, "nginx-bad-request");
@@ -273,7 +326,10 @@ describe("stack with two hosts", () => {
         ]);
         assert.equal(files.find((f) => f.path === "host-monitor")!.sha256, sha256("#!/usr/bin/env bash\n"));
         const stdin = (suffix: string) => resources.filter((r) => r.name.endsWith(suffix)).map((r) => r.inputs.stdin);
-        assert.equal(stdin("-base")[0], stdin("-base")[1], "the hosts' settings are the same");
+        const conf = (b64: string) => Buffer.from(b64, "base64").toString("latin1").match(/^[A-Z_]+=.*$/gm)!;
+        const [one, two] = stdin("-base").map(conf);
+        assert.deepEqual(one.filter((l) => !l.startsWith("HOST_NAME=")), two.filter((l) => !l.startsWith("HOST_NAME=")), "the hosts' settings are the same");
+        assert.deepEqual([one.at(-1), two.at(-1)], ["HOST_NAME=web1", "HOST_NAME=web2"], "each host carries its own name for the label");
         assert.notEqual(stdin("-monitors")[0], stdin("-monitors")[1], "hosts differ in the cron minute, so their cron files differ");
     });
 });
@@ -345,8 +401,8 @@ describe("what the render tool shows is what the deploy ships", () => {
             const resources = [...recorded];
             const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hg-ships-"));
             try {
-                // The mocks draw minute 3 for these host names.
-                renderStack(ROOT, stack, dir, 3);
+                // The mocks draw minute 3, second 3 for these host names.
+                renderStack(ROOT, stack, dir, 3, 3);
                 for (const host of config.hosts) {
                     const hostDir = path.join(dir, stack, host.name);
                     const manifest = JSON.parse(fs.readFileSync(path.join(hostDir, "manifest.json"), "utf8"));
