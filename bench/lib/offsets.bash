@@ -1,0 +1,36 @@
+# shellcheck shell=bash
+# Benchmark 7 (issue 11): a fleet's monitor offsets. bench/lib/offsets.ts
+# builds the stack for HOSTS hosts FLEETS times under Pulumi's mocks, each
+# RandomInteger the program registers drawn uniformly over its own range, and
+# reads every host's offset back; the reference is the 0-9 minute draw of
+# earlier versions (all of a minute's hosts post on its second 0). Sourced by
+# run.sh.
+
+bench_offsets() {
+  local work="$1" hosts="$2" fleets="$3" node="${BENCH_REPO}/node_modules/.bin/node" out
+  bench_log "fleet offsets: ${hosts} hosts, ${fleets} fleets drawn by the program"
+  [[ -x "${node}" ]] || node=node
+  out="${work}/offsets.json"
+  if ! (cd "${BENCH_REPO}" && "${node}" --import tsx bench/lib/offsets.ts "${hosts}" "${fleets}") >"${out}"; then
+    bench_error "offsets: the program's draw failed"
+    return 0
+  fi
+  local ranges median worst ref_median ref_worst distinct gap met=no
+  ranges="$(jq -r '.ranges | join(",")' "${out}")"
+  [[ "${ranges}" == 0-599 ]] || bench_error "offsets: the program drew over ${ranges}, not 0-599"
+  median="$(jq -r '.program.median' "${out}")"
+  worst="$(jq -r '.program.worst' "${out}")"
+  ref_median="$(jq -r '.reference.median' "${out}")"
+  ref_worst="$(jq -r '.reference.worst' "${out}")"
+  distinct="$(jq -r '.meanDistinctSeconds | floor' "${out}")"
+  gap="$(jq -r '.meanGapSeconds' "${out}")"
+  ((median <= 3)) && met=yes
+  bench_row "7 fleet offsets" \
+    "largest number of ${hosts} hosts posting in the same second, median of ${fleets} fleets (worst in brackets)" \
+    "${median} (${worst})" "${ref_median} (${ref_worst}), 0-9 minute offset" \
+    "$(bench_ratio "${median}" "${ref_median}")" "<= 3" "${met}"
+  bench_row "7 fleet offsets" \
+    "distinct seconds of the 600 s interval with a post, ${hosts} hosts (mean); mean gap between posts" \
+    "${distinct} of 600; ${gap} s" "10 of 600; 60 s" "-" \
+    "a gap above the chat service's 1 message/s" "$([[ "${gap%%.*}" -ge 1 ]] && echo yes || echo no)"
+}
