@@ -263,7 +263,7 @@ describe("stack with two hosts", () => {
         assert.equal((await resolved(out.hosts.web2.cronSchedule)).value, "7-59/10 * * * *");
         assert.equal(out.hosts.web2.jail, "nginx-bad-request");
         const files = (await resolved(out.hosts.web1.files)).value;
-        assert.deepEqual(files.map((f) => `${f.part} ${f.path} ${(f as { destination?: string }).destination}`), [
+        assert.deepEqual(files.map((f) => `${f.part} ${f.path} ${f.destination}`), [
             "base lib/common.sh /usr/local/lib/hostguard/lib/common.sh", "base hostguard-notify /usr/local/lib/hostguard/hostguard-notify",
             "base install /usr/local/lib/hostguard/install", "base files.table /usr/local/lib/hostguard/files.table",
             "monitors host-monitor /usr/local/lib/hostguard/host-monitor", "monitors cron.d/hostguard /etc/cron.d/hostguard",
