@@ -398,7 +398,11 @@ install_file() {
     if [[ -e "${path}" || -L "${path}" ]] && ! txn_unedited "${dest}" "${hashes}"; then
       txn_keep_edited "${dest}"
     fi
-    [[ "${want}" == - ]] || hashes="${want}${hashes:+,${hashes%%,*}}"
+    # The new hash first, the previous one kept: a run killed between this
+    # record and the write leaves a file that is still "not edited".
+    if [[ "${want}" != - && ",${hashes}," != *",${want},"* ]]; then
+      hashes="${want}${hashes:+,${hashes%%,*}}"
+    fi
     if [[ "${kind}" == backup ]]; then
       manifest_put "${i}" backup "${dest}" "${copy}" "${hashes}"
     else
