@@ -7,12 +7,12 @@
 REPO="$(cd "${BATS_TEST_DIRNAME}/../.." && pwd)"
 
 setup() {
+  export npm_config_cache="${BATS_TEST_TMPDIR}/npm-cache"
   PKG="${BATS_TEST_TMPDIR}/pkg"
   mkdir -p "${PKG}/dep"
   printf '{"name": "dep", "version": "1.0.0"}\n' >"${PKG}/dep/package.json"
   printf '{"name": "pkg", "version": "1.0.0", "dependencies": {"dep": "file:dep"}}\n' >"${PKG}/package.json"
   (cd "${PKG}" && npm install --package-lock-only --no-audit --no-fund >/dev/null 2>&1)
-  export npm_config_cache="${BATS_TEST_TMPDIR}/npm-cache"
 }
 
 # setup_run FUNCTION ARGS...: the function from tools/setup.bash, in a new shell.
