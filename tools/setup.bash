@@ -103,10 +103,9 @@ hg_setup_actionlint() {
   "${go}" install "github.com/rhysd/actionlint/cmd/actionlint@${HG_ACTIONLINT_VERSION}"
 }
 
+# Needs Go only when no real pulumi CLI is on PATH (build-pulumi.sh finds it).
 hg_setup_engine() {
-  local go
-  go="$(hg_go)" || return 1
-  GO="${go}" "${HG_REPO_ROOT}/tools/build-pulumi.sh"
+  "${HG_REPO_ROOT}/tools/build-pulumi.sh"
 }
 
 hg_setup_for_tests() {
