@@ -20,7 +20,7 @@ readonly HG_REPO_ROOT
 # the sandboxes and disposable hosts are made of (namespaces, nftables, sshd).
 readonly HG_DEBIAN_PACKAGES=(
   bats shellcheck curl openssl ca-certificates jq python3 strace procps util-linux
-  iproute2 nftables iptables fail2ban python3-pyinotify python3-systemd nginx-light
+  iproute2 nftables iptables fail2ban python3-pyinotify python3-systemd nginx-light libnginx-mod-stream
   cron logrotate openssh-server openssh-client
 )
 readonly HG_ACTIONLINT_VERSION=v1.7.7
