@@ -115,7 +115,8 @@ export const SETTINGS = [
     },
     {
         key: "nginxServerConf", host: "NGINX_SERVER_CONF", type: "path", default: "", pattern: OPTIONAL_PATH, install: "web",
-        allowed: "empty or an absolute path", doc: "nginx server config whose `server {` blocks get the deny include",
+        allowed: "empty or an absolute path",
+        doc: "site file (or nginx.conf) whose every `server` block of the http context gets the deny include",
     },
     {
         key: "appProperties", host: "APP_PROPERTIES", type: "path", default: "", pattern: OPTIONAL_PATH, install: "web",

@@ -165,11 +165,11 @@ provide_plugin() {
 }
 
 main() {
-  GO_BIN="$(find_go)"
-  readonly GO_BIN
   if [[ "${HOSTGUARD_PULUMI_SOURCE}" == system ]]; then
     log "cli: using $(command -v pulumi) as it is ($(pulumi version 2>/dev/null || echo 'version unknown'))"
   else
+    GO_BIN="$(find_go)"
+    readonly GO_BIN
     mkdir -p "${CACHE_ROOT}" "${PULUMI_HOME}"
     WORK_DIR="$(mktemp -d "${CACHE_ROOT}/.work.XXXXXX")"
     trap cleanup EXIT

@@ -20,7 +20,7 @@ readonly HG_REPO_ROOT
 # the sandboxes and disposable hosts are made of (namespaces, nftables, sshd).
 readonly HG_DEBIAN_PACKAGES=(
   bats shellcheck curl openssl ca-certificates jq python3 strace procps util-linux
-  iproute2 nftables iptables fail2ban python3-pyinotify python3-systemd nginx-light
+  iproute2 nftables iptables fail2ban python3-pyinotify python3-systemd nginx-light libnginx-mod-stream
   cron logrotate openssh-server openssh-client
 )
 readonly HG_ACTIONLINT_VERSION=v1.7.7
@@ -103,10 +103,9 @@ hg_setup_actionlint() {
   "${go}" install "github.com/rhysd/actionlint/cmd/actionlint@${HG_ACTIONLINT_VERSION}"
 }
 
+# Needs Go only when no real pulumi CLI is on PATH (build-pulumi.sh finds it).
 hg_setup_engine() {
-  local go
-  go="$(hg_go)" || return 1
-  GO="${go}" "${HG_REPO_ROOT}/tools/build-pulumi.sh"
+  "${HG_REPO_ROOT}/tools/build-pulumi.sh"
 }
 
 hg_setup_for_tests() {

@@ -209,3 +209,21 @@ in_env() {
   grep -q '^call: plugin install resource command ' "${STANDIN_LOG}"
   grep -qx 'PULUMI_HOME=<unset>' "${STANDIN_LOG}"
 }
+
+@test "build-pulumi.sh with a real CLI: builds nothing, needs no Go, installs both plugins the usual way" {
+  cp "${REPO}/tools/build-pulumi.sh" "${FAKE_REPO}/tools/"
+  run env PATH="${T}/bin:${BASE_PATH}" GO=/nonexistent/go "${FAKE_REPO}/tools/build-pulumi.sh"
+  [ "${status}" -eq 0 ]
+  [[ "${output}" == *"build-pulumi: cli: using ${T}/bin/pulumi as it is (v3.999.0)"* ]]
+  [[ "${output}" == *"plugin command 1.2.1: installed in ${HOME}/.pulumi"* ]]
+  [[ "${output}" == *"plugin random 4.21.2: installed in ${HOME}/.pulumi"* ]]
+  [[ "${output}" == *"engine ready: ${T}/bin"* ]]
+  [ ! -e "${HOSTGUARD_PULUMI_CACHE}" ]
+  [ "$(grep '^call: plugin' "${STANDIN_LOG}")" = $'call: plugin install resource command 1.2.1\ncall: plugin install resource random 4.21.2' ]
+  [ "$(grep -c '^PULUMI_HOME=<unset>$' "${STANDIN_LOG}")" -eq "$(grep -c '^call:' "${STANDIN_LOG}")" ]
+  # Offline: each plugin is named UNAVAILABLE with how to supply it, and the script still succeeds.
+  rm -r "${HOME}/.pulumi"
+  run env PATH="${T}/bin:${BASE_PATH}" STANDIN_OFFLINE=1 "${FAKE_REPO}/tools/build-pulumi.sh"
+  [ "${status}" -eq 0 ]
+  [[ "${output}" == *"plugin command 1.2.1: UNAVAILABLE here (\`pulumi plugin install resource command 1.2.1\` failed); supply its binary: HOSTGUARD_PULUMI_COMMAND_BIN=/path/to/pulumi-resource-command tools/build-pulumi.sh"* ]]
+}
