@@ -7,9 +7,10 @@
 // tables (`npm run settings:gen` writes those three; a unit test fails when
 // they differ). Pure: no Pulumi runtime.
 //
-// A pattern is written once and used twice, by JavaScript's RegExp and by
-// bash's `[[ =~ ]]` (POSIX ERE), so it uses only what both read the same:
-// bracket expressions of ASCII ranges, `{m,n}`, groups, `|`, `^` and `$`.
+// A pattern is written once and used twice, by bash's `[[ =~ ]]` (POSIX ERE,
+// C locale) and by JavaScript's RegExp (jsPattern), so it uses only what both
+// read the same: bracket expressions of ASCII ranges, `{m,n}`, groups, `|`,
+// `^` and `$`; `[:cntrl:]` inside a bracket is translated for JavaScript.
 
 export type SettingType = "percent" | "integer" | "duration" | "word" | "path" | "names" | "boolean";
 
@@ -27,7 +28,7 @@ export interface SettingRow {
     readonly type: SettingType;
     /** The default, written as on the host (a list as comma-separated names). */
     readonly default: string;
-    /** The text form must match this in full (for `names`: each name). */
+    /** The text form must match this in full (for `names`: each name, trimmed). */
     readonly pattern: string;
     /** Inclusive range of a number (a duration's in seconds). */
     readonly min?: number;
@@ -72,8 +73,9 @@ export const SETTINGS = [
     },
     {
         key: "containerWatch", host: "CONTAINER_WATCH", type: "names", default: "",
-        pattern: "^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$",
-        allowed: "a list of container names", doc: "containers that must always run (comma-separated on the host)",
+        pattern: "^[^[:cntrl:],]{1,128}$",
+        allowed: "a list of container names (no comma or control character; spaces around a name are ignored)",
+        doc: "containers that must always run (comma-separated on the host)",
     },
     {
         key: "notifyCaFile", host: "NOTIFY_CA_FILE", type: "path", default: "", pattern: OPTIONAL_PATH,
@@ -153,7 +155,8 @@ export const SETTINGS = [
     },
     {
         key: "nginxServerConf", host: "NGINX_SERVER_CONF", type: "path", default: "", pattern: OPTIONAL_PATH, install: "web",
-        allowed: "empty or an absolute path", doc: "nginx server config whose `server {` blocks get the deny include",
+        allowed: "empty or an absolute path",
+        doc: "site file (or nginx.conf) whose every `server` block of the http context gets the deny include",
     },
     {
         key: "appProperties", host: "APP_PROPERTIES", type: "path", default: "", pattern: OPTIONAL_PATH, install: "web",
@@ -220,9 +223,19 @@ function magnitude(row: SettingRow, text: string): number {
     return row.type === "duration" ? durationSeconds(text) : Number(text);
 }
 
-/** Checks one text form (a single name for `names`) against the row; returns why not, or null. */
+/** The row's pattern for JavaScript: `[:cntrl:]` (C locale) spelled as code points. */
+export function jsPattern(row: SettingRow): RegExp {
+    return new RegExp(row.pattern.replace(/\[:cntrl:\]/g, "\\x00-\\x1f\\x7f"));
+}
+
+/** Spaces around a list item that the host ignores (bash's [:space:] in the C locale). */
+export function trimName(name: string): string {
+    return name.replace(/^[ \t\n\v\f\r]+|[ \t\n\v\f\r]+$/g, "");
+}
+
+/** Checks one text form (a single trimmed name for `names`) against the row; returns why not, or null. */
 export function refusal(row: SettingRow, text: string): string | null {
-    if (!new RegExp(row.pattern).test(text)) {
+    if (!jsPattern(row).test(text)) {
         return `must be ${row.allowed}`;
     }
     if (row.min !== undefined && row.max !== undefined && text !== "") {
@@ -293,7 +306,8 @@ export function validateSetting(row: SettingRow, raw: unknown): number | string 
         return typed(row, row.default);
     }
     if (row.type === "names") {
-        return listOf(row.key, raw).map((name, i) => {
+        return listOf(row.key, raw).map((item, i) => {
+            const name = trimName(item);
             const why = refusal(row, name);
             if (why !== null) {
                 throw new SettingError(`${row.key}[${i}]`, `${why}, got ${JSON.stringify(name)}`);
@@ -344,7 +358,7 @@ export function renderHostBlock(): string {
         ...host.map((r) => `  [${r.host}]=${sq(r.default)}`),
         ")",
         "readonly HG_DEFAULTS",
-        "# Which values each key accepts, as an extended regex (a list: each name).",
+        "# Which values each key accepts, as an extended regex (a list: each name, trimmed).",
         "declare -A HG_PATTERNS=(",
         ...host.map((r) => `  [${r.host}]=${sq(r.pattern)}`),
         ")",

@@ -34,13 +34,13 @@ declare -A HG_DEFAULTS=(
   [HOST_NAME]=''
 )
 readonly HG_DEFAULTS
-# Which values each key accepts, as an extended regex (a list: each name).
+# Which values each key accepts, as an extended regex (a list: each name, trimmed).
 declare -A HG_PATTERNS=(
   [CPU_THRESHOLD]='^(0|[1-9][0-9]{0,2})(\.[0-9]{1,2})?$'
   [MEMORY_THRESHOLD]='^(0|[1-9][0-9]{0,2})(\.[0-9]{1,2})?$'
   [DISK_THRESHOLD]='^(0|[1-9][0-9]{0,2})(\.[0-9]{1,2})?$'
   [CONTAINER_RUNTIME]='^([A-Za-z0-9_][A-Za-z0-9._-]{0,63}|(/\.?[A-Za-z0-9_-][A-Za-z0-9._-]*)+)$'
-  [CONTAINER_WATCH]='^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$'
+  [CONTAINER_WATCH]='^[^[:cntrl:],]{1,128}$'
   [NOTIFY_CA_FILE]='^((/\.?[A-Za-z0-9_-][A-Za-z0-9._-]*)+)?$'
   [NOTIFY_MAX_TIME]='^(0|[1-9][0-9]{0,8})$'
   [NOTIFY_ATTEMPTS]='^(0|[1-9][0-9]{0,8})$'
@@ -124,6 +124,10 @@ hg_setting_ok() {
     IFS=, read -r -a names <<<"${value}"
   fi
   for name in "${names[@]}"; do
+    if [[ -v "HG_LISTS[${key}]" ]]; then
+      name="${name#"${name%%[![:space:]]*}"}"
+      name="${name%"${name##*[![:space:]]}"}"
+    fi
     [[ "${name}" =~ ${HG_PATTERNS[${key}]} ]] || return 1
   done
   [[ -v "HG_RANGES[${key}]" ]] || return 0

@@ -7,7 +7,7 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { after, before, describe, it } from "node:test";
+import { after, before, describe, it, mock } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
 import { validateConfig, type RawConfig } from "../../components/config";
 import { setWebhookCommand, sha256, type PayloadFile } from "../../components/render";
@@ -18,6 +18,8 @@ const ROOT = path.resolve(__dirname, "../..");
 
 const SENTINEL = "https://hooks.example.test/services/T0/B0/SENTINEL-8c1f2a";
 const KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nKEYSENTINEL\n-----END OPENSSH PRIVATE KEY-----\n";
+const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHostKeyFake";
+const BASTION_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBastionKeyFake";
 const SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d";
 const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
 
@@ -85,7 +87,7 @@ function payload(): PayloadFile[] {
 
 function rawConfig(hosts: string[], extra: RawConfig = {}): RawConfig {
     return {
-        hosts: JSON.stringify(hosts.map((h, i) => ({ name: h, host: `10.0.1.${10 + i}` }))),
+        hosts: JSON.stringify(hosts.map((h, i) => ({ name: h, host: `10.0.1.${10 + i}`, hostKey: HOST_KEY }))),
         vpcId: "vpc-0123456789abcdef0",
         adminCidrs: JSON.stringify(["203.0.113.0/24", "2001:db8::/48"]),
         webhookUrl: SENTINEL,
@@ -159,13 +161,13 @@ describe("stack with one host", () => {
 
     it("allows SSH only from the bastion's group when one is given", async () => {
         const { resources } = await build(rawConfig(["web1"], {
-            adminCidrs: undefined, bastion: JSON.stringify({ host: "bastion.example.test", securityGroupId: "sg-0bbbbbbbbbbbbbbb1" }),
+            adminCidrs: undefined, bastion: JSON.stringify({ host: "bastion.example.test", hostKey: BASTION_KEY, securityGroupId: "sg-0bbbbbbbbbbbbbbb1" }),
         }));
         const ssh = resources.find((r) => r.name === "hostguard-sg")!.inputs.ingress.find((r: any) => r.fromPort === 22);
         assert.deepEqual(ssh, { description: "SSH for deployment via the bastion", protocol: "tcp", fromPort: 22, toPort: 22, cidrBlocks: [], ipv6CidrBlocks: [], securityGroups: ["sg-0bbbbbbbbbbbbbbb1"] });
         const base = resources.find((r) => r.name === "web1-base")!;
         assert.ok(isMockSecret(base.inputs.connection), "the connection is secret");
-        assert.deepEqual(unwrap(base.inputs.connection).proxy, { host: "bastion.example.test", port: 22, user: "admin", privateKey: KEY, dialErrorLimit: 10, perDialTimeout: 15 });
+        assert.deepEqual(unwrap(base.inputs.connection).proxy, { host: "bastion.example.test", port: 22, user: "admin", privateKey: KEY, hostKey: BASTION_KEY, dialErrorLimit: 10, perDialTimeout: 15 });
     });
 
     it("adopts an existing group by import, keeping it on destroy", async () => {
@@ -195,14 +197,14 @@ describe("stack with one host", () => {
             assert.equal(c.inputs.triggers, undefined);
             assert.match(c.inputs.stdin, /^[A-Za-z0-9+/]+=*$/);
             const conn = unwrap(c.inputs.connection);
-            assert.deepEqual(conn, { host: "10.0.1.10", port: 22, user: "admin", privateKey: KEY, perDialTimeout: 15, dialErrorLimit: 10 });
+            assert.deepEqual(conn, { host: "10.0.1.10", port: 22, user: "admin", privateKey: KEY, hostKey: HOST_KEY, perDialTimeout: 15, dialErrorLimit: 10 });
         }
         const tar = Buffer.from(resources.find((r) => r.name === "web1-monitors")!.inputs.stdin, "base64").toString("latin1");
         assert.match(tar, /^3-59\/10 \* \* \* \* root sleep 3; \/usr\/local\/lib\/hostguard\/host-monitor /m, "the drawn minute and second land in the cron file");
     });
 
-    it("checks the host key when one is given, and runs as root without sudo", async () => {
-        const hostKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHostKeyFake";
+    it("checks the host key, and runs as root without sudo", async () => {
+        const hostKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOtherHostKeyFake";
         const { resources } = await build(rawConfig([], { hosts: JSON.stringify([{ name: "web1", host: "h.example.test", user: "root", hostKey }]) }));
         const c = resources.find((r) => r.name === "web1-monitors")!;
         assert.equal(unwrap(c.inputs.connection).hostKey, hostKey);
@@ -214,7 +216,7 @@ describe("stack with one host", () => {
 
 describe("a fixed cron minute", () => {
     it("replaces the random draw: no RandomInteger, the minute lands in the cron file", async () => {
-        const { resources, out } = await build(rawConfig([], { hosts: JSON.stringify([{ name: "web1", host: "10.0.1.10", cronMinute: 6 }]) }));
+        const { resources, out } = await build(rawConfig([], { hosts: JSON.stringify([{ name: "web1", host: "10.0.1.10", hostKey: HOST_KEY, cronMinute: 6 }]) }));
         assert.ok(!resources.some((r) => r.type.startsWith("random:")), "no random resource");
         const tar = Buffer.from(resources.find((r) => r.name === "web1-monitors")!.inputs.stdin, "base64").toString("latin1");
         assert.match(tar, /^6-59\/10 \* \* \* \* root /m);
@@ -292,7 +294,7 @@ describe("alert keys, heartbeat and ban safety (issue 11)", () => {
         assert.match(tar, /^bantime.increment = true$/m);
     });
     it("a pinned cronMinute runs on the minute, without a random draw", async () => {
-        const { resources, out } = await build(rawConfig([], { hosts: JSON.stringify([{ name: "web1", host: "10.0.1.10", cronMinute: 4 }]) }));
+        const { resources, out } = await build(rawConfig([], { hosts: JSON.stringify([{ name: "web1", host: "10.0.1.10", hostKey: HOST_KEY, cronMinute: 4 }]) }));
         assert.ok(!resources.some((r) => r.type.startsWith("random:")));
         assert.equal((await resolved(out.hosts.web1.cronOffset)).value, 240);
         const tar = Buffer.from(resources.find((r) => r.name === "web1-monitors")!.inputs.stdin, "base64").toString("latin1");
@@ -316,7 +318,7 @@ describe("stack with two hosts", () => {
         assert.equal((await resolved(out.hosts.web2.cronSchedule)).value, "7-59/10 * * * *");
         assert.equal(out.hosts.web2.jail, "nginx-bad-request");
         const files = (await resolved(out.hosts.web1.files)).value;
-        assert.deepEqual(files.map((f) => `${f.part} ${f.path} ${(f as { destination?: string }).destination}`), [
+        assert.deepEqual(files.map((f) => `${f.part} ${f.path} ${f.destination}`), [
             "base lib/common.sh /usr/local/lib/hostguard/lib/common.sh", "base hostguard-notify /usr/local/lib/hostguard/hostguard-notify",
             "base install /usr/local/lib/hostguard/install", "base files.table /usr/local/lib/hostguard/files.table",
             "monitors host-monitor /usr/local/lib/hostguard/host-monitor", "monitors cron.d/hostguard /etc/cron.d/hostguard",
@@ -336,7 +338,7 @@ describe("stack with two hosts", () => {
 
 describe("attaching a created group to the hosts' instances", () => {
     const hostsWith = (ids: Array<string | undefined>) => JSON.stringify(ids.map((instanceId, i) =>
-        ({ name: `web${i + 1}`, host: `10.0.1.${10 + i}`, ...(instanceId ? { instanceId } : {}) })));
+        ({ name: `web${i + 1}`, host: `10.0.1.${10 + i}`, hostKey: HOST_KEY, ...(instanceId ? { instanceId } : {}) })));
     const ADOPT = { securityGroupId: "sg-0aaaaaaaaaaaaaaa1", securityGroupName: "launch-wizard-1", securityGroupDescription: "launch-wizard-1 created 2024-01-01" };
 
     it("attaches the created group to each instance's primary interface, one attachment per host", async () => {
@@ -438,3 +440,45 @@ function tree(dir: string, rel = ""): string[] {
         return e.isDirectory() ? tree(dir, p) : [p];
     }).sort();
 }
+
+describe("host keys", () => {
+    /** The warnings buildStack logs through pulumi.log.warn while building `raw`. */
+    async function warningsOf(raw: RawConfig): Promise<{ warnings: string[]; resources: Recorded[] }> {
+        const warn = mock.method(pulumi.log, "warn", async () => undefined);
+        try {
+            const { resources } = await build(raw);
+            return { warnings: warn.mock.calls.map((c) => String(c.arguments[0])), resources };
+        } finally {
+            warn.mock.restore();
+        }
+    }
+
+    it("warns about nothing when every host key is set", async () => {
+        assert.deepEqual((await warningsOf(rawConfig(["web1"]))).warnings, []);
+    });
+
+    it("with the opt-out, warns on every build naming each unchecked connection, and sends no host key", async () => {
+        const raw = rawConfig([], {
+            insecureAcceptAnyHostKey: "true", adminCidrs: undefined,
+            hosts: JSON.stringify([{ name: "web1", host: "10.0.1.10" }, { name: "web2", host: "10.0.1.11", hostKey: HOST_KEY }]),
+            bastion: JSON.stringify({ host: "bastion.example.test", securityGroupId: "sg-0bbbbbbbbbbbbbbb1" }),
+        });
+        for (let run = 0; run < 2; run++) {
+            const { warnings, resources } = await warningsOf(raw);
+            assert.equal(warnings.length, 1, `run ${run}: ${warnings.join("\n")}`);
+            assert.match(warnings[0], /^INSECURE: hostguard:insecureAcceptAnyHostKey is true\. SSH accepts ANY server key for /);
+            assert.ok(warnings[0].includes("hostguard:hosts[0].hostKey of web1 (10.0.1.10), hostguard:bastion.hostKey of the bastion (bastion.example.test):"), warnings[0]);
+            assert.ok(!warnings[0].includes("hosts[1]"), "web2 has its key");
+            const conn = unwrap(resources.find((r) => r.name === "web1-base")!.inputs.connection);
+            assert.equal(conn.hostKey, undefined);
+            assert.equal(conn.proxy.hostKey, undefined);
+            assert.equal(unwrap(resources.find((r) => r.name === "web2-base")!.inputs.connection).hostKey, HOST_KEY);
+        }
+    });
+
+    it("still warns when the opt-out is set but every key is given", async () => {
+        const { warnings } = await warningsOf(rawConfig(["web1"], { insecureAcceptAnyHostKey: "true" }));
+        assert.equal(warnings.length, 1);
+        assert.match(warnings[0], /no connection at the moment \(every host key is set; remove the key\)/);
+    });
+});
