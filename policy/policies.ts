@@ -77,6 +77,9 @@ export function noAllProtocolsInbound(level: EnforcementLevel = "mandatory"): Re
     };
 }
 
+/** Host commands that read a secret URL on stdin (install set-webhook, install set-heartbeat). */
+const SECRET_STDIN_COMMANDS = ["set-webhook", "set-heartbeat"] as const;
+
 const WEBHOOK_LIKE = /https:\/\/[^\s"']*(hooks\.|\/services\/|webhook)/i;
 
 /**
@@ -101,20 +104,21 @@ export function webhookInputsSecret(level: EnforcementLevel = "mandatory"): Reso
                     report(`${k} holds a webhook URL in plain text; pass it on stdin from a secret.`);
                 }
             }
-            const isWebhookCommand = [p.create, p.update].some((c) => typeof c === "string" && c.includes("set-webhook"));
-            if (!isWebhookCommand) {
+            // The webhook and the heartbeat URL are secrets of the same kind.
+            const command = SECRET_STDIN_COMMANDS.find((name) => [p.create, p.update].some((c) => typeof c === "string" && c.includes(name)));
+            if (command === undefined) {
                 return;
             }
             if (typeof p.stdin !== "string" || p.stdin.length === 0) {
-                report("the set-webhook command has no stdin: the webhook must arrive on stdin.");
+                report(`the ${command} command has no stdin: the ${command === "set-webhook" ? "webhook" : "heartbeat URL"} must arrive on stdin.`);
             }
             if (p.logging !== "none") {
-                report(`the set-webhook command must set logging to "none" (is ${JSON.stringify(p.logging ?? "unset")}).`);
+                report(`the ${command} command must set logging to "none" (is ${JSON.stringify(p.logging ?? "unset")}).`);
             }
             const secretOutputs = args.opts?.additionalSecretOutputs ?? [];
             for (const k of ["stdin", "stdout", "stderr"]) {
                 if (!secretOutputs.includes(k)) {
-                    report(`the set-webhook command must list "${k}" in additionalSecretOutputs.`);
+                    report(`the ${command} command must list "${k}" in additionalSecretOutputs.`);
                 }
             }
         },

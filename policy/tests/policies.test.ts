@@ -106,6 +106,15 @@ describe("webhook-inputs-secret", () => {
         const v = await violations(p, args(RC, { create: good.create, logging: "none" }, ["stdin", "stdout", "stderr"]));
         assert.deepEqual(v, ["the set-webhook command has no stdin: the webhook must arrive on stdin."]);
     });
+    it("holds the heartbeat command to the same rules", async () => {
+        const hb = { create: "sudo -n sh -c '/usr/local/lib/hostguard/install set-heartbeat'", stdin: "url = \"https://hc-ping.example.test/x\"\n", logging: "none" };
+        assert.deepEqual(await violations(p, args(RC, hb, ["stdin", "stdout", "stderr"])), []);
+        const v = await violations(p, args(RC, { create: hb.create, logging: "stdoutAndStderr" }, ["stdin", "stdout", "stderr"]));
+        assert.deepEqual(v, [
+            "the set-heartbeat command has no stdin: the heartbeat URL must arrive on stdin.",
+            "the set-heartbeat command must set logging to \"none\" (is \"stdoutAndStderr\").",
+        ]);
+    });
     it("passes other commands and other types", async () => {
         assert.deepEqual(await violations(p, args(RC, { create: "install install --part base", stdin: "dGFy" })), []);
         assert.deepEqual(await violations(p, args(SG, { create: "set-webhook" })), []);
