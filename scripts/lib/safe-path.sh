@@ -137,19 +137,31 @@ safe_replace() {
   fi
 }
 
+# Directories safe_root_dir found root's in this run: only root can change
+# that, so each is checked once.
+declare -A SAFE_ROOT_DIRS=()
+
 # Dies unless every existing directory on host path DIR is root's and no
 # symbolic link: hostguard's own files go only where only root can write.
 safe_root_dir() {
-  local dir="$1" cur="" comp uid gid mode type
-  local -a parts
+  local dir="$1" cur="" comp uid gid mode type k
+  local -a parts todo=() lines=()
   IFS=/ read -r -a parts <<<"${dir#/}"
   for comp in "${parts[@]}"; do
     [[ -n "${comp}" ]] || continue
     cur+="/${comp}"
-    read -r uid gid mode type <<<"$(safe_stat "${cur}")"
-    [[ -n "${uid:-}" ]] || return 0
+    [[ -v "SAFE_ROOT_DIRS[${cur}]" ]] || todo+=("${cur}")
+  done
+  ((${#todo[@]} > 0)) || return 0
+  # One stat for the whole path: a missing directory ends the output, and
+  # every one below it is missing too.
+  mapfile -t lines < <(stat -c '%u %g %a %F' -- "${todo[@]/#/${HG_ROOT}}" 2>/dev/null || true)
+  for ((k = 0; k < ${#lines[@]}; k++)); do
+    cur="${todo[k]}"
+    read -r uid gid mode type <<<"${lines[k]}"
     [[ "${type}" == directory ]] || hg_die "${cur} is not a directory (a ${type}): refused"
     ((uid == 0)) || hg_die "${cur} belongs to uid ${uid}, not root: refused"
     safe_dir_owner_only "${dir}" "${cur}" "${mode}"
+    SAFE_ROOT_DIRS[${cur}]=1
   done
 }

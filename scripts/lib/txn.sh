@@ -41,6 +41,8 @@ CHANGED=0
 WORK_DIR=""
 WORK_PARENT_MTIME=""
 MANIFEST_WRITTEN=0
+# Whether the undo journal holds the manifest as the part found it.
+MANIFEST_SAVED=0
 
 # ---- manifest ---------------------------------------------------------------
 
@@ -63,6 +65,11 @@ manifest_write() {
   local file tmp
   file="$(manifest_path "${MANIFEST_PART}")"
   tmp="${file%/*}/${SAFE_TMP_PREFIX}${file##*/}"
+  # The undo journal keeps the manifest as the part found it, once.
+  if ((TXN_ACTIVE && !MANIFEST_SAVED)); then
+    txn_save "${file}"
+    MANIFEST_SAVED=1
+  fi
   MANIFEST_WRITTEN=1
   if ((${#MANIFEST[@]} == 0)); then
     rm -f -- "${file}"
@@ -186,10 +193,11 @@ txn_open() {
     # Undone before the directories: the manifest did not exist.
     JOURNAL+=("f"$'\t'"${manifest}"$'\t')
     txn_open_work
+    MANIFEST_SAVED=1
     return 0
   fi
   txn_open_work
-  txn_save "${manifest}"
+  MANIFEST_SAVED=0
 }
 
 txn_open_work() {
@@ -377,12 +385,12 @@ install_file() {
   local content="$1" dest="$2" mode="$3" hash_mode="${4:-}" path="${HG_ROOT}$2"
   local want i kind hashes copy
   ensure_dir "${dest%/*}"
-  want=-
-  [[ "${hash_mode}" == - ]] || want="$(file_hash "${content}")"
   if [[ -f "${path}" && ! -L "${path}" ]] && cmp -s -- "${content}" "${path}" \
     && [[ "$(mode_owner "${path}")" == "$(wanted_mode_owner "${mode}")" ]]; then
     return 0
   fi
+  want=-
+  [[ "${hash_mode}" == - ]] || want="$(file_hash "${content}")"
   kind="file"
   i="$(manifest_find file "${dest}")"
   if ((i < 0)); then
