@@ -22,7 +22,7 @@ setup() {
   cp "${REPO}/scripts/hostguard-notify" "${lib}/"
   cp "${REPO}"/scripts/lib/*.sh "${lib}/lib/"
   fail2ban_sandbox_make "${BATS_TEST_TMPDIR}/f2b" "${lib}/hostguard-notify" \
-    BAN_MAXRETRY=10 BAN_FINDTIME=1m BAN_BANTIME=5 BAN_ACTION= "SLACK_CHANNEL=${CHANNEL}"
+    banMaxRetry=10 banFindTime=1m banBanTime=5 banAction= "slackChannel=${CHANNEL}"
   RECEIVER_WRAP=(ip netns exec "${F2B_NS}")
   receiver_start
   RECEIVER_WRAP=()
@@ -197,7 +197,7 @@ assert_ban_message() {
 
 @test "fail2ban: stop posts the stop message; a restart restores the ban without a second ban message" {
   local ip=203.0.113.8
-  fail2ban_sandbox_render BAN_BANTIME=10m
+  fail2ban_sandbox_render banBanTime=10m
   fail2ban_start
   receiver_wait_count 1 15
   fail2ban_client set "${JAIL}" banip "${ip}"
@@ -228,8 +228,8 @@ assert_ban_message() {
   grep -Eq '^action += %\(action_\)s$' "${jail}"
   grep -Eq "^ +slack-notify\\[slack_channel=\"${CHANNEL}\"\\]$" "${jail}"
   grep -Eq '^bantime += 5$' "${jail}"
-  # A set BAN_ACTION is kept (and then used: nftables in the namespace).
-  fail2ban_sandbox_render BAN_ACTION=nftables-multiport
+  # A set banAction is kept (and then used: nftables in the namespace).
+  fail2ban_sandbox_render banAction=nftables-multiport
   grep -Eq '^banaction += nftables-multiport$' "${jail}"
   fail2ban_start
   fail2ban_client set "${JAIL}" banip 198.51.100.9 >/dev/null
