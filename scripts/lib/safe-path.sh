@@ -33,7 +33,7 @@ safe_stat() {
 safe_dir_owner_only() {
   local label="$1" dir="$2" mode="$3"
   if (((8#${mode} & 8#022) != 0)); then
-    hg_die "${label}: ${dir} is writable by a group or by all users: refused (make it writable by its owner only)"
+    hg_die "${label:+${label}: }${dir} is writable by a group or by all users: refused (make it writable by its owner only)"
   fi
 }
 
@@ -126,14 +126,17 @@ safe_replace() {
   if ((SAFE_UID == 0)); then
     local tmp="${dir}/${SAFE_TMP_PREFIX}${base}"
     rm -f -- "${tmp}"
-    cat -- "${src}" >"${tmp}"
-    chown "${SAFE_FILE_OWNER}" -- "${tmp}"
-    chmod "${SAFE_FILE_MODE}" -- "${tmp}"
-    mv -fT -- "${tmp}" "${path}"
+    if ! { cat -- "${src}" >"${tmp}" && chown "${SAFE_FILE_OWNER}" -- "${tmp}" \
+      && chmod "${SAFE_FILE_MODE}" -- "${tmp}" && mv -fT -- "${tmp}" "${path}"; }; then
+      rm -f -- "${tmp}"
+      hg_die "${SAFE_REAL}: could not be written"
+    fi
   else
     # shellcheck disable=SC2016 # expanded by the user's shell, not here
-    safe_as_owner bash -c 'set -eu; umask 077; tmp="$1/$4$2"; rm -f -- "${tmp}"; cat >"${tmp}"; chmod "$3" -- "${tmp}"; mv -fT -- "${tmp}" "$1/$2"' \
-      _ "${dir}" "${base}" "${SAFE_FILE_MODE}" "${SAFE_TMP_PREFIX}" <"${src}"
+    safe_as_owner bash -c 'set -eu; umask 077; tmp="$1/$4$2"; trap "rm -f -- \"\${tmp}\"" EXIT
+      rm -f -- "${tmp}"; cat >"${tmp}"; chmod "$3" -- "${tmp}"; mv -fT -- "${tmp}" "$1/$2"' \
+      _ "${dir}" "${base}" "${SAFE_FILE_MODE}" "${SAFE_TMP_PREFIX}" <"${src}" \
+      || hg_die "${SAFE_REAL}: could not be written"
   fi
 }
 
@@ -161,7 +164,7 @@ safe_root_dir() {
     read -r uid gid mode type <<<"${lines[k]}"
     [[ "${type}" == directory ]] || hg_die "${cur} is not a directory (a ${type}): refused"
     ((uid == 0)) || hg_die "${cur} belongs to uid ${uid}, not root: refused"
-    safe_dir_owner_only "${dir}" "${cur}" "${mode}"
+    safe_dir_owner_only "" "${cur}" "${mode}"
     SAFE_ROOT_DIRS[${cur}]=1
   done
 }

@@ -71,6 +71,7 @@ manifest_write() {
     MANIFEST_SAVED=1
   fi
   MANIFEST_WRITTEN=1
+  ((!TXN_ACTIVE)) || JOURNAL+=("f"$'\t'"${tmp}"$'\t')
   if ((${#MANIFEST[@]} == 0)); then
     rm -f -- "${file}"
     return 0
@@ -312,6 +313,8 @@ write_atomic() {
   local src="$1" dest="$2" mode="$3" owner="$4" tmp
   txn_save "${dest}"
   tmp="${dest%/*}/${SAFE_TMP_PREFIX}${dest##*/}"
+  # A failed write (disk full) leaves no temp file: the undo removes it.
+  JOURNAL+=("f"$'\t'"${tmp}"$'\t')
   rm -f -- "${tmp}"
   cat -- "${src}" >"${tmp}"
   chown "${owner}" -- "${tmp}"
@@ -361,6 +364,7 @@ txn_copy_path() {
 txn_copy() {
   local from="${HG_ROOT}$1" to="${HG_ROOT}$2" tmp
   tmp="${to%/*}/${SAFE_TMP_PREFIX}${to##*/}"
+  JOURNAL+=("f"$'\t'"${tmp}"$'\t')
   rm -f -- "${tmp}"
   cp -a -- "${from}" "${tmp}"
   mv -fT -- "${tmp}" "${to}"
@@ -385,6 +389,7 @@ install_file() {
   local content="$1" dest="$2" mode="$3" hash_mode="${4:-}" path="${HG_ROOT}$2"
   local want i kind hashes copy
   ensure_dir "${dest%/*}"
+  [[ ! -d "${path}" || -L "${path}" ]] || hg_die "${dest} is a directory: refused"
   if [[ -f "${path}" && ! -L "${path}" ]] && cmp -s -- "${content}" "${path}" \
     && [[ "$(mode_owner "${path}")" == "$(wanted_mode_owner "${mode}")" ]]; then
     return 0
