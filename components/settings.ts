@@ -293,6 +293,12 @@ function sq(text: string): string {
 /** The HG_DEFAULTS / HG_PATTERNS / HG_RANGES block of scripts/lib/common.sh. */
 export function renderHostBlock(): string {
     const host = HOST_SETTINGS;
+    // hg_setting_ok checks ranges of plain decimals only; a duration the host
+    // reads would need its own conversion there (and its contract cases).
+    const duration = host.find((r) => r.type === "duration");
+    if (duration) {
+        throw new Error(`${duration.key}: the host parser has no duration type; teach hg_setting_ok durations first`);
+    }
     const lines = [
         HOST_BLOCK_BEGIN,
         "# Defaults of every setting; hg_load_settings refuses keys not listed here.",
