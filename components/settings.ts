@@ -350,6 +350,9 @@ function sq(text: string): string {
 
 /** The HG_DEFAULTS / HG_PATTERNS / HG_RANGES block of scripts/lib/common.sh. */
 export function renderHostBlock(): string {
+    // hg_setting_ok checks a duration's range in seconds (hg_duration_seconds),
+    // so a host-read duration row (alertRepeatInterval) has the same rules on
+    // both sides; the settings contract test generates its values too.
     const host = [...HOST_SETTINGS, ...PER_HOST_SETTINGS];
     const lines = [
         HOST_BLOCK_BEGIN,

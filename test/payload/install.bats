@@ -276,6 +276,41 @@ EOF
   hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
 }
 
+@test "a failure in the middle of a part (disk full) rolls that part back" {
+  # The jail (the part's third file) goes to a full filesystem: a tmpfs of
+  # the test's own, in a private mount namespace, filled to the last block.
+  # The filter and the action are placed first; the jail's write fails; the
+  # part is undone.
+  mkdir -p "${ROOT}/etc/fail2ban/jail.d"
+  export -f hg_listing
+  run timeout 60 unshare --mount --propagation private bash -euo pipefail -c '
+    root="$1" payload="$2" settings="$3" out="$4"
+    mount -t tmpfs -o size=16k,mode=0755 tmpfs "${root}/etc/fail2ban/jail.d"
+    dd if=/dev/zero of="${root}/etc/fail2ban/jail.d/filler" bs=4k 2>/dev/null || true
+    hg_listing "${root}" >"${out}/before"
+    status=0
+    "${payload}/install" install --part bantool --root "${root}" --settings "${settings}" || status=$?
+    hg_listing "${root}" >"${out}/after"
+    exit "${status}"' _ "${ROOT}" "${PAYLOAD}" "${SETTINGS}" "${BATS_TEST_TMPDIR}"
+  echo "${output}"
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "installed /etc/fail2ban/action.d/slack-notify.conf"
+  hg_assert_contains "${output}" "No space left on device"
+  hg_assert_contains "${output}" "rolled back"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
+@test "a directory at a destination stops the part before anything is written" {
+  mkdir -p "${ROOT}/etc/fail2ban/jail.d/hostguard-nginx-bad-request.local"
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
+  run hg_install install --settings "${SETTINGS}"
+  echo "${output}"
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "/etc/fail2ban/jail.d/hostguard-nginx-bad-request.local is a directory: refused"
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
 @test "install places exactly the files of the file table, rendered ones as the renderer wrote them" {
   hg_install install --settings "${SETTINGS}"
   local src dest count=0
