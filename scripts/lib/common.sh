@@ -171,7 +171,15 @@ hg_json_tables
 # control character escaped. Linear in the text's length: only whole-string
 # substitutions, in the C locale (byte-wise).
 hg_json_string() {
-  local text="$1" i
+  local quoted
+  hg_json_quote quoted "$1"
+  printf '%s' "${quoted}"
+}
+
+# VAR <- TEXT as a JSON string literal (hg_json_string without a subshell).
+hg_json_quote() {
+  local -n _quoted="$1"
+  local text="$2" i
   hg_utf8_repair text "${text}"
   if ((${#text} > HG_TEXT_MAX)); then
     hg_text_cut text "${text}"
@@ -189,5 +197,5 @@ hg_json_string() {
       text="${text//"${HG_JSON_CONTROLS[i]}"/${HG_JSON_ESCAPES[i]}}"
     done
   fi
-  printf '"%s"' "${text}"
+  _quoted="\"${text}\""
 }

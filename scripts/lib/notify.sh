@@ -86,12 +86,22 @@ hg_notify_write_state() {
 
 # The JSON body of one message; CHANNEL (without #) only for start/stop.
 hg_notify_json() {
-  local text="$1" channel="${2:-}" json
-  json="{\"text\":$(hg_json_string "${text}")"
+  local json
+  hg_notify_json_to json "$@"
+  printf '%s' "${json}"
+}
+
+# VAR <- the JSON body of one message (hg_notify_json without a subshell).
+hg_notify_json_to() {
+  local -n _json="$1"
+  local text="$2" channel="${3:-}" quoted
+  hg_json_quote quoted "${text}"
+  _json="{\"text\":${quoted}"
   if [[ -n "${channel}" ]]; then
-    json+=",\"channel\":$(hg_json_string "#${channel}")"
+    hg_json_quote quoted "#${channel}"
+    _json+=",\"channel\":${quoted}"
   fi
-  printf '%s}' "${json}"
+  _json+="}"
 }
 
 # Spools one message; sets HG_NOTIFY_LAST to its file. Names sort by time
@@ -101,7 +111,7 @@ hg_notify_json() {
 # is never dropped for want of a spool file. Returns 0 either way.
 hg_notify_enqueue() {
   local text="$1" channel="${2:-}" json us name tmp
-  json="$(hg_notify_json "${text}" "${channel}")"
+  hg_notify_json_to json "${text}" "${channel}"
   HG_NOTIFY_LAST=""
   HG_NOTIFY_DIRECT_RC=""
   us="${EPOCHREALTIME//[!0-9]/}"
@@ -459,9 +469,17 @@ hg_notify_deliver() {
     # read fails at end of file without a NUL: the normal case.
     [[ -e "${file}" ]] || return 0
   fi
-  if [[ "${payload}" != *$'\n' ]] || ! hg_notify_valid "${payload%$'\n'}"; then
-    [[ "${payload}" == *$'\n' ]] || HG_REASON="${HG_REASON:-truncated (no final newline)}"
-    [[ -n "${payload}" ]] || HG_REASON="empty file"
+  # Written whole (temp file, rename) and newline-terminated: anything else
+  # is a crash's leftover or not ours, and would block every later message.
+  if [[ -z "${payload}" ]]; then
+    hg_notify_bury "${file}" "empty file"
+    return 2
+  fi
+  if [[ "${payload}" != *$'\n' ]]; then
+    hg_notify_bury "${file}" "truncated (no final newline)"
+    return 2
+  fi
+  if ! hg_notify_valid "${payload%$'\n'}"; then
     hg_notify_bury "${file}" "${HG_REASON}"
     return 2
   fi

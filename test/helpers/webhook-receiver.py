@@ -33,10 +33,11 @@ it at run time by rewriting that file (write a temp file, then rename):
     hang [N]       reads the request and never answers (N s, default 600)
     reset          reads the request and resets the connection (RST) before
                    answering
-    chaos SEED     a bad day, seeded: each request at random answers 500,
-                   429 (Retry-After: 1), resets, or hangs 30 s (the client times
-                   out), and is accepted otherwise (one in three); a message
-                   whose text holds PERMANENT gets 400 invalid_payload
+    chaos SEED     a bad day, seeded: of the requests, at random, 10 % get
+                   500, 5 % 429 (Retry-After: 1), 5 % a reset, 2 % hang 30 s
+                   (the client times out, nothing recorded); the others are
+                   accepted; a message whose text holds PERMANENT gets 400
+                   invalid_payload
 "down" is simply not running the receiver.
 
 Usage: webhook-receiver.py --cert C --key K --messages FILE
@@ -205,18 +206,18 @@ def make_handler(state):
                     return
                 with state.lock:
                     roll = state.rng.random()
-                if roll < 0.25:
+                if roll < 0.10:
                     self.note(500, now)
                     self.answer(500, "internal_error")
                     return
-                if roll < 0.45:
+                if roll < 0.15:
                     self.note(429, now)
                     self.answer(429, "rate_limited", [("Retry-After", "1")])
                     return
-                if roll < 0.6:
+                if roll < 0.20:
                     self.reset(now)
                     return
-                if roll < 0.67:
+                if roll < 0.22:
                     self.note("hang", now)
                     time.sleep(30)
                     return
