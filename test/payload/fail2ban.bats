@@ -38,7 +38,7 @@ teardown() {
     echo "--- messages received:"
     [[ -z "${RECEIVER_MESSAGES:-}" ]] || receiver_payloads
     echo "--- fail2ban log (tail):"
-    tail -n 30 "${F2B_LOG}" 2>/dev/null
+    tail -n 30 "${F2B_LOG}" 2>/dev/null || true
   } >&2
 }
 
@@ -344,9 +344,9 @@ hostile = {
     "failures": "10 * ../*",
     "time": "1700000000 'x' \"y\" \\z",
 }
-assert action.ban(dict(hostile)), "actionban failed"
+action.ban(dict(hostile))
 plain = {"ip": "192.0.2.2 split", "failures": "10", "time": "1700000000"}
-assert action.ban(dict(plain)), "actionban failed"
+action.ban(dict(plain))
 action.start()
 got = [json.loads(l) for l in open(sys.argv[3])]
 want = [
