@@ -238,7 +238,11 @@ EOF
   hg_install install --part base --settings "${SETTINGS}"
   local input
   for input in 'url = "http://hooks.example.test/s3cr3t-plain"' 'http://hooks.example.test/s3cr3t-plain' \
-    'ftp://hooks.example.test/s3cr3t-plain' 'https://hooks.example.test/s3cr3t-pl"ain' ''; do
+    'ftp://hooks.example.test/s3cr3t-plain' 'https://hooks.example.test/s3cr3t-pl"ain' '' \
+    'https://hooks.example.test/s3cr3t-{a,b}' 'https://hooks.example.test/s3cr3t-[1-2]' \
+    'https://hooks.example.test/s3cr3t x' 'https://hooks.example.test/s3cr3t#frag' \
+    'https://hooks.example.test/s3cr3t|x' 'https://hooks.example.test/s3cr3t`x`' \
+    'https://hooks.example.test/s3cr3t-é' $'https://hooks.example.test/s3cr3t\x01'; do
     run hg_install set-webhook <<<"${input}"
     echo "${output}"
     [[ "${status}" -ne 0 ]]
