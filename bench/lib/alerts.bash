@@ -57,7 +57,7 @@ bench_count_rejected() {
   done
 }
 
-# One trial: ACTION (hostguard | reference), MODE of the receiver while the
+# One trial: ACTION (hostguard | reference | none), MODE of the receiver while the
 # bans happen (ok | hang), ATTACKERS; VAR <- microseconds until every rule
 # (empty when the cap passed first), VAR_N <- rules in place at the end.
 bench_ban100_trial() {
@@ -83,9 +83,13 @@ bench_ban100_trial() {
     cp "${BENCH_REPO}/bench/reference/slack-notify-curl.conf" "${F2B_CONF}/action.d/slack-notify.conf"
     printf '[Init]\nca = %s\ncurlrc = %s\n' "${RECEIVER_CA}" \
       "${root}/etc/hostguard/webhook.curlrc" >"${F2B_CONF}/action.d/slack-notify.local"
+  elif [[ "${action}" == none ]]; then
+    # The floor: fail2ban and the firewall alone, the chat action doing nothing.
+    printf '[Definition]\nactionstart =\nactionstop =\nactionban =\nactionunban =\n' \
+      >"${F2B_CONF}/action.d/slack-notify.local"
   fi
   fail2ban_start
-  [[ "${action}" == reference ]] || receiver_wait_count 1 15 \
+  [[ "${action}" != hostguard ]] || receiver_wait_count 1 15 \
     || bench_error "ban100 (${action}, ${mode}): no start message"
 
   local -a ips=()
@@ -146,7 +150,8 @@ bench_ban100() {
     bench_row "7 ban ${attackers}" "-" "-" "-" "-" "<= 5 s hung" "not measured: fail2ban is not installed"
     return 0
   fi
-  local hung hung_n healthy healthy_n ref ref_n refhung refhung_n
+  local hung hung_n healthy healthy_n ref ref_n refhung refhung_n floor floor_n
+  bench_ban100_trial floor floor_n "${work}" none ok "${attackers}"
   bench_ban100_trial hung hung_n "${work}" hostguard hang "${attackers}"
   bench_ban100_trial healthy healthy_n "${work}" hostguard ok "${attackers}"
   bench_ban100_trial ref ref_n "${work}" reference ok "${attackers}"
@@ -167,6 +172,12 @@ bench_ban100() {
     "$(bench_ban100_fmt "${hung}" "${hung_n}" "${attackers}")" \
     "$(bench_ban100_fmt "${healthy}" "${healthy_n}" "${attackers}") (hostguard, webhook healthy)" \
     "${ratio}" "<= 5 s and <= 1.5x healthy" "${met}"
+  ratio="-"
+  [[ -z "${hung}" || -z "${floor}" ]] || ratio="$(bench_ratio "${hung}" "${floor}")x the floor"
+  bench_row "7 ban ${attackers}" "the same, webhook hung: hostguard action vs the floor (fail2ban and the firewall alone, the chat action doing nothing)" \
+    "$(bench_ban100_fmt "${hung}" "${hung_n}" "${attackers}")" \
+    "$(bench_ban100_fmt "${floor}" "${floor_n}" "${attackers}") (floor)" \
+    "${ratio}" "-" "-"
   ratio="-"
   [[ -z "${healthy}" || -z "${ref}" ]] || ratio="$(bench_ratio "${healthy}" "${ref}")"
   bench_row "7 ban ${attackers}" "the same, webhook healthy: hostguard vs the reference synchronous curl action" \
