@@ -135,14 +135,15 @@ hg_notify_enqueue() {
 # One post of JSON without the spool (a full disk); 0 delivered, else the
 # flush's codes. Logs what became of it.
 hg_notify_direct() {
-  local json="$1" max_time="${HG_NOTIFY_DIRECT_MAX_TIME:-${HG_NOTIFY_MAX_TIME}}"
+  local json="$1" max_time="${HG_NOTIFY_DIRECT_MAX_TIME:-${HG_NOTIFY_MAX_TIME}}" stamp
   hg_notify_check_webhook || return "${HG_EX_CONFIG}"
   hg_notify_post "${json}" "${max_time}"
   hg_notify_classify "${json}"
   case "${HG_CLASS}" in
     delivered)
       hg_log INFO "delivered an alert directly (not spooled): ${HG_REASON}"
-      hg_notify_write_state "${HG_NOTIFY_STATE}-last-delivery" "$(printf '%(%s)T' -1) (direct, not spooled)" || true
+      printf -v stamp '%(%Y-%m-%d %H:%M:%S)T' -1
+      hg_notify_write_state "${HG_NOTIFY_STATE}-last-delivery" "${stamp} (direct, not spooled)" || true
       return 0
       ;;
     transient)
@@ -416,6 +417,22 @@ hg_notify_bury() {
   printf -v stamp '%(%Y-%m-%d %H:%M:%S)T' -1
   hg_notify_write_state "${HG_NOTIFY_DEAD_DIR}/${name}.reason" "${stamp} ${why}" || true
   hg_log WARN "dead letter ${name}: ${why}; kept in ${HG_NOTIFY_DEAD_DIR}, the next message goes on" >&2
+  hg_notify_trim_dead
+}
+
+# Keeps at most NOTIFY_SPOOL_MAX dead letters (the oldest go, logged).
+hg_notify_trim_dead() {
+  local LC_COLLATE=C over file
+  local -a dead=()
+  shopt -s nullglob
+  dead=("${HG_NOTIFY_DEAD_DIR}"/msg-*.json)
+  shopt -u nullglob
+  over=$((${#dead[@]} - HG_NOTIFY_SPOOL_MAX))
+  ((over > 0)) || return 0
+  for file in "${dead[@]:0:over}"; do
+    rm -f -- "${file}" "${file}.reason"
+  done
+  hg_log WARN "dead letters over NOTIFY_SPOOL_MAX=${HG_NOTIFY_SPOOL_MAX}: removed the ${over} oldest" >&2
 }
 
 hg_notify_note_error() {
@@ -628,12 +645,12 @@ hg_notify_proc_start() {
 # sent by it (it re-lists the spool after each message and once more after
 # releasing the lock), so a ban event need not start another.
 hg_notify_flush_running() {
-  local pid="" start="" now_start
+  local pid="" started="" now_start
   [[ -f "${HG_NOTIFY_STATE}-flush.pid" ]] || return 1
-  read -r pid start <"${HG_NOTIFY_STATE}-flush.pid" 2>/dev/null || return 1
-  [[ "${pid}" =~ ^[0-9]+$ && -n "${start}" ]] || return 1
+  read -r pid started <"${HG_NOTIFY_STATE}-flush.pid" 2>/dev/null || return 1
+  [[ "${pid}" =~ ^[0-9]+$ && -n "${started}" ]] || return 1
   hg_notify_proc_start now_start "${pid}" || return 1
-  [[ "${now_start}" == "${start}" ]]
+  [[ "${now_start}" == "${started}" ]]
 }
 
 # Delivers the spool oldest first under a lock, within NOTIFY_BUDGET seconds.
@@ -642,19 +659,22 @@ hg_notify_flush_running() {
 # everything. After releasing the lock the spool is listed once more: a
 # message spooled by a run that found the lock taken is never stranded.
 hg_notify_flush() {
-  local start deadline fd rc=0 my_start
+  local began deadline fd rc=0 my_start
   local -a lock_opts=(--wait "${HG_NOTIFY_LOCK_WAIT}")
   hg_notify_pending
   ((${#HG_NOTIFY_PENDING[@]} > 0)) || return 0
   hg_notify_check_webhook || return "${HG_EX_CONFIG}"
-  hg_mono_ms start
-  deadline=$((start + HG_NOTIFY_BUDGET * 1000))
+  hg_mono_ms began
+  deadline=$((began + HG_NOTIFY_BUDGET * 1000))
   ((HG_NOTIFY_NOWAIT == 0)) || lock_opts=(--nonblock)
   HG_NOTIFY_PROBE=0
+  local again=0
   while :; do
     exec {fd}>>"${HG_SPOOL_DIR}/.lock"
     if ! flock "${lock_opts[@]}" "${fd}"; then
       exec {fd}>&-
+      # After a pass of our own, the run that took the lock over sends the rest.
+      ((again == 0)) || return 0
       hg_notify_pending
       hg_log WARN "another delivery run holds the spool lock; ${#HG_NOTIFY_PENDING[@]} message(s) left to it or the next run" >&2
       return "${HG_EX_TEMPFAIL}"
@@ -670,6 +690,7 @@ hg_notify_flush() {
     # Spooled after the last listing by a run that found the lock taken:
     # deliver it now, unless another run already took the lock over.
     lock_opts=(--nonblock)
+    again=1
   done
 }
 
