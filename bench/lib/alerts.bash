@@ -237,7 +237,7 @@ import collections, glob, json, os, sys
 texts = [json.loads(l)["payload"]["text"] for l in open(sys.argv[1], encoding="utf-8")]
 spool, count = sys.argv[2], int(sys.argv[3])
 dead = {}
-for path in glob.glob(os.path.join(spool, "dead", "msg-*.json")):
+for path in glob.glob(os.path.join(spool, "dead-msg-*.json")):
     text = json.loads(open(path, encoding="utf-8").read())["text"]
     reason = open(path + ".reason", encoding="utf-8").read().strip() if os.path.exists(path + ".reason") else ""
     dead[text] = reason

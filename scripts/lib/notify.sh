@@ -6,7 +6,7 @@
 #
 # Spool dir (HG_SPOOL_DIR), all 0600/0700, root's:
 #   msg-<us>-<pid>-<seq>.json  one message each, oldest name first
-#   dead/<name> + .reason      messages the chat service refused for good
+#   dead-<name> + .reason      messages the chat service refused for good
 #   .lock                      held by the one run that delivers
 #   .last-post                 monotonic ms of the last post (pacing)
 #   .notify-webhook            "refused <id> <since> <next-probe> <interval> <why>"
@@ -17,7 +17,7 @@
 # connection errors, timeouts, 429, 408 and 5xx are transient (retried,
 # Retry-After honoured within the run's budget); the webhook's own refusals
 # (403 invalid_token, ...) keep every message and back off; any other 4xx
-# moves that one message to dead/ and the next goes on.
+# moves that one message to the dead letters and the next goes on.
 #
 # Exit codes of hg_notify_flush: 0 spool empty, 75 something left (transient
 # failure, budget spent, or another run delivers), 77 left because the
@@ -47,7 +47,8 @@ readonly HG_NOTIFY_WEBHOOK_REFUSALS=" 403:invalid_token 403:action_prohibited 40
 HG_NOTIFY_LAST=""
 HG_NOTIFY_SEQ=0
 HG_NOTIFY_STATE="${HG_SPOOL_DIR}/.notify"
-HG_NOTIFY_DEAD_DIR="${HG_SPOOL_DIR}/dead"
+# Dead letters sit beside the spool (dead-msg-*.json), out of its glob.
+HG_NOTIFY_DEAD="${HG_SPOOL_DIR}/dead-"
 # Set by hg_notify_enqueue when the spool could not be written: the outcome of
 # the direct delivery it tried instead (0 delivered, else not).
 HG_NOTIFY_DIRECT_RC=""
@@ -407,16 +408,15 @@ hg_notify_valid() {
 # Moves FILE to the dead letters with WHY (one line beside it).
 hg_notify_bury() {
   local file="$1" why="$2" name="${1##*/}" stamp
-  [[ -d "${HG_NOTIFY_DEAD_DIR}" ]] || (umask 077 && mkdir -p -- "${HG_NOTIFY_DEAD_DIR}") || true
-  if ! mv -f -- "${file}" "${HG_NOTIFY_DEAD_DIR}/${name}" 2>/dev/null; then
+  if ! mv -f -- "${file}" "${HG_NOTIFY_DEAD}${name}" 2>/dev/null; then
     # Never sent again, whatever: a message that blocks all others is worse.
     rm -f -- "${file}"
-    hg_log ERROR "dropped ${name}: ${why}; could not keep it in dead/" >&2
+    hg_log ERROR "dropped ${name}: ${why}; could not keep it as a dead letter" >&2
     return 0
   fi
   printf -v stamp '%(%Y-%m-%d %H:%M:%S)T' -1
-  hg_notify_write_state "${HG_NOTIFY_DEAD_DIR}/${name}.reason" "${stamp} ${why}" || true
-  hg_log WARN "dead letter ${name}: ${why}; kept in ${HG_NOTIFY_DEAD_DIR}, the next message goes on" >&2
+  hg_notify_write_state "${HG_NOTIFY_DEAD}${name}.reason" "${stamp} ${why}" || true
+  hg_log WARN "dead letter ${name}: ${why}; kept as ${HG_NOTIFY_DEAD}${name}, the next message goes on" >&2
   hg_notify_trim_dead
 }
 
@@ -425,7 +425,7 @@ hg_notify_trim_dead() {
   local LC_COLLATE=C over file
   local -a dead=()
   shopt -s nullglob
-  dead=("${HG_NOTIFY_DEAD_DIR}"/msg-*.json)
+  dead=("${HG_NOTIFY_DEAD}"msg-*.json)
   shopt -u nullglob
   over=$((${#dead[@]} - HG_NOTIFY_SPOOL_MAX))
   ((over > 0)) || return 0
@@ -655,7 +655,7 @@ hg_notify_flush_running() {
 
 # Delivers the spool oldest first under a lock, within NOTIFY_BUDGET seconds.
 # A transient failure stops the run (order kept for the next one); a message
-# refused for good goes to dead/ and the next goes on; a refused webhook keeps
+# refused for good goes to the dead letters and the next goes on; a refused webhook keeps
 # everything. After releasing the lock the spool is listed once more: a
 # message spooled by a run that found the lock taken is never stranded.
 hg_notify_flush() {

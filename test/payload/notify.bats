@@ -34,7 +34,7 @@ enqueue() {
 dead_count() {
   local -a files
   shopt -s nullglob
-  files=("${HOSTGUARD_ROOT}"/var/spool/hostguard/dead/msg-*.json)
+  files=("${HOSTGUARD_ROOT}"/var/spool/hostguard/dead-msg-*.json)
   shopt -u nullglob
   echo "${#files[@]}"
 }
@@ -44,7 +44,7 @@ expect_dead() {
   n="$(dead_count)"
   [[ "${n}" -eq "$1" ]] || {
     echo "expected $1 dead letter(s), found ${n}"
-    ls -la "${HOSTGUARD_ROOT}/var/spool/hostguard/dead" 2>&1
+    ls -la "${HOSTGUARD_ROOT}/var/spool/hostguard" 2>&1
     return 1
   }
 }
@@ -52,7 +52,7 @@ expect_dead() {
 # The reasons of the dead letters, one per line, oldest first.
 dead_reasons() {
   local file
-  for file in "${HOSTGUARD_ROOT}"/var/spool/hostguard/dead/msg-*.json.reason; do
+  for file in "${HOSTGUARD_ROOT}"/var/spool/hostguard/dead-msg-*.json.reason; do
     [[ -e "${file}" ]] || continue
     cut -d' ' -f3- "${file}"
   done
@@ -589,7 +589,7 @@ print("curls", curls)
     enqueue "after${word}"
     notify flush
     expect_status 0
-    [[ "${output}" == *"WARN dead letter msg-"*": HTTP ${code} ${text}; kept in"* ]] || {
+    [[ "${output}" == *"WARN dead letter msg-"*": HTTP ${code} ${text}; kept as "*"/dead-msg-"* ]] || {
       echo "${output}"
       false
     }
