@@ -24,7 +24,7 @@ export interface HostSettings {
     host: string;
     port: number;
     user: string;
-    /** Expected SSH host key (`ssh-ed25519 AAAA...`); checked when given. */
+    /** Expected SSH host key (`ssh-ed25519 AAAA...`); required unless insecureAcceptAnyHostKey. */
     hostKey?: string;
     /** Fixed cron minute offset 0-9; when absent a random one is drawn once and kept in state. */
     cronMinute?: number;
@@ -59,6 +59,8 @@ export interface HostguardConfig {
     bastion?: BastionSettings;
     /** false leaves every AWS resource out (local or non-AWS hosts, end-to-end tests). */
     aws: boolean;
+    /** The opt-out: SSH without a host key accepts any server (warned about on every run). */
+    insecureAcceptAnyHostKey: boolean;
     vpcId?: string;
     securityGroupId?: string;
     securityGroupName?: string;
@@ -92,6 +94,16 @@ export const DEFAULT_SETTINGS: PayloadSettings = {
 };
 
 export const DEFAULT_SSH_USER = "admin";
+/**
+ * Without a host key @pulumi/command accepts any server (InsecureIgnoreHostKey), so
+ * anyone on the network path could pose as it and receive the webhook and every script.
+ * A host key is therefore required, unless this loudly named key is set to true.
+ */
+export const INSECURE_HOST_KEY_OPT_OUT = "insecureAcceptAnyHostKey";
+const HOST_KEY_HOWTO = "get it over a trusted path with `ssh-keyscan -t ed25519 HOST` (run from inside the server's network), " +
+    "or check it against the fingerprints the instance prints at first boot in its EC2 console output " +
+    "(`aws ec2 get-console-output --instance-id i-...`), and set it as `ssh-ed25519 AAAA...`. To deploy without checking " +
+    `the server (anyone on the network path could pose as it), set ${NAMESPACE}:${INSECURE_HOST_KEY_OPT_OUT} true`;
 export const DEFAULT_PRIVATE_CIDRS = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"];
 export const DEFAULT_SECURITY_GROUP_DESCRIPTION = "hostguard: HTTPS public, 8080 private, SSH for deployment";
 
@@ -108,6 +120,7 @@ export const KNOWN_KEYS: readonly string[] = [
     "securityGroupDescription",
     "privateCidrs",
     "adminCidrs",
+    INSECURE_HOST_KEY_OPT_OUT,
     ...SECRET_KEYS,
 ];
 
@@ -166,6 +179,13 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
     const sshUser = word(raw, "sshUser", DEFAULT_SSH_USER, /^[a-z_][a-z0-9_-]{0,31}$/);
     const hosts = hostList(raw, sshUser);
     const bastion = bastionSettings(raw, sshUser);
+    const insecureAcceptAnyHostKey = bool(raw, INSECURE_HOST_KEY_OPT_OUT, false);
+    if (!insecureAcceptAnyHostKey) {
+        const missing = uncheckedHostKeys({ hosts, bastion })[0];
+        if (missing) {
+            throw new ConfigError(missing.key, `is required: ${HOST_KEY_HOWTO}`);
+        }
+    }
     const useAws = bool(raw, "aws", true);
     if (!useAws) {
         // Refused rather than ignored: without AWS nothing would attach a group, and a
@@ -209,7 +229,7 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
     const hasBastionPrivateKey = secretPresent(raw, "bastionPrivateKey", false, (v) => /-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(v), "must be a PEM or OpenSSH private key");
 
     return {
-        settings, hosts, bastion, aws: useAws, vpcId, securityGroupId, securityGroupName, securityGroupDescription,
+        settings, hosts, bastion, aws: useAws, insecureAcceptAnyHostKey, vpcId, securityGroupId, securityGroupName, securityGroupDescription,
         privateCidrs, adminCidrs, hasWebhookUrl, hasSshPrivateKey, hasBastionPrivateKey,
     };
 }
@@ -254,13 +274,13 @@ function secretPresent(raw: RawConfig, key: string, required: boolean, ok: (v: s
 function hostList(raw: RawConfig, sshUser: string): HostSettings[] {
     const list = structured(raw, "hosts", undefined);
     if (!Array.isArray(list) || list.length === 0) {
-        throw new ConfigError("hosts", "must list at least one host ({name, host, port?, user?, hostKey?, cronMinute?, instanceId?})");
+        throw new ConfigError("hosts", "must list at least one host ({name, host, port?, user?, hostKey, cronMinute?, instanceId?})");
     }
     const seen = new Set<string>();
     return list.map((h, i) => {
         const key = `hosts[${i}]`;
         if (typeof h !== "object" || h === null || Array.isArray(h)) {
-            throw new ConfigError(key, "must be an object {name, host, port?, user?, hostKey?, cronMinute?, instanceId?}");
+            throw new ConfigError(key, "must be an object {name, host, port?, user?, hostKey, cronMinute?, instanceId?}");
         }
         const o = h as Record<string, unknown>;
         for (const k of Object.keys(o)) {
@@ -294,7 +314,7 @@ function bastionSettings(raw: RawConfig, sshUser: string): BastionSettings | und
         return undefined;
     }
     if (typeof b !== "object" || b === null || Array.isArray(b)) {
-        throw new ConfigError("bastion", "must be an object {host, port?, user?, hostKey?, securityGroupId?}");
+        throw new ConfigError("bastion", "must be an object {host, port?, user?, hostKey, securityGroupId?}");
     }
     const o = b as Record<string, unknown>;
     for (const k of Object.keys(o)) {
@@ -310,6 +330,15 @@ function bastionSettings(raw: RawConfig, sshUser: string): BastionSettings | und
         securityGroupId: o.securityGroupId === undefined ? undefined
             : matches("bastion.securityGroupId", o.securityGroupId, /^sg-[0-9a-f]{8,17}$/, "must be a security group id (sg-...)"),
     };
+}
+
+/** The SSH connections that would accept any server: `hosts[i].hostKey` or `bastion.hostKey` (and what they point at). */
+export function uncheckedHostKeys(c: Pick<HostguardConfig, "hosts" | "bastion">): Array<{ key: string; target: string }> {
+    const out = c.hosts.flatMap((h, i) => (h.hostKey ? [] : [{ key: `hosts[${i}].hostKey`, target: `${h.name} (${h.host})` }]));
+    if (c.bastion && !c.bastion.hostKey) {
+        out.push({ key: "bastion.hostKey", target: `the bastion (${c.bastion.host})` });
+    }
+    return out;
 }
 
 function hostKey(key: string, v: unknown): string {

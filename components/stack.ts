@@ -2,7 +2,7 @@
 // (unless hostguard:aws is false) and one HostDeployment per host. index.ts and
 // the mock tests both call buildStack, so the tests exercise the real wiring.
 import * as pulumi from "@pulumi/pulumi";
-import { HostguardConfig, NAMESPACE, RawConfig, validateConfig } from "./config";
+import { HostguardConfig, INSECURE_HOST_KEY_OPT_OUT, NAMESPACE, RawConfig, uncheckedHostKeys } from "./config";
 import { HostDeployment } from "./hostDeployment";
 import { IngressRule, SecurityGroup } from "./securityGroup";
 import { PayloadFile } from "./render";
@@ -30,7 +30,24 @@ export interface StackOutputs {
     hosts: Record<string, HostOutputs>;
 }
 
+/** The opt-out's warning, on every preview and up while it is set; empty when it is not. */
+export function hostKeyWarning(config: Pick<HostguardConfig, "insecureAcceptAnyHostKey" | "hosts" | "bastion">): string {
+    if (!config.insecureAcceptAnyHostKey) {
+        return "";
+    }
+    const unchecked = uncheckedHostKeys(config);
+    const which = unchecked.length === 0 ? "no connection at the moment (every host key is set; remove the key)"
+        : unchecked.map((u) => `${NAMESPACE}:${u.key} of ${u.target}`).join(", ");
+    return `INSECURE: ${NAMESPACE}:${INSECURE_HOST_KEY_OPT_OUT} is true. SSH accepts ANY server key for ${which}: ` +
+        "anyone on the network path can pose as the server and receive the webhook URL and every script. " +
+        `Set the host keys (\`ssh-keyscan -t ed25519 HOST\` over a trusted path) and remove ${NAMESPACE}:${INSECURE_HOST_KEY_OPT_OUT}.`;
+}
+
 export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): StackOutputs {
+    const warning = hostKeyWarning(config);
+    if (warning) {
+        pulumi.log.warn(warning);
+    }
     const cfg = new pulumi.Config(NAMESPACE);
     const webhookUrl = cfg.requireSecret("webhookUrl");
     const privateKey = cfg.requireSecret("sshPrivateKey");

@@ -7,7 +7,8 @@ const WORLD = new Set(["0.0.0.0/0", "::/0"]);
 const SG = "aws:ec2/securityGroup:SecurityGroup";
 const SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule";
 const VPC_INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule";
-const COMMANDS = new Set(["command:remote:Command", "command:local:Command"]);
+const REMOTE_COMMAND = "command:remote:Command";
+const COMMANDS = new Set([REMOTE_COMMAND, "command:local:Command"]);
 
 /** One inbound rule, whatever resource type it came from. */
 interface Inbound {
@@ -115,6 +116,37 @@ export function webhookInputsSecret(level: EnforcementLevel = "mandatory"): Reso
                 if (!secretOutputs.includes(k)) {
                     report(`the set-webhook command must list "${k}" in additionalSecretOutputs.`);
                 }
+            }
+        },
+    };
+}
+
+const hasHostKey = (c: any): boolean => typeof c?.hostKey === "string" && c.hostKey.trim() !== "";
+
+/**
+ * Without a host key @pulumi/command accepts any server (InsecureIgnoreHostKey): whoever
+ * sits on the network path receives the commands and their stdin (scripts, the webhook).
+ * Every remote command's connection, and its proxy (bastion) when there is one, names the key.
+ */
+export function remoteCommandHostKey(level: EnforcementLevel = "mandatory"): ResourceValidationPolicy {
+    return {
+        name: "remote-command-host-key",
+        description: "Every remote command checks the server's SSH host key (connection.hostKey, and proxy.hostKey through a bastion).",
+        enforcementLevel: level,
+        validateResource: (args, report) => {
+            if (args.type !== REMOTE_COMMAND) {
+                return;
+            }
+            const c = args.props?.connection;
+            if (c === undefined || c === null) {
+                report("the remote command has no connection, so no host key: set connection.hostKey.");
+                return;
+            }
+            if (!hasHostKey(c)) {
+                report(`connection to ${String(c.host ?? "?")} has no hostKey: any server is accepted; set hostguard:hosts[i].hostKey (ssh-keyscan over a trusted path).`);
+            }
+            if (c.proxy !== undefined && c.proxy !== null && !hasHostKey(c.proxy)) {
+                report(`proxy ${String(c.proxy.host ?? "?")} has no hostKey: any bastion is accepted; set hostguard:bastion.hostKey.`);
             }
         },
     };

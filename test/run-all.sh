@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# The README's test command (`npm test`): lint, payload tests against the real
-# programs, then the Pulumi program's unit tests. Needs root for the sandboxes.
+# The README's test command (`npm test`, also what .ci/run runs): first
+# installs what is missing (tools/setup.bash: Debian packages, the npm
+# packages with Node 22, actionlint; nothing when all is there), then lint,
+# the payload and tools tests against the real programs, the Pulumi
+# program's unit tests and the policy pack's. Needs root for the sandboxes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# shellcheck source=../tools/setup.bash
+source tools/setup.bash
+hg_setup_for_tests
+PATH="$(hg_tool_path)"
+export PATH
 
 bash_files() {
   git ls-files -z --cached --others --exclude-standard -- scripts test bench tools .ci \
@@ -22,13 +31,11 @@ bash_files() {
 
 echo "== shellcheck"
 bash_files | grep -zv '\.bats$' | xargs -0 shellcheck --external-sources --source-path=SCRIPTDIR
-echo "== bats (payload, against the real programs)"
-bats --recursive --timing test/payload
+echo "== bats (payload and tools, against the real programs)"
+bats --recursive --timing test/payload test/tools
 if compgen -G 'test/unit/*.test.ts' >/dev/null; then
   echo "== unit tests (Pulumi mocks)"
   node --import tsx --test test/unit/*.test.ts
 fi
-if [[ -d policy && -d policy/node_modules ]]; then
-  echo "== policy pack tests"
-  (cd policy && node --import tsx --test tests/*.test.ts)
-fi
+echo "== policy pack tests"
+(cd policy && node --import tsx --test tests/*.test.ts)

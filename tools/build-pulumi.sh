@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
-# Builds the Pulumi engine for machines with no internet, from the Go module
-# proxy only: the CLI (pkg/v3) and the Node.js language host (a package of the
-# sdk/v3 module up to v3.68.0). Binaries are cached by version outside the
-# repository, so a second run builds nothing. Provider plugins (command,
-# random) cannot be built from the registries: one is installed into the
-# cache's PULUMI_HOME only when its binary is supplied. Source
+# Makes the Pulumi engine ready for this repository. With a real `pulumi` CLI
+# on PATH (Pulumi's installer, a package) that CLI is used as it is. Otherwise
+# it builds, from the Go module proxy only, the CLI (pkg/v3) and the Node.js
+# language host (a package of the sdk/v3 module up to v3.68.0), cached by
+# version outside the repository, so a second run builds nothing. Then, for
+# either CLI, the provider plugins the program needs are installed the usual
+# way (`pulumi plugin install resource NAME VERSION`, versions read from
+# node_modules/@pulumi/NAME) or from a supplied binary. Source
 # tools/pulumi-env.sh afterwards to use the engine.
 #
 # Reads: HOSTGUARD_PULUMI_COMMAND_BIN, HOSTGUARD_PULUMI_RANDOM_BIN (provider
-#   binaries to install, optional), HOSTGUARD_PULUMI_CACHE (cache root, default
-#   ${XDG_CACHE_HOME:-$HOME/.cache}/hostguard/pulumi), GO (go binary, default
-#   `go` on PATH or /usr/local/go/bin/go), GOFLAGS/GOCACHE/GOMODCACHE as usual.
-# Prints one line per piece ("cached", "built", "installed" or "unavailable")
+#   binaries to install instead of downloading, optional), HOSTGUARD_PULUMI_CACHE
+#   (cache root, default ${XDG_CACHE_HOME:-$HOME/.cache}/hostguard/pulumi), GO
+#   (go binary, default `go` on PATH or /usr/local/go/bin/go),
+#   GOFLAGS/GOCACHE/GOMODCACHE as usual.
+# Prints one line per piece ("cached", "built", "installed" or "UNAVAILABLE")
 # and "engine ready: DIR". Fails only when building the CLI or language host
-# fails; a missing provider plugin is reported, not an error.
+# fails; a plugin that cannot be installed is reported, not an error (the demo
+# and the end-to-end tests then print NOT RUN naming it).
 set -euo pipefail
 umask 077
 
@@ -24,8 +28,6 @@ readonly SCRIPT_DIR
 . "${SCRIPT_DIR}/pulumi-env.sh"
 readonly PULUMI_VERSION="${HOSTGUARD_PULUMI_VERSION}"
 readonly LANGHOST_SDK_VERSION="${HOSTGUARD_LANGHOST_SDK_VERSION}"
-readonly COMMAND_VERSION="${HOSTGUARD_COMMAND_VERSION}"
-readonly RANDOM_VERSION="${HOSTGUARD_RANDOM_VERSION}"
 readonly CLIPBOARD_REPLACE="github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e"
 readonly TEXT_REPLACE="golang.org/x/text => golang.org/x/text v0.3.6"
 readonly VERSION_PKG="github.com/pulumi/pulumi/sdk/v3/go/common/version.Version"
@@ -34,7 +36,6 @@ readonly LANGHOST_PKG="github.com/pulumi/pulumi/sdk/v3/nodejs/cmd/pulumi-languag
 readonly CACHE_ROOT="${HOSTGUARD_PULUMI_CACHE}"
 readonly CLI_DIR="${HOSTGUARD_PULUMI_BIN}"
 readonly LANGHOST_DIR="${CACHE_ROOT}/langhost-sdk-v${LANGHOST_SDK_VERSION}"
-readonly PULUMI_HOME_DIR="${PULUMI_HOME}"
 
 WORK_DIR=""
 
@@ -84,18 +85,6 @@ wrapper_module() {
     "${module}" "${requires}" "${replace}" >"${dir}/go.mod"
   printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "${import}" >"${dir}/tools.go"
   (cd "${dir}" && GOFLAGS="${GOFLAGS:-} -mod=mod" "${GO_BIN}" mod tidy)
-}
-
-# A real pulumi of the right version on PATH (with its language host next to
-# it) makes building unnecessary; pulumi binaries elsewhere in the cache do
-# not count, they may come from older, different builds.
-system_pulumi_usable() {
-  local found version
-  found="$(command -v pulumi 2>/dev/null || true)"
-  [[ -n "${found}" && "${found}" != "${CACHE_ROOT}"/* ]] || return 1
-  [[ -x "$(dirname "${found}")/pulumi-language-nodejs" ]] || return 1
-  version="$(PULUMI_SKIP_UPDATE_CHECK=true "${found}" version 2>/dev/null || true)"
-  [[ "${version}" == "v${PULUMI_VERSION}" ]]
 }
 
 build_langhost() {
@@ -160,58 +149,40 @@ ensure() {
   log "${name}: built in $((SECONDS - start))s"
 }
 
-pulumi_cli() {
-  if [[ -x "${CLI_DIR}/pulumi" ]]; then
-    printf '%s\n' "${CLI_DIR}/pulumi"
-  else
-    command -v pulumi
-  fi
-}
-
-# provide_plugin NAME VERSION SUPPLIED_BINARY [WHY_UNAVAILABLE]: without a
-# reason the plugin is optional and its absence is only noted.
+# provide_plugin NAME VERSION: installs the plugin the usual way (or from
+# HOSTGUARD_PULUMI_<NAME>_BIN); when that fails, says how to supply it.
 provide_plugin() {
-  local name="$1" version="$2" binary="$3" why="${4:-}" cli
-  if hg_pulumi_plugin_installed "${name}" "${version}"; then
-    log "plugin ${name} ${version}: already installed in ${PULUMI_HOME_DIR}"
-    return 0
+  local name="$1" version="$2" where="${PULUMI_HOME:-${HOME}/.pulumi}"
+  if [[ -z "${version}" ]]; then
+    log "plugin ${name}: node_modules/@pulumi/${name} is not installed (run npm ci): nothing to install"
+  elif hg_pulumi_plugin_installed "${name}" "${version}"; then
+    log "plugin ${name} ${version}: already installed in ${where}"
+  elif hg_pulumi_install_plugin "${name}" "${version}"; then
+    log "plugin ${name} ${version}: installed in ${where}"
+  else
+    log "plugin ${name} ${version}: UNAVAILABLE here (\`pulumi plugin install resource ${name} ${version}\` failed); supply its binary: HOSTGUARD_PULUMI_${name^^}_BIN=/path/to/pulumi-resource-${name} tools/build-pulumi.sh"
   fi
-  if [[ -z "${binary}" && -z "${why}" ]]; then
-    log "plugin ${name} ${version}: not installed (optional)"
-    return 0
-  fi
-  if [[ -z "${binary}" ]]; then
-    log "plugin ${name} ${version}: UNAVAILABLE here (${why}); programs using @pulumi/${name} cannot be deployed"
-    return 0
-  fi
-  [[ -x "${binary}" ]] || die "plugin ${name}: ${binary} is not an executable file"
-  cli="$(pulumi_cli)"
-  PULUMI_HOME="${PULUMI_HOME_DIR}" PULUMI_SKIP_UPDATE_CHECK=true \
-    "${cli}" plugin install resource "${name}" "${version}" --file "${binary}" >&2
-  log "plugin ${name} ${version}: installed from ${binary}"
 }
 
 main() {
-  GO_BIN="$(find_go)"
-  readonly GO_BIN
-  mkdir -p "${CACHE_ROOT}" "${PULUMI_HOME_DIR}"
-  WORK_DIR="$(mktemp -d "${CACHE_ROOT}/.work.XXXXXX")"
-  trap cleanup EXIT
-
-  if system_pulumi_usable; then
-    log "cli: using $(command -v pulumi) (v${PULUMI_VERSION})"
+  if [[ "${HOSTGUARD_PULUMI_SOURCE}" == system ]]; then
+    log "cli: using $(command -v pulumi) as it is ($(pulumi version 2>/dev/null || echo 'version unknown'))"
   else
+    GO_BIN="$(find_go)"
+    readonly GO_BIN
+    mkdir -p "${CACHE_ROOT}" "${PULUMI_HOME}"
+    WORK_DIR="$(mktemp -d "${CACHE_ROOT}/.work.XXXXXX")"
+    trap cleanup EXIT
     ensure "language host (sdk v${LANGHOST_SDK_VERSION})" "${LANGHOST_DIR}" \
       pulumi-language-nodejs build_langhost
     ensure "cli v${PULUMI_VERSION}" "${CLI_DIR}" pulumi build_cli
   fi
-
-  provide_plugin command "${COMMAND_VERSION}" "${HOSTGUARD_PULUMI_COMMAND_BIN:-}" \
-    "the Go module proxy does not serve github.com/pulumi/pulumi-command/provider; set HOSTGUARD_PULUMI_COMMAND_BIN=/path/to/pulumi-resource-command v${COMMAND_VERSION} to install one"
-  # Random is optional (the smoke test uses it when present); the proxy does
-  # not serve github.com/pulumi/pulumi-random/provider either.
-  provide_plugin random "${RANDOM_VERSION}" "${HOSTGUARD_PULUMI_RANDOM_BIN:-}"
-  printf 'engine ready: %s\n' "${CACHE_ROOT}"
+  # The plugins the program deploys with; the proxy serves neither provider
+  # (github.com/pulumi/pulumi-command/provider, pulumi-random/provider), so
+  # they come from Pulumi's own download server or a supplied binary.
+  provide_plugin command "${HOSTGUARD_COMMAND_VERSION}"
+  provide_plugin random "${HOSTGUARD_RANDOM_VERSION}"
+  printf 'engine ready: %s\n' "$(dirname "$(command -v pulumi)")"
 }
 
 main "$@"

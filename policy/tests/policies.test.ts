@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ResourceValidationArgs, ResourceValidationPolicy } from "@pulumi/policy";
-import { noAllProtocolsInbound, noWorldInboundExceptHttps, webhookInputsSecret } from "../policies";
+import { noAllProtocolsInbound, noWorldInboundExceptHttps, remoteCommandHostKey, webhookInputsSecret } from "../policies";
 
 function args(type: string, props: Record<string, any>, additionalSecretOutputs: string[] = []): ResourceValidationArgs {
     return {
@@ -109,5 +109,35 @@ describe("webhook-inputs-secret", () => {
     it("passes other commands and other types", async () => {
         assert.deepEqual(await violations(p, args(RC, { create: "install install --part base", stdin: "dGFy" })), []);
         assert.deepEqual(await violations(p, args(SG, { create: "set-webhook" })), []);
+    });
+});
+
+describe("remote-command-host-key", () => {
+    const p = remoteCommandHostKey();
+    const RC = "command:remote:Command";
+    const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake";
+    const conn = { host: "10.0.1.10", port: 22, user: "admin", privateKey: "k", hostKey: key };
+    it("passes a connection with a host key, and with a bastion that has one", async () => {
+        assert.deepEqual(await violations(p, args(RC, { create: "true", connection: conn })), []);
+        assert.deepEqual(await violations(p, args(RC, { create: "true", connection: { ...conn, proxy: { host: "b", hostKey: key } } })), []);
+    });
+    it("flags a connection without a host key, or with an empty one", async () => {
+        for (const hostKey of [undefined, "", "  "]) {
+            assert.deepEqual(await violations(p, args(RC, { create: "true", connection: { ...conn, hostKey } })), [
+                "connection to 10.0.1.10 has no hostKey: any server is accepted; set hostguard:hosts[i].hostKey (ssh-keyscan over a trusted path).",
+            ]);
+        }
+    });
+    it("flags a bastion (proxy) without a host key", async () => {
+        assert.deepEqual(await violations(p, args(RC, { create: "true", connection: { ...conn, proxy: { host: "bastion.example.test" } } })), [
+            "proxy bastion.example.test has no hostKey: any bastion is accepted; set hostguard:bastion.hostKey.",
+        ]);
+    });
+    it("flags a remote command with the connection missing", async () => {
+        assert.deepEqual(await violations(p, args(RC, { create: "true" })), ["the remote command has no connection, so no host key: set connection.hostKey."]);
+    });
+    it("ignores local commands and other types", async () => {
+        assert.deepEqual(await violations(p, args("command:local:Command", { create: "true" })), []);
+        assert.deepEqual(await violations(p, args(SG, { connection: { host: "h" } })), []);
     });
 });

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The whole service without an AWS account (`npm run demo`, needs root on
-# Linux): one disposable test host (test/e2e/lib/hosts.sh) and a local HTTPS
+# Linux). It first installs what is missing (tools/setup.bash: Debian
+# packages, the npm packages with Node 22, the Pulumi engine and its command
+# plugin; nothing when all is there), then brings up one disposable test host (test/e2e/lib/hosts.sh) and a local HTTPS
 # webhook receiver standing in for the chat service; the real Pulumi engine
 # deploys the repository's program to the host (hostguard:aws false); then
 # one host alert (thresholds 0 and a monitor run) and one ban (a client with
 # 10 denied requests) and the chat messages as they arrive. Cleans up at exit.
-# Prints a loud NOT RUN banner and exits 0 when the engine cannot deploy.
+# Prints a loud NOT RUN banner and exits 0 when the engine cannot deploy,
+# naming what is missing (the command plugin when it cannot be downloaded).
 #
 # Reads: tools/pulumi-env.sh and the engine cache; HG_DEMO_WAIT (seconds to
 # wait for each message, default 60).
@@ -20,6 +23,8 @@ source "${HERE}/lib/hosts.sh"
 source "${HERE}/../payload/helpers/receiver.bash"
 # shellcheck source=lib/stack.sh
 source "${HERE}/lib/stack.sh"
+# shellcheck source=../../tools/setup.bash
+source "${HERE}/../../tools/setup.bash"
 
 readonly STACK=demo
 readonly WAIT_S="${HG_DEMO_WAIT:-60}"
@@ -84,6 +89,10 @@ main() {
     e2e_skip_banner "npm run demo" "root (the demo host needs network and mount namespaces)"
     exit 0
   fi
+  say "installing what is missing (nothing when all is there)"
+  hg_setup_for_demo
+  PATH="$(hg_tool_path)"
+  export PATH
   missing="$(e2e_engine_missing)"
   if [[ -n "${missing}" ]]; then
     e2e_skip_banner "npm run demo" "${missing}"

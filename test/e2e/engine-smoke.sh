@@ -184,20 +184,20 @@ engine_ready_or_skip() {
     return 1
   }
   version="$(pulumi version)"
-  if [[ "${version}" != "v${HOSTGUARD_PULUMI_VERSION}" ]]; then
+  if [[ "${HOSTGUARD_PULUMI_SOURCE}" == built && "${version}" != "v${HOSTGUARD_PULUMI_VERSION}" ]]; then
     printf 'not ok - %s is %s, expected v%s\n' "${cli}" "${version}" "${HOSTGUARD_PULUMI_VERSION}"
     return 1
   fi
-  if [[ ! -x "$(dirname "${cli}")/pulumi-language-nodejs" ]]; then
-    printf 'not ok - no pulumi-language-nodejs next to %s\n' "${cli}"
+  if ! hg_pulumi_language_host >/dev/null; then
+    printf 'not ok - no pulumi-language-nodejs next to %s or on PATH\n' "${cli}"
     return 1
   fi
   if hg_pulumi_can_deploy_command; then
     return 0
   fi
   printf '\n*** command plugin v%s is not installed in %s: the smoke program uses no plugin ***\n' \
-    "${HOSTGUARD_COMMAND_VERSION}" "${PULUMI_HOME}"
-  printf '*** (the Go module proxy does not serve github.com/pulumi/pulumi-command/provider;\n'
+    "${HOSTGUARD_COMMAND_VERSION}" "${PULUMI_HOME:-${HOME}/.pulumi}"
+  printf '*** (tools/build-pulumi.sh could not download it and none was supplied;\n'
   printf '***  supply a binary: HOSTGUARD_PULUMI_COMMAND_BIN=... tools/build-pulumi.sh) ***\n\n'
   if [[ "${HOSTGUARD_REQUIRE_ENGINE:-0}" == "1" ]]; then
     printf 'not ok - HOSTGUARD_REQUIRE_ENGINE=1 and the command plugin is missing\n'

@@ -110,6 +110,8 @@ EOF
 }
 
 @test "uninstall also removes what the scripts wrote while running (state, locks, spool)" {
+  # No alert of the monitor's own on a busy machine: the one message is ours.
+  printf 'CPU_THRESHOLD=100\nMEMORY_THRESHOLD=100\nDISK_THRESHOLD=100\n' >>"${SETTINGS}"
   hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
   hg_install install --settings "${SETTINGS}"
   # A real monitor run and a message that cannot be delivered (no webhook
@@ -177,6 +179,60 @@ EOF
   diff <(grep -F "${line}" "${BATS_TEST_TMPDIR}/before") <(grep -F "${line}" "${BATS_TEST_TMPDIR}/after")
   diff <(grep -F 'nginx-bad-request.local' "${BATS_TEST_TMPDIR}/before") \
     <(grep -F 'nginx-bad-request.local' "${BATS_TEST_TMPDIR}/after")
+}
+
+@test "a dangling symlink at a destination is kept and put back as the same link" {
+  mkdir -p "${ROOT}/etc/logrotate.d"
+  ln -s /nowhere/hostguard "${ROOT}/etc/logrotate.d/hostguard"
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
+  hg_install install --settings "${SETTINGS}"
+  [[ -f "${ROOT}/etc/logrotate.d/hostguard" && ! -L "${ROOT}/etc/logrotate.d/hostguard" ]]
+  hg_install uninstall
+  [[ "$(readlink "${ROOT}/etc/logrotate.d/hostguard")" == /nowhere/hostguard ]]
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
+@test "an admin's edit of an installed file: install keeps it as a copy and says so, uninstall leaves it in place" {
+  local cron="${ROOT}/etc/cron.d/hostguard" copy
+  hg_install install --settings "${SETTINGS}"
+  printf '# admin: paused for maintenance\n' >>"${cron}"
+  cp "${cron}" "${BATS_TEST_TMPDIR}/edited"
+  run hg_install install --settings "${SETTINGS}"
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  hg_assert_contains "${output}" "/etc/cron.d/hostguard was edited since install: your version is kept at /var/lib/hostguard/edited/"
+  copy="${output##*your version is kept at }"
+  copy="${copy%%$'\n'*}"
+  cmp "${BATS_TEST_TMPDIR}/edited" "${ROOT}${copy}"
+  hg_assert_mode_owner "${ROOT}${copy}" "644 root:root"
+  # The installed version is back, and a further install changes nothing.
+  run grep -c 'paused for maintenance' "${cron}"
+  [[ "${output}" == 0 ]]
+  run hg_install install --settings "${SETTINGS}"
+  hg_assert_not_contains "${output}" "edited"
+  # Edited again after install: uninstall leaves it (and the kept copy), says so.
+  printf '# admin: paused again\n' >>"${cron}"
+  cp "${cron}" "${BATS_TEST_TMPDIR}/edited-again"
+  run hg_install uninstall
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  hg_assert_contains "${output}" "/etc/cron.d/hostguard was edited since install: left in place"
+  hg_assert_contains "${output}" "stays at ${copy}"
+  cmp "${BATS_TEST_TMPDIR}/edited-again" "${cron}"
+  cmp "${BATS_TEST_TMPDIR}/edited" "${ROOT}${copy}"
+  [[ ! -e "${ROOT}/usr/local/lib/hostguard/host-monitor" ]]
+}
+
+@test "a user's own file that install backed up and the admin then edited stays, with the original kept" {
+  mkdir -p "${ROOT}/etc/fail2ban/filter.d"
+  printf '# the admin own filter override\n' >"${ROOT}/etc/fail2ban/filter.d/nginx-bad-request.local"
+  hg_install install --settings "${SETTINGS}"
+  printf '# tuned after install\n' >>"${ROOT}/etc/fail2ban/filter.d/nginx-bad-request.local"
+  run hg_install uninstall
+  echo "${output}"
+  hg_assert_contains "${output}" "/etc/fail2ban/filter.d/nginx-bad-request.local was edited since install: left in place; the original is kept at /var/lib/hostguard/backup/"
+  grep -q 'tuned after install' "${ROOT}/etc/fail2ban/filter.d/nginx-bad-request.local"
 }
 
 @test "a bad settings file fails naming the key and line, and changes nothing" {

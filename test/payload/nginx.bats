@@ -1,7 +1,11 @@
 #!/usr/bin/env bats
-# The nginx deny snippet in a real nginx (temporary prefix, loopback port):
-# every denied ending answers 403 text/html, other paths and the ACME path do
-# not, and the combined access log nginx writes is what the ban filter reads,
+# The nginx deny snippet in a real nginx (temporary prefix, loopback ports),
+# in four server blocks whose locations would skip a location-based rule (a
+# `^~` prefix, a regex location before the include, its own /.well-known/
+# location, HTTPS): every denied ending, with path parameters, trailing
+# slashes, encodings and dot segments, answers 403 text/html over a kept-alive
+# connection in each; the ACME and security.txt paths and ordinary paths do
+# not. The combined access log nginx writes is what the ban filter reads,
 # including nginx's escaping of crafted quotes.
 
 bats_require_minimum_version 1.5.0
@@ -12,8 +16,15 @@ setup_file() {
   export REPO
   export SNIPPET="${REPO}/scripts/nginx/hostguard-deny.conf"
   export FILTER="${REPO}/scripts/fail2ban/filter.d/nginx-bad-request.local"
-  nginx_sandbox_write "${BATS_FILE_TMPDIR}/nginx" "${SNIPPET}"
+  nginx_sandbox_write_sites "${BATS_FILE_TMPDIR}/nginx" "${SNIPPET}"
   export NGINX_DIR NGINX_PORT NGINX_ACCESS_LOG
+  # Arrays do not cross from setup_file to the tests: one "NAME=port" word each.
+  local name
+  SERVERS=""
+  for name in "${!NGINX_PORTS[@]}"; do
+    SERVERS+="${name}=${NGINX_PORTS[${name}]} "
+  done
+  export SERVERS
   nginx_sandbox_start
 }
 
@@ -27,9 +38,43 @@ setup() {
   BASE="http://127.0.0.1:${NGINX_PORT}"
 }
 
-# Prints "STATUS CONTENT-TYPE" of a GET of PATH (kept exactly as given).
+# Prints "STATUS CONTENT-TYPE" of a GET of PATH (kept exactly as given) from
+# server NAME (PLAIN by default).
 probe() {
-  curl -s -o /dev/null --max-time 5 --path-as-is -w '%{http_code} %{content_type}' "${BASE}$1"
+  local path="$1" name="${2:-PLAIN}"
+  curl -s -o /dev/null --max-time 5 --path-as-is -k -w '%{http_code} %{content_type}' "$(server_url "${name}")${path}"
+}
+
+server_url() {
+  local word
+  for word in ${SERVERS}; do
+    [[ "${word}" == "$1="* ]] || continue
+    if [[ "$1" == HTTPS ]]; then
+      printf 'https://localhost:%s' "${word#*=}"
+    else
+      printf 'http://127.0.0.1:%s' "${word#*=}"
+    fi
+    return 0
+  done
+  return 1
+}
+
+# Probes every PATH on every server; prints "SERVER PATH -> GOT" for each
+# answer whose status is not WANT (or, for 403, not text/html).
+expect_everywhere() {
+  local want="$1" server path got
+  shift
+  for server in PLAIN STATIC PHP HTTPS; do
+    for path in "$@"; do
+      got="$(probe "${path}" "${server}")"
+      if [[ "${want}" == 403 ]]; then
+        [[ "${got}" == "403 text/html" ]] && continue
+      else
+        [[ "${got%% *}" != 403 ]] && continue
+      fi
+      printf '%s %s -> %s\n' "${server}" "${path}" "${got}"
+    done
+  done
 }
 
 # Sends a raw HTTP/1.1 request (printf %b escapes) and prints the status line.
@@ -46,8 +91,7 @@ raw_request() {
   [[ "${output}" == *"test is successful"* ]]
 }
 
-@test "nginx: every denied ending answers 403 text/html, any case, with query strings" {
-  local path got failures=()
+@test "nginx: every denied ending answers 403 text/html in every server, any case, with query strings" {
   local -a paths=(
     /.env /app/.env /.ENV /x/.Env?debug=1
     /.config.env /srv/.CONFIG.env?a=b
@@ -57,47 +101,81 @@ raw_request() {
     /db.bak /db.BAK?v=2 /index.php.old /index.php.OLD
     /config.dist /Config.DIST?z /settings.dev /settings.Dev
     /config.local /app.LOCAL?q=1
-    /%2eenv /a/%2Egit/config //.git//config
+    /%2eenv /a/%2Egit/config //.git//config /.e%6Ev /a/b/../.env /a/./.git/config
   )
-  for path in "${paths[@]}"; do
-    got="$(probe "${path}")"
-    [[ "${got}" == "403 text/html" ]] || failures+=("${path} -> ${got}")
-  done
-  if ((${#failures[@]})); then
-    printf 'not denied as expected: %s\n' "${failures[@]}" >&2
-    return 1
-  fi
+  run expect_everywhere 403 "${paths[@]}"
+  [[ -z "${output}" ]] || { printf 'not denied as expected:\n%s\n' "${output}" >&2; false; }
 }
 
-@test "nginx: the 403 is nginx's Forbidden page over a kept-alive connection" {
-  run curl -s -i --max-time 5 "${BASE}/.env"
-  printf '%s\n' "${output}" >&2
-  [[ "${output}" == "HTTP/1.1 403 Forbidden"* ]]
-  [[ "${output}" == *$'\r\nContent-Type: text/html\r\n'* ]]
-  [[ "${output}" == *$'\r\nConnection: keep-alive\r\n'* ]]
+@test "nginx: path parameters and trailing slashes do not get around the rule (issue 9)" {
+  local -a paths=(
+    "/app/.env;x" "/.git;/config" "/app/.aws/credentials;" "/app/.aws;a=b/credentials"
+    "/app/.ENV;jsessionid=0123" "/x.bak;v=1" "/.git;x/HEAD" "/app/.env;" "/app/.env%3bx"
+    "/a/.git;x" "/repo/.git;/objects/ab" "/app/.env/" "/app/.git/" "/db.bak//" "/app/.env;x/"
+    "/app/.aws/credentials/" "/x.local/" "/x.OLD;/"
+  )
+  run expect_everywhere 403 "${paths[@]}"
+  [[ -z "${output}" ]] || { printf 'not denied as expected:\n%s\n' "${output}" >&2; false; }
 }
 
-@test "nginx: ordinary paths and /.well-known/ are not denied" {
-  local entry path want got failures=()
-  local -a cases=(
-    "/ 200" "/index.html 200" "/.well-known/acme-challenge/x 200"
-    "/.well-known/acme-challenge/missing 404" "/.well-known/security.txt 404"
-    "/.well-known/x.env 404"
-    "/missing 404" "/environment 404" "/a.envelope 404" "/a.gitx 404"
-    "/git 404" "/old 404" "/x.old/page 404" "/my.git.repo/file 404"
-    "/backup.bak.txt 404" "/localhost 404" "/development 404" "/?f=.env 200"
-    "/index.html?file=/.git/config 200"
+@test "nginx: ^~ prefix locations, earlier regex locations and /.well-known/ do not get around the rule (issue 9)" {
+  local -a paths=(
+    /static/.env /static/.git/config /static/x.bak "/static/.env;x" /static/a/.aws/credentials
+    /static/.env/ /static/../.env /.git/config.php "/.git;/a.php" /x.env.bak /a/.git/x.php
+    /.well-known/.env /.well-known/x.bak /.well-known/acme-challenge/.env
+    /.well-known/acme-challenge/x.git /.well-known/.git/config /.well-known/security.txt.bak
+    "/.well-known/acme-challenge/x;.env" /.well-known/acme-challenge/.git/HEAD
   )
-  for entry in "${cases[@]}"; do
-    path="${entry% *}"
-    want="${entry##* }"
-    got="$(probe "${path}")"
-    [[ "${got%% *}" == "${want}" ]] || failures+=("${path} -> ${got} (want ${want})")
+  run expect_everywhere 403 "${paths[@]}"
+  [[ -z "${output}" ]] || { printf 'not denied as expected:\n%s\n' "${output}" >&2; false; }
+  # The files the rule hides do exist and would be served without it.
+  [[ -f "${NGINX_DIR}/www/static/.env" ]]
+}
+
+@test "nginx: the 403 is nginx's Forbidden page over a kept-alive connection, in every server" {
+  local server url
+  for server in PLAIN STATIC PHP HTTPS; do
+    url="$(server_url "${server}")"
+    run curl -s -k -i --max-time 5 "${url}/static/.env"
+    printf '%s: %s\n' "${server}" "${output}" >&2
+    [[ "${output}" == "HTTP/1.1 403 Forbidden"* ]]
+    [[ "${output}" == *$'\r\nContent-Type: text/html\r\n'* ]]
+    [[ "${output}" == *$'\r\nConnection: keep-alive\r\n'* ]]
+    # Two requests, one connection: the second reuses the first's.
+    run curl -s -k --max-time 5 -o /dev/null -o /dev/null -w '%{http_code}:%{num_connects} ' \
+      "${url}/.env;x" "${url}/index.html"
+    [[ "${output}" == "403:1 200:0 " ]] || { echo "${server}: ${output}" >&2; false; }
   done
+}
+
+@test "nginx: ACME challenges, security.txt and ordinary paths are not denied, in any server" {
+  local -a served=(
+    / /index.html /.well-known/acme-challenge/x /.well-known/security.txt /static/app.js
+    "/?f=.env" "/index.html?file=/.git/config"
+  )
+  local server path got failures=()
+  for server in PLAIN STATIC PHP HTTPS; do
+    for path in "${served[@]}"; do
+      got="$(probe "${path}" "${server}")"
+      [[ "${got%% *}" == 200 ]] || failures+=("${server} ${path} -> ${got} (want 200)")
+    done
+  done
+  # The PHP site's own regex location still answers for ordinary .php paths.
+  got="$(probe /index.php PHP)"
+  [[ "${got%% *}" == 200 ]] || failures+=("PHP /index.php -> ${got} (want 200)")
   if ((${#failures[@]})); then
     printf 'wrong answer: %s\n' "${failures[@]}" >&2
     return 1
   fi
+  # Near misses: whatever the site answers (404 mostly), never the rule's 403.
+  local -a near=(
+    /.well-known/acme-challenge/missing /.well-known/acme-challenge/Ab-_9z /missing
+    /environment /a.envelope /a.gitx /.gitignore /.github/x.yml /git /old /x.old/page
+    /my.git.repo/file /x.git.bak.txt /backup.bak.txt /localhost /development "/a;b/c.txt"
+    /.envrc "/x.env;/y" /credentials /.aws/config
+  )
+  run expect_everywhere allowed "${near[@]}"
+  [[ -z "${output}" ]] || { printf 'denied by mistake:\n%s\n' "${output}" >&2; false; }
 }
 
 @test "nginx: the access log it writes is what the filter reads (403 and 400 lines count 127.0.0.1)" {

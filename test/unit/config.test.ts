@@ -6,11 +6,16 @@ import { ConfigError, DEFAULT_SETTINGS, validateConfig, type RawConfig } from ".
 
 const SENTINEL = "https://hooks.example.test/services/T000/B000/SENTINEL-not-a-real-hook";
 const KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAAfake\n-----END OPENSSH PRIVATE KEY-----\n";
+const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake";
+/** Host list JSON with every host's key set (the key is required). */
+function hostsJson(...hosts: Array<Record<string, unknown>>): string {
+    return JSON.stringify(hosts.map((h) => ({ hostKey: HOST_KEY, ...h })));
+}
 
 /** A good config as Pulumi hands it over: strings, JSON for lists and objects. */
 function good(overrides: RawConfig = {}): RawConfig {
     return {
-        hosts: JSON.stringify([{ name: "web1", host: "10.0.1.10" }]),
+        hosts: hostsJson({ name: "web1", host: "10.0.1.10" }),
         vpcId: "vpc-0123456789abcdef0",
         adminCidrs: JSON.stringify(["203.0.113.0/24"]),
         webhookUrl: SENTINEL,
@@ -43,7 +48,7 @@ describe("validateConfig", () => {
         assert.equal(c.settings.banMaxRetry, 10);
         assert.equal(c.settings.banFindTime, "1m");
         assert.equal(c.settings.banBanTime, "10m");
-        assert.deepEqual(c.hosts, [{ name: "web1", host: "10.0.1.10", port: 22, user: "admin", hostKey: undefined }]);
+        assert.deepEqual(c.hosts, [{ name: "web1", host: "10.0.1.10", port: 22, user: "admin", hostKey: HOST_KEY }]);
         assert.equal(c.aws, true);
         assert.deepEqual(c.privateCidrs, ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]);
         assert.equal(c.hasWebhookUrl, true);
@@ -97,8 +102,8 @@ describe("validateConfig", () => {
     it("rejects SSH open to the IPv6 world", () => { rejects(good({ adminCidrs: '["2001:db8::/32","::/0"]' }), "adminCidrs[1]"); });
     it("rejects an empty host list", () => { rejects(good({ hosts: "[]" }), "hosts"); });
     it("rejects a missing host list", () => { rejects(good({ hosts: undefined }), "hosts"); });
-    it("rejects a duplicate host name", () => { rejects(good({ hosts: '[{"name":"a","host":"h1"},{"name":"a","host":"h2"}]' }), "hosts[1].name"); });
-    it("rejects an unknown host field", () => { rejects(good({ hosts: '[{"name":"a","host":"h1","pasword":"x"}]' }), "hosts[0].pasword"); });
+    it("rejects a duplicate host name", () => { rejects(good({ hosts: hostsJson({ name: "a", host: "h1" }, { name: "a", host: "h2" }) }), "hosts[1].name"); });
+    it("rejects an unknown host field", () => { rejects(good({ hosts: hostsJson({ name: "a", host: "h1", pasword: "x" }) }), "hosts[0].pasword"); });
     it("rejects a malformed duration", () => { rejects(good({ banBanTime: "10 minutes" }), "banBanTime"); });
     it("rejects another malformed duration", () => { rejects(good({ banFindTime: "m1" }), "banFindTime"); });
     it("accepts fail2ban durations", () => {
@@ -112,38 +117,65 @@ describe("validateConfig", () => {
     it("requires a vpcId in AWS mode", () => { rejects(good({ vpcId: undefined }), "vpcId"); });
     it("requires an SSH source in AWS mode", () => { rejects(good({ adminCidrs: undefined }), "adminCidrs"); });
     it("accepts a bastion group as the SSH source", () => {
-        const c = validateConfig(good({ adminCidrs: undefined, bastion: '{"host":"bastion.example.test","securityGroupId":"sg-0123456789abcdef0"}' }));
+        const c = validateConfig(good({ adminCidrs: undefined, bastion: JSON.stringify({ host: "bastion.example.test", hostKey: HOST_KEY, securityGroupId: "sg-0123456789abcdef0" }) }));
         assert.equal(c.bastion?.securityGroupId, "sg-0123456789abcdef0");
         assert.equal(c.bastion?.user, "admin");
     });
     it("requires the name of an adopted group", () => { rejects(good({ securityGroupId: "sg-0123456789abcdef0" }), "securityGroupName"); });
-    it("rejects a malformed host key", () => { rejects(good({ hosts: '[{"name":"a","host":"h","hostKey":"AAAA"}]' }), "hosts[0].hostKey"); });
+    it("requires each host's key, naming it and saying how to get it", () => {
+        for (const [hosts, key] of [
+            [JSON.stringify([{ name: "a", host: "h1" }]), "hosts[0].hostKey"],
+            [JSON.stringify([{ name: "a", host: "h1", hostKey: HOST_KEY }, { name: "b", host: "h2" }]), "hosts[1].hostKey"],
+            [[{ name: "a", host: "h1" }], "hosts[0].hostKey"], // YAML (render tool)
+        ] as const) {
+            const e = rejects(good({ hosts }), key);
+            assert.match(e.message, /is required: get it over a trusted path with `ssh-keyscan -t ed25519 HOST`/);
+            assert.match(e.message, /EC2 console output \(`aws ec2 get-console-output --instance-id i-\.\.\.`\)/);
+            assert.match(e.message, /set hostguard:insecureAcceptAnyHostKey true$/);
+        }
+    });
+    it("requires the bastion's key", () => {
+        rejects(good({ bastion: JSON.stringify({ host: "bastion.example.test" }) }), "bastion.hostKey");
+    });
+    it("accepts missing host keys only with the explicit opt-out", () => {
+        const raw = good({ hosts: JSON.stringify([{ name: "a", host: "h1" }]), bastion: JSON.stringify({ host: "b.example.test" }) });
+        assert.equal(validateConfig(good()).insecureAcceptAnyHostKey, false);
+        rejects({ ...raw, insecureAcceptAnyHostKey: "false" }, "hosts[0].hostKey");
+        rejects({ ...raw, insecureAcceptAnyHostKey: "yes" }, "insecureAcceptAnyHostKey");
+        for (const optOut of ["true", true]) {
+            const c = validateConfig({ ...raw, insecureAcceptAnyHostKey: optOut });
+            assert.equal(c.insecureAcceptAnyHostKey, true);
+            assert.equal(c.hosts[0].hostKey, undefined);
+            assert.equal(c.bastion?.hostKey, undefined);
+        }
+    });
+    it("rejects a malformed host key", () => { rejects(good({ hosts: hostsJson({ name: "a", host: "h", hostKey: "AAAA" }) }), "hosts[0].hostKey"); });
     it("accepts a fixed cron minute 0-9 per host, absent by default", () => {
-        const c = validateConfig(good({ hosts: '[{"name":"a","host":"h1","cronMinute":0},{"name":"b","host":"h2","cronMinute":"9"},{"name":"c","host":"h3"}]' }));
+        const c = validateConfig(good({ hosts: hostsJson({ name: "a", host: "h1", cronMinute: 0 }, { name: "b", host: "h2", cronMinute: "9" }, { name: "c", host: "h3" }) }));
         assert.deepEqual(c.hosts.map((h) => h.cronMinute), [0, 9, undefined]);
         assert.ok(!("cronMinute" in c.hosts[2]));
     });
-    it("rejects a cron minute outside 0-9", () => { rejects(good({ hosts: '[{"name":"a","host":"h","cronMinute":10}]' }), "hosts[0].cronMinute"); });
-    it("rejects a non-integer cron minute", () => { rejects(good({ hosts: '[{"name":"a","host":"h","cronMinute":"5m"}]' }), "hosts[0].cronMinute"); });
+    it("rejects a cron minute outside 0-9", () => { rejects(good({ hosts: hostsJson({ name: "a", host: "h", cronMinute: 10 }) }), "hosts[0].cronMinute"); });
+    it("rejects a non-integer cron minute", () => { rejects(good({ hosts: hostsJson({ name: "a", host: "h", cronMinute: "5m" }) }), "hosts[0].cronMinute"); });
     it("rejects a non-boolean aws switch", () => { rejects(good({ aws: "no" }), "aws"); });
     it("needs no AWS keys when aws is false", () => {
         const c = validateConfig(good({ aws: "false", vpcId: undefined, adminCidrs: undefined }));
         assert.equal(c.aws, false);
     });
     it("accepts an instanceId of 8 or 17 hex digits per host, absent by default", () => {
-        const c = validateConfig(good({ hosts: '[{"name":"a","host":"h1","instanceId":"i-0123abcd"},{"name":"b","host":"h2","instanceId":"i-0123456789abcdef0"},{"name":"c","host":"h3"}]' }));
+        const c = validateConfig(good({ hosts: hostsJson({ name: "a", host: "h1", instanceId: "i-0123abcd" }, { name: "b", host: "h2", instanceId: "i-0123456789abcdef0" }, { name: "c", host: "h3" }) }));
         assert.deepEqual(c.hosts.map((h) => h.instanceId), ["i-0123abcd", "i-0123456789abcdef0", undefined]);
         assert.ok(!("instanceId" in c.hosts[2]));
     });
     for (const bad of ["i-0123abc", "i-0123abcde", "i-0123456789ABCDEF0", "0123456789abcdef0", "i-0123456789abcdef01", "sg-0123abcd", ""]) {
         it(`rejects instanceId ${JSON.stringify(bad)}`, () => {
-            const e = rejects(good({ hosts: JSON.stringify([{ name: "a", host: "h", instanceId: bad }]) }), "hosts[0].instanceId");
+            const e = rejects(good({ hosts: hostsJson({ name: "a", host: "h", instanceId: bad }) }), "hosts[0].instanceId");
             assert.match(e.message, /EC2 instance id/);
         });
     }
-    it("rejects a non-string instanceId", () => { rejects(good({ hosts: '[{"name":"a","host":"h","instanceId":12345678}]' }), "hosts[0].instanceId"); });
+    it("rejects a non-string instanceId", () => { rejects(good({ hosts: hostsJson({ name: "a", host: "h", instanceId: 12345678 }) }), "hosts[0].instanceId"); });
     it("refuses an instanceId when aws is false (nothing would attach a group)", () => {
-        const e = rejects(good({ aws: "false", vpcId: undefined, hosts: '[{"name":"a","host":"h1"},{"name":"b","host":"h2","instanceId":"i-0123abcd"}]' }), "hosts[1].instanceId");
+        const e = rejects(good({ aws: "false", vpcId: undefined, hosts: hostsJson({ name: "a", host: "h1" }, { name: "b", host: "h2", instanceId: "i-0123abcd" }) }), "hosts[1].instanceId");
         assert.match(e.message, /only used when hostguard:aws is true/);
     });
 });

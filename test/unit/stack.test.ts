@@ -3,7 +3,7 @@
 // name and inputs; an unexpected type fails the test. The webhook is a sentinel
 // that must appear nowhere but inside the secret stdin of set-webhook.
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { after, before, describe, it, mock } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
 import { validateConfig, type RawConfig } from "../../components/config";
 import { sha256, type PayloadFile } from "../../components/render";
@@ -11,6 +11,8 @@ import { buildStack, type StackOutputs } from "../../components/stack";
 
 const SENTINEL = "https://hooks.example.test/services/T0/B0/SENTINEL-8c1f2a";
 const KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nKEYSENTINEL\n-----END OPENSSH PRIVATE KEY-----\n";
+const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHostKeyFake";
+const BASTION_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBastionKeyFake";
 const SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d";
 const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
 
@@ -71,7 +73,7 @@ function payload(): PayloadFile[] {
 
 function rawConfig(hosts: string[], extra: RawConfig = {}): RawConfig {
     return {
-        hosts: JSON.stringify(hosts.map((h, i) => ({ name: h, host: `10.0.1.${10 + i}` }))),
+        hosts: JSON.stringify(hosts.map((h, i) => ({ name: h, host: `10.0.1.${10 + i}`, hostKey: HOST_KEY }))),
         vpcId: "vpc-0123456789abcdef0",
         adminCidrs: JSON.stringify(["203.0.113.0/24", "2001:db8::/48"]),
         webhookUrl: SENTINEL,
@@ -145,13 +147,13 @@ describe("stack with one host", () => {
 
     it("allows SSH only from the bastion's group when one is given", async () => {
         const { resources } = await build(rawConfig(["web1"], {
-            adminCidrs: undefined, bastion: JSON.stringify({ host: "bastion.example.test", securityGroupId: "sg-0bbbbbbbbbbbbbbb1" }),
+            adminCidrs: undefined, bastion: JSON.stringify({ host: "bastion.example.test", hostKey: BASTION_KEY, securityGroupId: "sg-0bbbbbbbbbbbbbbb1" }),
         }));
         const ssh = resources.find((r) => r.name === "hostguard-sg")!.inputs.ingress.find((r: any) => r.fromPort === 22);
         assert.deepEqual(ssh, { description: "SSH for deployment via the bastion", protocol: "tcp", fromPort: 22, toPort: 22, cidrBlocks: [], ipv6CidrBlocks: [], securityGroups: ["sg-0bbbbbbbbbbbbbbb1"] });
         const base = resources.find((r) => r.name === "web1-base")!;
         assert.ok(isMockSecret(base.inputs.connection), "the connection is secret");
-        assert.deepEqual(unwrap(base.inputs.connection).proxy, { host: "bastion.example.test", port: 22, user: "admin", privateKey: KEY, dialErrorLimit: 10, perDialTimeout: 15 });
+        assert.deepEqual(unwrap(base.inputs.connection).proxy, { host: "bastion.example.test", port: 22, user: "admin", privateKey: KEY, hostKey: BASTION_KEY, dialErrorLimit: 10, perDialTimeout: 15 });
     });
 
     it("adopts an existing group by import, keeping it on destroy", async () => {
@@ -181,14 +183,14 @@ describe("stack with one host", () => {
             assert.equal(c.inputs.triggers, undefined);
             assert.match(c.inputs.stdin, /^[A-Za-z0-9+/]+=*$/);
             const conn = unwrap(c.inputs.connection);
-            assert.deepEqual(conn, { host: "10.0.1.10", port: 22, user: "admin", privateKey: KEY, perDialTimeout: 15, dialErrorLimit: 10 });
+            assert.deepEqual(conn, { host: "10.0.1.10", port: 22, user: "admin", privateKey: KEY, hostKey: HOST_KEY, perDialTimeout: 15, dialErrorLimit: 10 });
         }
         const tar = Buffer.from(resources.find((r) => r.name === "web1-base")!.inputs.stdin, "base64").toString("latin1");
         assert.match(tar, /CRON_MINUTE=3\n/, "the drawn minute lands in hostguard.conf");
     });
 
-    it("checks the host key when one is given, and runs as root without sudo", async () => {
-        const hostKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHostKeyFake";
+    it("checks the host key, and runs as root without sudo", async () => {
+        const hostKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOtherHostKeyFake";
         const { resources } = await build(rawConfig([], { hosts: JSON.stringify([{ name: "web1", host: "h.example.test", user: "root", hostKey }]) }));
         const c = resources.find((r) => r.name === "web1-monitors")!;
         assert.equal(unwrap(c.inputs.connection).hostKey, hostKey);
@@ -199,7 +201,7 @@ describe("stack with one host", () => {
 
 describe("a fixed cron minute", () => {
     it("replaces the random draw: no RandomInteger, the minute lands in hostguard.conf", async () => {
-        const { resources, out } = await build(rawConfig([], { hosts: JSON.stringify([{ name: "web1", host: "10.0.1.10", cronMinute: 6 }]) }));
+        const { resources, out } = await build(rawConfig([], { hosts: JSON.stringify([{ name: "web1", host: "10.0.1.10", hostKey: HOST_KEY, cronMinute: 6 }]) }));
         assert.ok(!resources.some((r) => r.type.startsWith("random:")), "no random resource");
         const tar = Buffer.from(resources.find((r) => r.name === "web1-base")!.inputs.stdin, "base64").toString("latin1");
         assert.match(tar, /CRON_MINUTE=6\n/);
@@ -264,7 +266,7 @@ describe("stack with two hosts", () => {
 
 describe("attaching a created group to the hosts' instances", () => {
     const hostsWith = (ids: Array<string | undefined>) => JSON.stringify(ids.map((instanceId, i) =>
-        ({ name: `web${i + 1}`, host: `10.0.1.${10 + i}`, ...(instanceId ? { instanceId } : {}) })));
+        ({ name: `web${i + 1}`, host: `10.0.1.${10 + i}`, hostKey: HOST_KEY, ...(instanceId ? { instanceId } : {}) })));
     const ADOPT = { securityGroupId: "sg-0aaaaaaaaaaaaaaa1", securityGroupName: "launch-wizard-1", securityGroupDescription: "launch-wizard-1 created 2024-01-01" };
 
     it("attaches the created group to each instance's primary interface, one attachment per host", async () => {
@@ -313,5 +315,47 @@ describe("attaching a created group to the hosts' instances", () => {
         const raw = rawConfig([], { hosts: hostsWith(["i-0123456789abcdef0", "i-12345"]) });
         assert.throws(() => buildStack(validateConfig(raw), payload()), (e: Error) => e.message.startsWith("hostguard:hosts[1].instanceId "));
         assert.deepEqual(recorded, []);
+    });
+});
+
+describe("host keys", () => {
+    /** The warnings buildStack logs through pulumi.log.warn while building `raw`. */
+    async function warningsOf(raw: RawConfig): Promise<{ warnings: string[]; resources: Recorded[] }> {
+        const warn = mock.method(pulumi.log, "warn", async () => undefined);
+        try {
+            const { resources } = await build(raw);
+            return { warnings: warn.mock.calls.map((c) => String(c.arguments[0])), resources };
+        } finally {
+            warn.mock.restore();
+        }
+    }
+
+    it("warns about nothing when every host key is set", async () => {
+        assert.deepEqual((await warningsOf(rawConfig(["web1"]))).warnings, []);
+    });
+
+    it("with the opt-out, warns on every build naming each unchecked connection, and sends no host key", async () => {
+        const raw = rawConfig([], {
+            insecureAcceptAnyHostKey: "true", adminCidrs: undefined,
+            hosts: JSON.stringify([{ name: "web1", host: "10.0.1.10" }, { name: "web2", host: "10.0.1.11", hostKey: HOST_KEY }]),
+            bastion: JSON.stringify({ host: "bastion.example.test", securityGroupId: "sg-0bbbbbbbbbbbbbbb1" }),
+        });
+        for (let run = 0; run < 2; run++) {
+            const { warnings, resources } = await warningsOf(raw);
+            assert.equal(warnings.length, 1, `run ${run}: ${warnings.join("\n")}`);
+            assert.match(warnings[0], /^INSECURE: hostguard:insecureAcceptAnyHostKey is true\. SSH accepts ANY server key for /);
+            assert.ok(warnings[0].includes("hostguard:hosts[0].hostKey of web1 (10.0.1.10), hostguard:bastion.hostKey of the bastion (bastion.example.test):"), warnings[0]);
+            assert.ok(!warnings[0].includes("hosts[1]"), "web2 has its key");
+            const conn = unwrap(resources.find((r) => r.name === "web1-base")!.inputs.connection);
+            assert.equal(conn.hostKey, undefined);
+            assert.equal(conn.proxy.hostKey, undefined);
+            assert.equal(unwrap(resources.find((r) => r.name === "web2-base")!.inputs.connection).hostKey, HOST_KEY);
+        }
+    });
+
+    it("still warns when the opt-out is set but every key is given", async () => {
+        const { warnings } = await warningsOf(rawConfig(["web1"], { insecureAcceptAnyHostKey: "true" }));
+        assert.equal(warnings.length, 1);
+        assert.match(warnings[0], /no connection at the moment \(every host key is set; remove the key\)/);
     });
 });

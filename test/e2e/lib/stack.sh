@@ -5,7 +5,7 @@
 # of that same program (hostguard:aws false, hosts from hosts.sh) and run the
 # CLI with every line of its output kept in a log.
 #
-# Reads: tools/pulumi-env.sh (engine versions, PULUMI_HOME), the repository's
+# Reads: tools/pulumi-env.sh (the engine, its plugins), the repository's
 # Pulumi.yaml, index.ts, components/, scripts/, node_modules; hosts.sh and
 # receiver.bash must be sourced by the caller.
 #
@@ -25,7 +25,9 @@ readonly E2E_HOST_CA=/etc/ssl/hostguard-e2e-ca.pem
 E2E_PROJECT_DIR=""
 E2E_LOG_DIR=""
 
-# Prints the reason the engine cannot deploy the program, nothing if it can.
+# Prints the reason the engine cannot deploy the program, nothing if it can;
+# installs the command plugin first when the network (or a supplied binary)
+# allows (tools/pulumi-env.sh, hg_pulumi_engine_missing).
 e2e_engine_missing() {
   if [[ ! -f "${E2E_REPO_ROOT}/tools/pulumi-env.sh" ]]; then
     echo "tools/pulumi-env.sh is missing"
@@ -33,30 +35,7 @@ e2e_engine_missing() {
   fi
   # shellcheck source=../../../tools/pulumi-env.sh
   . "${E2E_REPO_ROOT}/tools/pulumi-env.sh"
-  # pulumi-env.sh's own verdict when it offers one; the checks below only
-  # explain what is missing.
-  if declare -F hg_pulumi_can_deploy_command >/dev/null && hg_pulumi_can_deploy_command; then
-    return 0
-  fi
-  if ! command -v pulumi >/dev/null 2>&1; then
-    echo "the pulumi CLI ${HOSTGUARD_PULUMI_VERSION:-?} is neither on PATH nor built in ${HOSTGUARD_PULUMI_BIN:-the cache} (run tools/build-pulumi.sh)"
-    return 0
-  fi
-  if [[ ! -x "$(dirname "$(command -v pulumi)")/pulumi-language-nodejs" ]]; then
-    echo "the Node.js language host pulumi-language-nodejs is not next to the CLI"
-    return 0
-  fi
-  local plugins
-  plugins="$(pulumi plugin ls --json 2>/dev/null || true)"
-  if ! jq -e --arg v "${HOSTGUARD_COMMAND_VERSION:-1.2.1}" \
-    'any(.[]?; .name == "command" and .kind == "resource" and .version == $v)' \
-    <<<"${plugins:-[]}" >/dev/null 2>&1; then
-    echo "the command provider plugin ${HOSTGUARD_COMMAND_VERSION:-1.2.1} (@pulumi/command) is not installed in ${PULUMI_HOME:-PULUMI_HOME} (it cannot be built from the registries; install it with 'pulumi plugin install resource command ${HOSTGUARD_COMMAND_VERSION:-1.2.1} --file BINARY')"
-    return 0
-  fi
-  if declare -F hg_pulumi_can_deploy_command >/dev/null; then
-    echo "tools/pulumi-env.sh says this engine cannot deploy @pulumi/command (hg_pulumi_can_deploy_command)"
-  fi
+  hg_pulumi_engine_missing
 }
 
 e2e_skip_banner() {

@@ -1,0 +1,155 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # SAFE_* results are read by the script that sources this file
+# No privileged write through a path someone else controls, by construction.
+# A directory is root's when root owns it and nobody else may write to it;
+# a directory another user owns (and only that user may write to) is that
+# user's, and so is everything under it. Root follows a symbolic link only
+# where only root could have made it, and reads and writes a file under a
+# user's directory only with that user's own rights (setpriv), so no swap of
+# a temp file, the file or a directory for a symlink can make root write,
+# chown or read anything that user could not. Anything else (a directory
+# writable by a group or by all, two users on one path, a symlink in a
+# user's directory, a file another user owns there) is refused, naming the
+# path. The root prefix itself (--root) is trusted. Sourced by install.
+
+readonly SAFE_TMP_PREFIX=.hostguard-tmp.
+# A clean environment for what runs with a user's rights.
+readonly SAFE_ENV=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C)
+
+SAFE_REAL=""      # host path of the file, symlinks resolved
+SAFE_UID=0        # who may write it: 0, or the user controlling its directory
+SAFE_GID=0
+SAFE_FILE_OWNER="" # uid:gid of the file
+SAFE_FILE_MODE=""
+
+# Prints "uid gid octal-mode type" of host path PATH (in the root), without
+# following a final symlink; nothing when it does not exist.
+safe_stat() {
+  stat -c '%u %g %a %F' -- "${HG_ROOT}$1" 2>/dev/null || true
+}
+
+# Dies when more than its owner may write to directory host path DIR (MODE
+# is its octal mode): then nobody alone controls what is in it.
+safe_dir_owner_only() {
+  local label="$1" dir="$2" mode="$3"
+  if (((8#${mode} & 8#022) != 0)); then
+    hg_die "${label}: ${dir} is writable by a group or by all users: refused (make it writable by its owner only)"
+  fi
+}
+
+# Resolves the existing regular file at host path PATH for an edit (LABEL
+# names the setting in errors). Sets SAFE_REAL, SAFE_UID/SAFE_GID (who writes
+# it), SAFE_FILE_OWNER and SAFE_FILE_MODE.
+safe_resolve_file() {
+  local label="$1" path="$2" cur="" comp next uid gid mode type target hops=0 controller=0
+  local -a todo
+  IFS=/ read -r -a todo <<<"${path#/}"
+  [[ "${path}" == /* ]] || hg_die "${label}: ${path} is not an absolute path"
+  while ((${#todo[@]} > 0)); do
+    comp="${todo[0]}"
+    todo=("${todo[@]:1}")
+    case "${comp}" in
+      "" | .) continue ;;
+      ..)
+        cur="${cur%/*}"
+        continue
+        ;;
+    esac
+    next="${cur}/${comp}"
+    read -r uid gid mode type <<<"$(safe_stat "${next}")"
+    [[ -n "${uid:-}" ]] || hg_die "${label}: ${path} is not a file under the root (${next} is missing)"
+    if [[ "${type}" == "symbolic link" ]]; then
+      ((controller == 0)) || hg_die "${label}: ${next} is a symbolic link in a directory of uid ${controller}: refused (root follows links only in root's directories)"
+      ((++hops <= 40)) || hg_die "${label}: ${path}: too many symbolic links"
+      target="$(readlink -- "${HG_ROOT}${next}")"
+      [[ "${target}" == /* ]] && cur=""
+      local -a more
+      IFS=/ read -r -a more <<<"${target#/}"
+      todo=("${more[@]}" "${todo[@]}")
+      continue
+    fi
+    if ((${#todo[@]} > 0)); then
+      [[ "${type}" == directory ]] || hg_die "${label}: ${next} is not a directory"
+      safe_dir_owner_only "${label}" "${next}" "${mode}"
+      if ((uid != 0)); then
+        ((controller == 0 || controller == uid)) \
+          || hg_die "${label}: ${next} belongs to uid ${uid} under a directory of uid ${controller}: refused"
+        controller="${uid}"
+        SAFE_GID="${gid}"
+      fi
+      cur="${next}"
+      continue
+    fi
+    [[ "${type}" == "regular file" || "${type}" == "regular empty file" ]] \
+      || hg_die "${label}: ${next} is not a regular file"
+    if ((controller != 0 && uid != controller)); then
+      hg_die "${label}: ${next} belongs to uid ${uid} but its directory to uid ${controller}: refused"
+    fi
+    SAFE_REAL="${next}"
+    SAFE_UID="${controller}"
+    ((controller != 0)) && SAFE_GID="${gid}"
+    ((controller == 0)) && SAFE_GID=0
+    SAFE_FILE_OWNER="${uid}:${gid}"
+    SAFE_FILE_MODE="${mode}"
+    return 0
+  done
+  hg_die "${label}: ${path} is not a file"
+}
+
+# Runs a command with uid SAFE_UID / gid SAFE_GID (no other group, no
+# capability, clean environment); as root when SAFE_UID is 0.
+safe_as_owner() {
+  if ((SAFE_UID == 0)); then
+    "$@"
+  else
+    setpriv --reuid="${SAFE_UID}" --regid="${SAFE_GID}" --clear-groups --inh-caps=-all \
+      "${SAFE_ENV[@]}" "$@"
+  fi
+}
+
+# Copies the file resolved by safe_resolve_file to OUT (a root-only file),
+# read with its controller's rights.
+safe_read() {
+  local out="$1"
+  safe_as_owner cat -- "${HG_ROOT}${SAFE_REAL}" >"${out}"
+}
+
+# Replaces the file resolved by safe_resolve_file with the content of SRC,
+# keeping its owner and mode: temp file beside it, then rename, written by
+# its controller (root in a root's directory, where nobody else can plant a
+# link; the user in the user's directory, with nothing more than the user's
+# rights). The temp name is fixed so that a crash leaves nothing a next run
+# does not clean.
+safe_replace() {
+  local src="$1" path="${HG_ROOT}${SAFE_REAL}"
+  local dir="${path%/*}" base="${path##*/}"
+  if ((SAFE_UID == 0)); then
+    local tmp="${dir}/${SAFE_TMP_PREFIX}${base}"
+    rm -f -- "${tmp}"
+    cat -- "${src}" >"${tmp}"
+    chown "${SAFE_FILE_OWNER}" -- "${tmp}"
+    chmod "${SAFE_FILE_MODE}" -- "${tmp}"
+    mv -fT -- "${tmp}" "${path}"
+  else
+    # shellcheck disable=SC2016 # expanded by the user's shell, not here
+    safe_as_owner bash -c 'set -eu; umask 077; tmp="$1/$4$2"; rm -f -- "${tmp}"; cat >"${tmp}"; chmod "$3" -- "${tmp}"; mv -fT -- "${tmp}" "$1/$2"' \
+      _ "${dir}" "${base}" "${SAFE_FILE_MODE}" "${SAFE_TMP_PREFIX}" <"${src}"
+  fi
+}
+
+# Dies unless every existing directory on host path DIR is root's and no
+# symbolic link: hostguard's own files go only where only root can write.
+safe_root_dir() {
+  local dir="$1" cur="" comp uid gid mode type
+  local -a parts
+  IFS=/ read -r -a parts <<<"${dir#/}"
+  for comp in "${parts[@]}"; do
+    [[ -n "${comp}" ]] || continue
+    cur+="/${comp}"
+    read -r uid gid mode type <<<"$(safe_stat "${cur}")"
+    [[ -n "${uid:-}" ]] || return 0
+    [[ "${type}" == directory ]] || hg_die "${cur} is not a directory (a ${type}): refused"
+    ((uid == 0)) || hg_die "${cur} belongs to uid ${uid}, not root: refused"
+    safe_dir_owner_only "${dir}" "${cur}" "${mode}"
+  done
+}

@@ -1,0 +1,180 @@
+#!/usr/bin/env bats
+# The installer as an unprivileged user on the server would attack it: files
+# it edits under a user's directory (a Spring app's config dir, a site file in
+# a web user's tree) are read and written with that user's rights only;
+# group- or world-writable directories, links in a user's directory and mixed
+# owners are refused by name; hostguard's own files never go where a user can
+# write. The race test runs a process with its own uid that swaps temp files,
+# the edited files and their directories for symlinks in a tight bounded
+# loop while install and uninstall run, many times: nothing outside the
+# targets changes owner, mode or content.
+
+load helpers/install
+
+# The app user the attacker runs as, and another user it would like to hurt.
+readonly APP_UID=64123
+readonly OTHER_UID=64124
+
+setup() {
+  hg_make_payload
+  hg_make_root
+  # The app user must reach its files in the test's root, as on a real host.
+  chmod 0711 "${BATS_RUN_TMPDIR}"
+  mkdir -p "${ROOT}/opt/app/config" "${ROOT}/srv/www" "${ROOT}/etc" "${ROOT}/home/other"
+  chown "${APP_UID}:${APP_UID}" "${ROOT}/opt/app" "${ROOT}/opt/app/config" "${ROOT}/srv/www"
+  printf 'server.port=8080\nspring.web.resources.add-mappings=true\n' >"${ROOT}/opt/app/config/application.properties"
+  chown "${APP_UID}:${APP_UID}" "${ROOT}/opt/app/config/application.properties"
+  chmod 0640 "${ROOT}/opt/app/config/application.properties"
+  printf 'server {\n    listen 80;\n    root /srv/www/html;\n}\n' >"${ROOT}/srv/www/site.conf"
+  chown "${APP_UID}:${APP_UID}" "${ROOT}/srv/www/site.conf"
+  # What an attack would aim at: root's files, another user's, one outside.
+  printf 'root secret\n' >"${ROOT}/etc/victim-root"
+  chmod 0600 "${ROOT}/etc/victim-root"
+  printf 'root public\n' >"${ROOT}/etc/victim-public"
+  chmod 0644 "${ROOT}/etc/victim-public"
+  printf 'other user\n' >"${ROOT}/home/other/victim"
+  chown -R "${OTHER_UID}:${OTHER_UID}" "${ROOT}/home/other"
+  OUTSIDE="${BATS_TEST_TMPDIR}/outside"
+  printf 'outside the root\n' >"${OUTSIDE}"
+  chmod 0600 "${OUTSIDE}"
+  SETTINGS="${BATS_TEST_TMPDIR}/settings.conf"
+  printf 'APP_PROPERTIES=/opt/app/config/application.properties\nNGINX_SERVER_CONF=/srv/www/site.conf\n' >"${SETTINGS}"
+}
+
+# Listing of everything but the two targets' trees, plus the outside file.
+listing_outside_targets() {
+  hg_listing "${ROOT}" | grep -v -e '^\./opt/app' -e '^\./srv/www' -e '  \./opt/app' -e '  \./srv/www'
+  stat -c '%a %u %g %s' "${OUTSIDE}"
+  sha256sum "${OUTSIDE}"
+}
+
+as_app() {
+  setpriv --reuid="${APP_UID}" --regid="${APP_UID}" --clear-groups "$@"
+}
+
+@test "a file under a user's directory is edited with that user's rights: owner and mode kept, exact uninstall" {
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
+  run hg_install install --part web --settings "${SETTINGS}"
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  [[ "$(stat -c '%a %u:%g' "${ROOT}/opt/app/config/application.properties")" == "640 ${APP_UID}:${APP_UID}" ]]
+  grep -qx 'spring.web.resources.add-mappings=false' "${ROOT}/opt/app/config/application.properties"
+  grep -q 'hostguard-deny.conf; # hostguard' "${ROOT}/srv/www/site.conf"
+  [[ "$(stat -c %u "${ROOT}/srv/www/site.conf")" == "${APP_UID}" ]]
+  run hg_install uninstall --part web
+  [[ "${status}" -eq 0 ]]
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
+@test "refused by name: a group- or world-writable directory, a link in a user's directory, a file of another user there" {
+  # (Without mtimes: the test itself moves files in the users' directories.)
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
+
+  chmod 0775 "${ROOT}/opt/app/config"
+  run hg_install install --settings "${SETTINGS}"
+  echo "${output}"
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "APP_PROPERTIES: /opt/app/config is writable by a group or by all users: refused"
+  chmod 0755 "${ROOT}/opt/app/config"
+
+  as_app mv "${ROOT}/srv/www/site.conf" "${ROOT}/srv/www/real.conf"
+  as_app ln -s /etc/victim-root "${ROOT}/srv/www/site.conf"
+  run hg_install install --settings "${SETTINGS}"
+  echo "${output}"
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "NGINX_SERVER_CONF: /srv/www/site.conf is a symbolic link in a directory of uid ${APP_UID}: refused"
+  as_app rm "${ROOT}/srv/www/site.conf"
+  as_app mv "${ROOT}/srv/www/real.conf" "${ROOT}/srv/www/site.conf"
+
+  chown "${OTHER_UID}" "${ROOT}/opt/app/config/application.properties"
+  run hg_install install --settings "${SETTINGS}"
+  echo "${output}"
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "APP_PROPERTIES: /opt/app/config/application.properties belongs to uid ${OTHER_UID} but its directory to uid ${APP_UID}: refused"
+  chown "${APP_UID}" "${ROOT}/opt/app/config/application.properties"
+
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
+@test "hostguard's own files never go where a user can write: refused by name, nothing written" {
+  mkdir -p "${ROOT}/etc/cron.d"
+  chown "${APP_UID}" "${ROOT}/etc/cron.d"
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
+  run hg_install install --part monitors --settings "${SETTINGS}"
+  echo "${output}"
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "/etc/cron.d belongs to uid ${APP_UID}, not root: refused"
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
+# The attacker, as the app user: for at most LIMIT seconds or until STOP
+# exists, swaps every temp file beside the targets, the targets themselves
+# and their directories for symlinks to the victims, and puts them back.
+# Prints how many swaps it made.
+readonly ATTACKER='
+root="$1" stop="$2" outside="$3" limit="$4"
+cfg="${root}/opt/app/config" www="${root}/srv/www"
+victims=("${root}/etc/victim-root" "${root}/etc/victim-public" "${root}/home/other/victim" "${outside}" "${root}/etc")
+swaps=0 i=0
+end=$((SECONDS + limit))
+while [[ ! -e "${stop}" ]] && ((SECONDS < end)); do
+  v="${victims[i % ${#victims[@]}]}"
+  i=$((i + 1))
+  for tmp in "${cfg}"/.hostguard-tmp.* "${www}"/.hostguard-tmp.*; do
+    [[ -e "${tmp}" || -L "${tmp}" ]] || continue
+    ln -sfn "${v}" "${tmp}" 2>/dev/null && swaps=$((swaps + 1))
+  done
+  case $((i % 3)) in
+    0)
+      if mv "${cfg}/application.properties" "${cfg}/.real" 2>/dev/null; then
+        ln -sfn "${v}" "${cfg}/application.properties" && swaps=$((swaps + 1))
+        rm -f "${cfg}/application.properties"
+        mv "${cfg}/.real" "${cfg}/application.properties"
+      fi
+      ;;
+    1)
+      if mv "${root}/opt/app/config" "${root}/opt/app/.config-real" 2>/dev/null; then
+        ln -sfn "${root}/etc" "${root}/opt/app/config" && swaps=$((swaps + 1))
+        rm -f "${root}/opt/app/config"
+        mv "${root}/opt/app/.config-real" "${root}/opt/app/config"
+      fi
+      ;;
+    2)
+      if mv "${www}/site.conf" "${www}/.real" 2>/dev/null; then
+        ln -sfn "${v}" "${www}/site.conf" && swaps=$((swaps + 1))
+        rm -f "${www}/site.conf"
+        mv "${www}/.real" "${www}/site.conf"
+      fi
+      ;;
+  esac
+done
+printf "%d\n" "${swaps}"
+'
+
+@test "race: a user swapping temp files, the files and their directory for symlinks changes nothing outside the targets" {
+  local runs=25 ok=0 failed=0 i swaps
+  listing_outside_targets >"${BATS_TEST_TMPDIR}/before"
+  local stop="${BATS_TEST_TMPDIR}/stop"
+  as_app bash -c "${ATTACKER}" _ "${ROOT}" "${stop}" "${OUTSIDE}" 300 >"${BATS_TEST_TMPDIR}/swaps" 2>/dev/null &
+  local attacker=$!
+  for ((i = 0; i < runs; i++)); do
+    if hg_install install --part web --settings "${SETTINGS}" >/dev/null 2>&1; then ok=$((ok + 1)); else failed=$((failed + 1)); fi
+    if hg_install uninstall --part web >/dev/null 2>&1; then ok=$((ok + 1)); else failed=$((failed + 1)); fi
+  done
+  : >"${stop}"
+  wait "${attacker}"
+  swaps="$(<"${BATS_TEST_TMPDIR}/swaps")"
+  echo "install/uninstall: ${ok} succeeded, ${failed} refused or failed; attacker swaps: ${swaps}"
+  ((swaps > runs))
+  # With the attacker gone, a last uninstall converges.
+  hg_install uninstall --part web
+  listing_outside_targets >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+  # Whatever the attacker left in its own trees is its own.
+  local owners
+  owners="$(find "${ROOT}/opt/app" "${ROOT}/srv/www" -printf '%u\n' | sort -u)"
+  [[ "${owners}" == "${APP_UID}" ]] || { echo "owners in the targets' trees: ${owners}" >&2; false; }
+}

@@ -1,0 +1,150 @@
+#!/usr/bin/env bats
+# The deny include placed by nginx's block structure, on a corpus of real-world
+# site files (test/payload/fixtures/nginx-sites/): Debian's default site, one
+# certbot edited (with its redirect block), a Spring Boot reverse proxy with
+# ^~ locations and an upstream, the keyword and its brace on separate lines,
+# one-line and nested blocks, braces in comments and strings, and a whole
+# nginx.conf with a stream block. Each runs with root / inside private mount
+# and network namespaces whose /etc/nginx, /var/lib, /var/log/nginx and /run
+# are the test's copies: install runs the real `nginx -t`, the real nginx then
+# serves every server block on its own ports (80, 443, ...), and uninstall must
+# give back every byte. This machine's /etc/nginx is compared before and after.
+
+load helpers/install
+
+CORPUS="${BATS_TEST_DIRNAME}/fixtures/nginx-sites"
+
+setup() {
+  command -v nginx >/dev/null && command -v unshare >/dev/null \
+    || { echo "nginx or unshare missing (.ci/run installs them): the test cannot run" >&2; false; }
+  [[ -f /usr/lib/nginx/modules/ngx_stream_module.so ]] \
+    || { echo "libnginx-mod-stream missing (.ci/run installs it): the test cannot run" >&2; false; }
+  hg_make_payload
+  S="${BATS_TEST_TMPDIR}/sandbox"
+  mkdir -p "${S}/varlib/nginx" "${S}/lognginx" "${S}/run"
+  cp -a /etc/nginx "${S}/etc-nginx"
+  rm -f "${S}/etc-nginx/sites-enabled/"*
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=example.test \
+    -keyout "${S}/key.pem" -out "${S}/cert.pem" 2>/dev/null
+  hg_listing /etc/nginx mtime >"${BATS_TEST_TMPDIR}/host-before"
+}
+
+teardown() {
+  hg_listing /etc/nginx mtime >"${BATS_TEST_TMPDIR}/host-after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/host-before" "${BATS_TEST_TMPDIR}/host-after"
+}
+
+# Runs the script on stdin with root / in the sandbox namespaces.
+in_sandbox() {
+  timeout 120 unshare --mount --propagation private --net --pid --fork bash -euo pipefail -c '
+    s="$1"
+    shift
+    mount --bind "${s}/etc-nginx" /etc/nginx
+    mount --bind "${s}/varlib" /var/lib
+    mount --bind "${s}/lognginx" /var/log/nginx
+    mount --bind "${s}/run" /run
+    ip link set lo up
+    bash -euo pipefail -s "$@"' _ "${S}" "$@"
+}
+
+# The probe script run inside: install, start nginx, probe every server
+# block listed in the case's .probes file, stop nginx, uninstall.
+readonly PROBE_SCRIPT='
+payload="$1" conf="$2" probes="$3"
+settings="${S_OUT}/settings.conf"
+printf "NGINX_SERVER_CONF=%s\n" "${conf}" >"${settings}"
+"${payload}/install" install --part web --root / --settings "${settings}"
+cp -- "${conf}" "${S_OUT}/installed"
+nginx
+for url in $(cat "${probes}"); do
+  scheme="${url%%://*}" hostport="${url#*://}"
+  host="${hostport%:*}" port="${hostport##*:}"
+  for path in /.env "/app/.env;x" /.git/config /static/.git/HEAD /.well-known/x.bak /; do
+    code="$(curl -s -k -o /dev/null --max-time 5 --path-as-is -w "%{http_code}" \
+      --resolve "${host}:${port}:127.0.0.1" "${scheme}://${host}:${port}${path}")"
+    printf "%s %s %s\n" "${url}" "${path}" "${code}"
+  done
+done >"${S_OUT}/answers"
+nginx -s quit
+for ((i = 0; i < 50; i++)); do [[ -s /run/nginx.pid ]] || break; sleep 0.1; done
+"${payload}/install" uninstall --part web --root /
+'
+
+# Installs into, probes and uninstalls the corpus FILE placed at host path
+# CONF of the sandbox (SITE: a site file in sites-enabled; MAIN: nginx.conf).
+corpus_case() {
+  local name="$1" kind="$2" conf dest original want blocks line url path code
+  if [[ "${kind}" == MAIN ]]; then
+    conf=/etc/nginx/nginx.conf
+  else
+    conf="/etc/nginx/sites-enabled/${name}"
+  fi
+  dest="${S}/etc-nginx${conf#/etc/nginx}"
+  sed "s|@DIR@|${S}|g" "${CORPUS}/${name}" >"${dest}"
+  original="${BATS_TEST_TMPDIR}/original"
+  cp -- "${dest}" "${original}"
+  hg_listing "${S}/etc-nginx" >"${BATS_TEST_TMPDIR}/before"
+  export S_OUT="${BATS_TEST_TMPDIR}"
+  run in_sandbox "${PAYLOAD}" "${conf}" "${CORPUS}/${name}.probes" <<<"${PROBE_SCRIPT}"
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  hg_assert_contains "${output}" "nginx configuration tested"
+  # Exactly one include per http server block: as many as the case lists.
+  blocks="$(grep -c . "${CORPUS}/${name}.probes")"
+  want="$(grep -c 'include /etc/nginx/snippets/hostguard-deny.conf; # hostguard' "${BATS_TEST_TMPDIR}/installed")"
+  echo "--- installed:" && cat "${BATS_TEST_TMPDIR}/installed"
+  [[ "${want}" -eq "${blocks}" ]]
+  # The deny answers 403 in each block; the site's own answer for /.
+  echo "--- answers:" && cat "${BATS_TEST_TMPDIR}/answers"
+  [[ "$(grep -c . "${BATS_TEST_TMPDIR}/answers")" -eq $((blocks * 6)) ]]
+  while read -r url path code; do
+    if [[ "${path}" == / ]]; then
+      [[ "${code}" != 403 && "${code}" != 000 ]] || { echo "${url}/ -> ${code}" >&2; false; }
+    else
+      [[ "${code}" == 403 ]] || { echo "${url}${path} -> ${code}" >&2; false; }
+    fi
+  done <"${BATS_TEST_TMPDIR}/answers"
+  # Uninstall gives back every byte of the file and of the whole tree.
+  cmp -- "${original}" "${dest}"
+  hg_listing "${S}/etc-nginx" >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
+@test "corpus: Debian's default site (commented-out server blocks stay untouched)" {
+  corpus_case debian-default SITE
+}
+
+@test "corpus: a site certbot edited, with its HTTPS block and its redirect block" {
+  corpus_case certbot-redirect SITE
+}
+
+@test "corpus: a Spring Boot reverse proxy with ^~ locations and an upstream of server lines" {
+  corpus_case spring-proxy SITE
+}
+
+@test "corpus: keyword and brace on separate lines, one-line and nested blocks, braces in comments and strings" {
+  corpus_case odd-layout SITE
+}
+
+@test "corpus: a whole nginx.conf: http server blocks get it, stream and upstream server entries do not" {
+  corpus_case main-with-stream.conf MAIN
+}
+
+@test "a file nginx would refuse, or one without an http server block, stops the install naming the file" {
+  hg_make_root
+  mkdir -p "${ROOT}/etc/nginx/sites-enabled"
+  local site="${ROOT}/etc/nginx/sites-enabled/bad" text
+  for text in 'server { listen 80;' 'server { listen 80 }' 'server { return 200 "x; }' \
+    'stream { server { listen 1; proxy_pass a:1; } }' '# only a comment: server {'; do
+    printf '%s\n' "${text}" >"${site}"
+    printf 'NGINX_SERVER_CONF=/etc/nginx/sites-enabled/bad\n' >"${BATS_TEST_TMPDIR}/s.conf"
+    hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
+    run hg_install install --settings "${BATS_TEST_TMPDIR}/s.conf"
+    echo "${text}: ${output}"
+    [[ "${status}" -ne 0 ]]
+    hg_assert_contains "${output}" "NGINX_SERVER_CONF: /etc/nginx/sites-enabled/bad:"
+    hg_assert_contains "${output}" "the deny include cannot be placed"
+    hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/after"
+    hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+  done
+}

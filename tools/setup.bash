@@ -1,0 +1,130 @@
+# shellcheck shell=bash
+# What this repository needs on a machine, listed once, and the functions that
+# install what is missing of it. Sourced by the README's two commands
+# (test/run-all.sh for `npm test`, test/e2e/demo.sh for `npm run demo`) and by
+# .ci/run. Each function first checks and does nothing when its piece is
+# there, so a second run installs and rebuilds nothing. Needs root only when
+# something must be installed with apt-get.
+#
+#   hg_setup_debian_packages   HG_DEBIAN_PACKAGES that dpkg does not list as installed
+#   hg_setup_npm_packages      npm ci (root and policy/) when the lock file changed since the last one
+#   hg_setup_actionlint        go install actionlint when it is not in Go's bin directory
+#   hg_setup_engine            tools/build-pulumi.sh (the Pulumi engine and its plugins)
+#   hg_setup_for_tests / hg_setup_for_demo   the pieces each command needs, in order
+#   hg_tool_path                 the PATH to run with afterwards (Node 22 and Go's bin first)
+
+HG_REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+readonly HG_REPO_ROOT
+# Everything the tests and the demo run from Debian: bash tooling, the
+# programs the payload drives (fail2ban, nginx, cron, logrotate, curl) and what
+# the sandboxes and disposable hosts are made of (namespaces, nftables, sshd).
+readonly HG_DEBIAN_PACKAGES=(
+  bats shellcheck curl openssl ca-certificates jq python3 strace procps util-linux
+  iproute2 nftables iptables fail2ban python3-pyinotify python3-systemd nginx-light libnginx-mod-stream
+  cron logrotate openssh-server openssh-client
+)
+readonly HG_ACTIONLINT_VERSION=v1.7.7
+# Written into node_modules after a successful npm ci: the lock file it installed.
+readonly HG_NPM_STAMP=.hostguard-lock.sha256
+
+hg_setup_log() {
+  printf '== %s\n' "$*" >&2
+}
+
+hg_go() {
+  if command -v go >/dev/null 2>&1; then
+    command -v go
+  elif [[ -x /usr/local/go/bin/go ]]; then
+    printf '%s\n' /usr/local/go/bin/go
+  else
+    echo "install: no Go toolchain (go on PATH or /usr/local/go/bin/go) to build actionlint and the Pulumi engine" >&2
+    return 1
+  fi
+}
+
+hg_missing_debian_packages() {
+  local package
+  for package in "${HG_DEBIAN_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "${package}" 2>/dev/null | grep -q 'install ok installed' ||
+      printf '%s\n' "${package}"
+  done
+}
+
+hg_setup_debian_packages() {
+  local -a missing
+  mapfile -t missing < <(hg_missing_debian_packages)
+  ((${#missing[@]} > 0)) || return 0
+  if ((EUID != 0)); then
+    echo "install: Debian packages missing and not root to install them: ${missing[*]}" >&2
+    return 1
+  fi
+  hg_setup_log "Debian packages: ${missing[*]}"
+  # Packages must not start their services on this machine: tests and the
+  # demo start their own, in sandboxes. The policy file is removed again.
+  local policy=/usr/sbin/policy-rc.d created_policy=0 rc=0
+  if [[ ! -e "${policy}" ]]; then
+    printf '#!/bin/sh\nexit 101\n' >"${policy}"
+    chmod 0755 "${policy}"
+    created_policy=1
+  fi
+  {
+    apt-get -o DPkg::Lock::Timeout=600 update -qq &&
+      DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+        --no-install-recommends "${missing[@]}"
+  } || rc=$?
+  ((created_policy == 0)) || rm -f "${policy}"
+  return "${rc}"
+}
+
+# hg_npm_ci DIR: npm ci in DIR unless its node_modules was installed from
+# this very lock file; the stamp is written only after npm ci succeeded.
+hg_npm_ci() {
+  local dir="$1" want
+  want="$(cat "${dir}/package.json" "${dir}/package-lock.json" | sha256sum | cut -d' ' -f1)"
+  if [[ "$(cat "${dir}/node_modules/${HG_NPM_STAMP}" 2>/dev/null)" == "${want}" ]]; then
+    return 0
+  fi
+  hg_setup_log "npm ci in ${dir} (Node 22 comes as the npm package node)"
+  (cd "${dir}" && npm ci --no-audit --no-fund)
+  printf '%s\n' "${want}" >"${dir}/node_modules/${HG_NPM_STAMP}"
+}
+
+hg_setup_npm_packages() {
+  hg_npm_ci "${HG_REPO_ROOT}"
+  hg_npm_ci "${HG_REPO_ROOT}/policy"
+}
+
+hg_setup_actionlint() {
+  local go gobin
+  go="$(hg_go)" || return 1
+  gobin="$("${go}" env GOPATH)/bin"
+  [[ -x "${gobin}/actionlint" ]] && return 0
+  hg_setup_log "actionlint ${HG_ACTIONLINT_VERSION} (go install)"
+  "${go}" install "github.com/rhysd/actionlint/cmd/actionlint@${HG_ACTIONLINT_VERSION}"
+}
+
+# Needs Go only when no real pulumi CLI is on PATH (build-pulumi.sh finds it).
+hg_setup_engine() {
+  "${HG_REPO_ROOT}/tools/build-pulumi.sh"
+}
+
+hg_setup_for_tests() {
+  hg_setup_debian_packages
+  hg_setup_npm_packages
+  hg_setup_actionlint
+}
+
+hg_setup_for_demo() {
+  hg_setup_debian_packages
+  hg_setup_npm_packages
+  hg_setup_engine
+}
+
+# The repository's Node 22 and Go's bin directory (actionlint) first.
+hg_tool_path() {
+  local go gobin=""
+  if go="$(hg_go 2>/dev/null)"; then
+    gobin="$("${go}" env GOPATH)/bin:$(dirname "${go}"):"
+  fi
+  printf '%s\n' "${HG_REPO_ROOT}/node_modules/.bin:${gobin}${PATH}"
+}
