@@ -163,7 +163,7 @@ assert_ban_message() {
   run firewall
   printf '%s\n' "${output}" >&2
   [[ "${output}" == *"-A INPUT -p tcp -m multiport --dports 80,443 -j f2b-${JAIL}"* ]]
-  has_reject_rule "${ip}"
+  fail2ban_wait_for 10 has_reject_rule "${ip}"
   run status_report
   printf '%s\n' "${output}" >&2
   [[ "${output}" =~ Currently\ banned:[[:space:]]+1 ]]
@@ -186,7 +186,7 @@ assert_ban_message() {
   from="$(date +%s)"
   fail2ban_log_lines "${ip}" 10 400
   fail2ban_wait_for 10 is_banned "${ip}"
-  has_reject_rule "${ip}"
+  fail2ban_wait_for 10 has_reject_rule "${ip}"
   receiver_wait_count 2 15
   assert_ban_message 2 "${ip}" 10 "${from}"
 }
@@ -199,7 +199,7 @@ assert_ban_message() {
   run fail2ban_client set "${JAIL}" banip "${ip}"
   [[ "${status}" -eq 0 ]]
   fail2ban_wait_for 10 is_banned "${ip}"
-  has_reject_rule "${ip}"
+  fail2ban_wait_for 10 has_reject_rule "${ip}"
   receiver_wait_count 2 15
   assert_ban_message 2 "${ip}" '[0-9]+' "${from}"
 }
@@ -253,7 +253,7 @@ assert_ban_message() {
   receiver_mode status500
   fail2ban_client set "${JAIL}" banip "${ip}" >/dev/null
   fail2ban_wait_for 10 is_banned "${ip}"
-  has_reject_rule "${ip}"
+  fail2ban_wait_for 10 has_reject_rule "${ip}"
   # The notifier kept it (exit 75), which the action does not report as an error.
   fail2ban_wait_for 20 grep -q '"status": 500' "${RECEIVER_REQUESTS}"
   sleep 2
