@@ -3,6 +3,9 @@
 // is created. Pure: no Pulumi runtime needed, so `tools/render.ts` and the unit
 // tests use exactly the same checks as `pulumi preview`.
 import * as net from "node:net";
+import { DEFAULT_SETTINGS, SETTING_KEYS, SettingError, validateSettings, type PayloadSettings } from "./settings";
+
+export { DEFAULT_SETTINGS, type PayloadSettings };
 
 export const NAMESPACE = "hostguard";
 
@@ -32,27 +35,6 @@ export interface HostSettings {
     instanceId?: string;
 }
 
-/** The values written to `hostguard.conf` (keys of scripts/README.md), minus CRON_MINUTE (drawn per host). */
-export interface PayloadSettings {
-    cpuThreshold: number;
-    memoryThreshold: number;
-    diskThreshold: number;
-    containerRuntime: string;
-    containerWatch: string[];
-    notifyCaFile: string;
-    notifyMaxTime: number;
-    notifyAttempts: number;
-    notifyBudget: number;
-    slackChannel: string;
-    banMaxRetry: number;
-    banFindTime: string;
-    banBanTime: string;
-    banAction: string;
-    nginxAccessLog: string;
-    nginxServerConf: string;
-    appProperties: string;
-}
-
 export interface HostguardConfig {
     settings: PayloadSettings;
     hosts: HostSettings[];
@@ -73,26 +55,6 @@ export interface HostguardConfig {
     hasBastionPrivateKey: boolean;
 }
 
-export const DEFAULT_SETTINGS: PayloadSettings = {
-    cpuThreshold: 80,
-    memoryThreshold: 90,
-    diskThreshold: 90,
-    containerRuntime: "docker",
-    containerWatch: [],
-    notifyCaFile: "",
-    notifyMaxTime: 10,
-    notifyAttempts: 3,
-    notifyBudget: 40,
-    slackChannel: "alerts",
-    banMaxRetry: 10,
-    banFindTime: "1m",
-    banBanTime: "10m",
-    banAction: "",
-    nginxAccessLog: "/var/log/nginx/access.log",
-    nginxServerConf: "",
-    appProperties: "",
-};
-
 export const DEFAULT_SSH_USER = "admin";
 /**
  * Without a host key @pulumi/command accepts any server (InsecureIgnoreHostKey), so
@@ -109,7 +71,7 @@ export const DEFAULT_SECURITY_GROUP_DESCRIPTION = "hostguard: HTTPS public, 8080
 
 /** Every key the namespace accepts; anything else is a typo and is rejected. */
 export const KNOWN_KEYS: readonly string[] = [
-    ...Object.keys(DEFAULT_SETTINGS),
+    ...SETTING_KEYS,
     "hosts",
     "sshUser",
     "bastion",
@@ -151,30 +113,7 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
             throw new ConfigError(key, `is not a known key (known: ${[...KNOWN_KEYS].sort().join(", ")})`);
         }
     }
-    const d = DEFAULT_SETTINGS;
-    const settings: PayloadSettings = {
-        cpuThreshold: percent(raw, "cpuThreshold", d.cpuThreshold),
-        memoryThreshold: percent(raw, "memoryThreshold", d.memoryThreshold),
-        diskThreshold: percent(raw, "diskThreshold", d.diskThreshold),
-        containerRuntime: word(raw, "containerRuntime", d.containerRuntime, /^[A-Za-z0-9._/-]+$/),
-        containerWatch: stringList(raw, "containerWatch", d.containerWatch).map((n, i) =>
-            matches(`containerWatch[${i}]`, n, /^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "must be a container name")),
-        notifyCaFile: path(raw, "notifyCaFile", d.notifyCaFile),
-        notifyMaxTime: integer(raw, "notifyMaxTime", d.notifyMaxTime, 1, 300),
-        notifyAttempts: integer(raw, "notifyAttempts", d.notifyAttempts, 1, 20),
-        notifyBudget: integer(raw, "notifyBudget", d.notifyBudget, 1, 55),
-        slackChannel: word(raw, "slackChannel", d.slackChannel, /^[a-z0-9][a-z0-9._-]{0,79}$/),
-        banMaxRetry: integer(raw, "banMaxRetry", d.banMaxRetry, 1, 1000),
-        banFindTime: duration(raw, "banFindTime", d.banFindTime),
-        banBanTime: duration(raw, "banBanTime", d.banBanTime),
-        banAction: word(raw, "banAction", d.banAction, /^[A-Za-z0-9._-]*$/),
-        nginxAccessLog: path(raw, "nginxAccessLog", d.nginxAccessLog),
-        nginxServerConf: path(raw, "nginxServerConf", d.nginxServerConf),
-        appProperties: path(raw, "appProperties", d.appProperties),
-    };
-    if (settings.notifyMaxTime > settings.notifyBudget) {
-        throw new ConfigError("notifyMaxTime", "must not exceed hostguard:notifyBudget");
-    }
+    const settings = settingsOf(raw);
 
     const sshUser = word(raw, "sshUser", DEFAULT_SSH_USER, /^[a-z_][a-z0-9_-]{0,31}$/);
     const hosts = hostList(raw, sshUser);
@@ -233,6 +172,23 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
         privateCidrs, adminCidrs, hasWebhookUrl, hasSshPrivateKey, hasBastionPrivateKey,
     };
 }
+
+/** The payload settings, by the table of components/settings.ts; a refusal names the key. */
+function settingsOf(raw: RawConfig): PayloadSettings {
+    for (const key of SETTING_KEYS) {
+        scalar(raw, key);
+    }
+    try {
+        return validateSettings(raw);
+    } catch (e) {
+        if (e instanceof SettingError) {
+            throw new ConfigError(e.key, e.reason);
+        }
+        throw e;
+    }
+}
+
+
 
 // ---- secrets -------------------------------------------------------------
 
@@ -411,23 +367,6 @@ function intValue(key: string, v: unknown, min: number, max: number): number {
     return n;
 }
 
-function integer(raw: RawConfig, key: string, dflt: number, min: number, max: number): number {
-    const v = scalar(raw, key);
-    return v === undefined ? dflt : intValue(key, v, min, max);
-}
-
-function percent(raw: RawConfig, key: string, dflt: number): number {
-    const v = scalar(raw, key);
-    if (v === undefined) {
-        return dflt;
-    }
-    const n = typeof v === "number" ? v : typeof v === "string" && /^-?\d+(\.\d+)?$/.test(v.trim()) ? Number(v) : NaN;
-    if (!Number.isFinite(n) || n < 0 || n > 100) {
-        throw new ConfigError(key, `must be between 0 and 100, got ${JSON.stringify(v)}`);
-    }
-    return n;
-}
-
 function bool(raw: RawConfig, key: string, dflt: boolean): boolean {
     const v = scalar(raw, key);
     if (v === undefined) {
@@ -459,20 +398,4 @@ function optionalWord(raw: RawConfig, key: string, re: RegExp): string | undefin
     return v === undefined || v === "" ? undefined : matches(key, v, re, `must match ${re}`);
 }
 
-function path(raw: RawConfig, key: string, dflt: string): string {
-    const v = scalar(raw, key);
-    if (v === undefined || v === "") {
-        return v === "" ? "" : dflt;
-    }
-    return matches(key, v, /^\/[A-Za-z0-9._/-]*$/, "must be an absolute path of plain characters");
-}
 
-/** fail2ban time: digits with an optional unit, units may repeat (`1h30m`). */
-function duration(raw: RawConfig, key: string, dflt: string): string {
-    const v = scalar(raw, key);
-    if (v === undefined) {
-        return dflt;
-    }
-    const s = typeof v === "number" ? String(v) : v;
-    return matches(key, s, /^(\d+|(\d+[smhdw])+)$/, "must be a duration such as 30s, 10m, 1h or 1h30m");
-}

@@ -11,7 +11,7 @@ import * as random from "@pulumi/random";
 import { BastionSettings, HostSettings, PayloadSettings } from "./config";
 import {
     cronSchedule, JAIL_NAME, PARTS, partCreateCommand, partDeleteCommand, readPayload, renderHost, setWebhookCommand,
-    tarFiles, webhookStdin, type Part, type PayloadFile,
+    SETTINGS_PATH, sha256, tarFiles, webhookStdin, type Part, type PayloadFile,
 } from "./render";
 
 export interface HostDeploymentArgs {
@@ -30,7 +30,10 @@ export interface HostDeploymentArgs {
 
 export interface InstalledFile {
     part: Part;
+    /** Path in the part's bundle. */
     path: string;
+    /** Where it lands on the host. */
+    destination: string;
     sha256: string;
 }
 
@@ -98,9 +101,9 @@ export class HostDeployment extends pulumi.ComponentResource {
             partCommand(part, [base, webhook]);
         }
 
-        this.files = rendered.apply((r) => r.bundles.flatMap((b) =>
-            b.files.filter((f) => b.part === "base" || !r.bundles[0].files.some((g) => g.path === f.path))
-                .map((f) => ({ part: b.part, path: f.path, sha256: f.sha256 }))));
+        this.files = rendered.apply((r) => r.files.map((f): InstalledFile => ({
+            part: f.part, path: f.path, destination: f.destination, sha256: f.sha256,
+        })).concat([{ part: "base", path: "hostguard.conf", destination: SETTINGS_PATH, sha256: sha256(r.settingsText) }]));
         this.partHashes = rendered.apply((r) => Object.fromEntries(r.bundles.map((b) => [b.part, b.sha256])));
         this.registerOutputs({ cronSchedule: this.cronSchedule, files: this.files, partHashes: this.partHashes, jail: this.jail });
     }

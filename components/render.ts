@@ -1,62 +1,76 @@
-// Everything a host receives, rendered by pure functions (model: pulumi-eks
-// userdata.ts): the settings file `hostguard.conf` from typed settings, and per
-// part (base, monitors, bantool, web) the payload files read from `scripts/`
-// with their hashes, packed as a byte-deterministic tar. No Pulumi runtime here:
-// the components, `npm run render` and the unit tests all call these functions.
+// Everything a host receives, as pure functions of the validated config
+// (model: pulumi-eks userdata.ts): per part (base, monitors, bantool, web) the
+// files the file table (scripts/files.table) lists, read from `scripts/` or
+// rendered from the settings (components/hostFiles.ts), plus the settings file
+// that part's install step reads, packed as a byte-deterministic tar. A part's
+// hash covers exactly the bytes of its bundle. No Pulumi runtime here: the
+// components, `npm run render` and the unit tests all call these functions.
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as tarStream from "tar-stream";
-import { PayloadSettings } from "./config";
+import { cronSchedule, INSTALL_DIR, installKeys, JAIL_NAME, RENDERED, renderSettingsFile, type HostValues } from "./hostFiles";
+import { type PayloadSettings } from "./settings";
+
+export { cronSchedule, INSTALL_DIR, JAIL_NAME };
 
 export const PARTS = ["base", "monitors", "bantool", "web"] as const;
 export type Part = (typeof PARTS)[number];
 
 export const SCRIPTS_DIR = path.resolve(__dirname, "..", "scripts");
-export const INSTALL_DIR = "/usr/local/lib/hostguard";
 export const SETTINGS_PATH = "/etc/hostguard/hostguard.conf";
-export const JAIL_NAME = "nginx-bad-request";
-/** Name of the settings file inside the base bundle. */
+/** Name of the file table, in scripts/ and in every bundle. */
+export const FILE_TABLE = "files.table";
+/** Name of the settings file inside a bundle. */
 export const SETTINGS_FILE = "hostguard.conf";
+/**
+ * The installer's own files: they travel in every bundle (`install` runs from
+ * the folder it sits in), but only base places them. All are base rows.
+ */
+export const INSTALLER_SOURCES: readonly string[] = ["install", FILE_TABLE, "lib/*.sh"];
+/** Files of scripts/ that no host receives. */
+const NOT_SHIPPED = ["README.md"];
 
 export interface PayloadFile {
-    /** Path relative to scripts/, with forward slashes. */
+    /** Path relative to scripts/ (or inside the bundle), with forward slashes. */
     path: string;
     mode: 0o755 | 0o644;
     content: Buffer;
     sha256: string;
 }
 
-/**
- * Which part ships which file of scripts/, first match wins. The installer and
- * its libraries travel in every bundle (`install` copies "from the folder the
- * script sits in"), but only base installs them. A file no rule claims is an
- * error, so a new payload file cannot be silently left behind.
- */
-const PART_RULES: ReadonlyArray<[RegExp, Part | "installer" | "skip"]> = [
-    [/(^|\/)README\.md$/, "skip"],
-    [/(^|\/)\.gitkeep$/, "skip"],
-    [/^install$/, "installer"],
-    [/^lib\//, "installer"],
-    [/^hostguard-notify$/, "base"],
-    [/(^|\/)(host-monitor|container-monitor)$/, "monitors"],
-    [/(^|\/|-)(cron|logrotate)/, "monitors"],
-    [/(^|\/)monitors?\//, "monitors"],
-    [/fail2ban|(^|\/)(jail|filter|action)(\.d)?\/|jail|slack-notify|bantool/, "bantool"],
-    [/nginx|deny|(^|\/)web\/|spring|application\.properties|app-properties/, "web"],
-];
-
-export function partOf(file: string): Part | "installer" | "skip" {
-    for (const [re, part] of PART_RULES) {
-        if (re.test(file)) {
-            return part;
-        }
-    }
-    throw new Error(`scripts/${file} belongs to no part: add a rule to PART_RULES in components/render.ts`);
+/** One line of the file table. */
+export interface FileRow {
+    part: Part;
+    source: string;
+    destination: string;
+    mode: 0o755 | 0o644;
 }
 
 export function sha256(data: string | Buffer): string {
     return createHash("sha256").update(data).digest("hex");
+}
+
+export function payloadFile(p: string, content: string | Buffer, mode: 0o755 | 0o644 = 0o644): PayloadFile {
+    const buf = Buffer.isBuffer(content) ? content : Buffer.from(content, "utf8");
+    return { path: p, mode, content: buf, sha256: sha256(buf) };
+}
+
+/** Parses the file table with the rules `install` applies to it. */
+export function parseFileTable(text: string): FileRow[] {
+    const rows: FileRow[] = [];
+    text.split("\n").forEach((raw, i) => {
+        const line = raw.trim();
+        if (line === "" || line.startsWith("#")) {
+            return;
+        }
+        const f = line.split(/\s+/);
+        if (f.length !== 4 || !(PARTS as readonly string[]).includes(f[0]) || !f[2].startsWith("/") || !/^0(755|644)$/.test(f[3])) {
+            throw new Error(`${FILE_TABLE}:${i + 1}: expected PART SOURCE DESTINATION MODE (a part of ${PARTS.join(", ")}, mode 0755 or 0644)`);
+        }
+        rows.push({ part: f[0] as Part, source: f[1], destination: f[2], mode: f[3] === "0755" ? 0o755 : 0o644 });
+    });
+    return rows;
 }
 
 /** All files of the payload folder, sorted, with their mode (from the executable bit) and hash. */
@@ -69,120 +83,120 @@ export function readPayload(dir: string = SCRIPTS_DIR): PayloadFile[] {
                 walk(relPath);
             } else if (entry.isFile()) {
                 const full = path.join(dir, relPath);
-                const content = fs.readFileSync(full);
                 const mode = (fs.statSync(full).mode & 0o111) !== 0 ? 0o755 : 0o644;
-                out.push({ path: relPath, mode, content, sha256: sha256(content) });
+                out.push(payloadFile(relPath, fs.readFileSync(full), mode));
             }
         }
     };
     walk("");
-    return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    return sortFiles(out);
 }
 
-/** The settings as `KEY=VALUE` lines, keys exactly as scripts/README.md lists them. */
-export function settingsEntries(s: PayloadSettings, cronMinute: number): Array<[string, string]> {
-    if (!Number.isInteger(cronMinute) || cronMinute < 0 || cronMinute > 9) {
-        throw new Error(`cron minute must be an integer 0-9, got ${cronMinute}`);
+function sortFiles<T extends { path: string }>(files: T[]): T[] {
+    return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/** A source pattern (`*` only in the last segment, as `install` expands it) against a path. */
+function sourceMatches(source: string, p: string): boolean {
+    if (!source.includes("*")) {
+        return source === p;
     }
-    return [
-        ["CPU_THRESHOLD", String(s.cpuThreshold)],
-        ["MEMORY_THRESHOLD", String(s.memoryThreshold)],
-        ["DISK_THRESHOLD", String(s.diskThreshold)],
-        ["CONTAINER_RUNTIME", s.containerRuntime],
-        ["CONTAINER_WATCH", s.containerWatch.join(",")],
-        ["NOTIFY_CA_FILE", s.notifyCaFile],
-        ["NOTIFY_MAX_TIME", String(s.notifyMaxTime)],
-        ["NOTIFY_ATTEMPTS", String(s.notifyAttempts)],
-        ["NOTIFY_BUDGET", String(s.notifyBudget)],
-        ["SLACK_CHANNEL", s.slackChannel],
-        ["BAN_MAXRETRY", String(s.banMaxRetry)],
-        ["BAN_FINDTIME", s.banFindTime],
-        ["BAN_BANTIME", s.banBanTime],
-        ["BAN_ACTION", s.banAction],
-        ["NGINX_ACCESS_LOG", s.nginxAccessLog],
-        ["NGINX_SERVER_CONF", s.nginxServerConf],
-        ["APP_PROPERTIES", s.appProperties],
-        ["CRON_MINUTE", String(cronMinute)],
-    ];
+    const dir = source.slice(0, source.lastIndexOf("/") + 1);
+    const glob = source.slice(dir.length);
+    if (!p.startsWith(dir) || p.slice(dir.length).includes("/")) {
+        return false;
+    }
+    const re = new RegExp(`^${glob.split("*").map((x) => x.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join("[^/]*")}$`);
+    return re.test(p.slice(dir.length));
 }
 
-export function renderSettings(s: PayloadSettings, cronMinute: number): string {
-    const lines = settingsEntries(s, cronMinute).map(([k, v]) => {
-        if (/[\r\n]/.test(v)) {
-            throw new Error(`settings value of ${k} must be one line`);
+/** One file a host receives: the bundle path, where it lands, its mode and bytes. */
+export interface HostFile extends PayloadFile {
+    part: Part;
+    destination: string;
+}
+
+/**
+ * Every file of the table, expanded (globs) and rendered, in table order.
+ * A source that is neither in the payload nor rendered is an error, and so is
+ * a payload file the table does not ship: nothing is silently left behind.
+ */
+export function hostFiles(values: HostValues, payload: PayloadFile[]): HostFile[] {
+    const table = payload.find((f) => f.path === FILE_TABLE);
+    if (!table) {
+        throw new Error(`scripts/${FILE_TABLE} is missing`);
+    }
+    const out: HostFile[] = [];
+    for (const row of parseFileTable(table.content.toString("utf8"))) {
+        const matched = payload.filter((f) => sourceMatches(row.source, f.path));
+        const render = RENDERED[row.source];
+        if (render !== undefined && matched.length > 0) {
+            throw new Error(`${FILE_TABLE}: ${row.source} is both a file of scripts/ and rendered`);
         }
-        return `${k}=${v}`;
-    });
-    return [
-        "# hostguard settings, written by the Pulumi program (components/render.ts).",
-        "# Change the stack config and run `pulumi up`; edits here are overwritten.",
-        ...lines,
-        "",
-    ].join("\n");
-}
-
-/** The schedule of both monitors: every 10 minutes, shifted by the host's offset. */
-export function cronSchedule(cronMinute: number): string {
-    return `${cronMinute}-59/10 * * * *`;
-}
-
-/** Settings keys a part's templates (`*.in`, `@KEY@`) use: a change to one of them re-runs that part. */
-export function templateKeys(files: PayloadFile[]): string[] {
-    const keys = new Set<string>();
-    for (const f of files) {
-        if (f.path.endsWith(".in")) {
-            for (const m of f.content.toString("utf8").matchAll(/@([A-Z][A-Z0-9_]*)@/g)) {
-                keys.add(m[1]);
-            }
+        if (render !== undefined) {
+            out.push({ ...payloadFile(row.source, render(values), row.mode), part: row.part, destination: row.destination });
+            continue;
+        }
+        if (matched.length === 0) {
+            throw new Error(`${FILE_TABLE}: ${row.source} is neither a file of scripts/ nor rendered (components/hostFiles.ts)`);
+        }
+        for (const f of matched) {
+            const destination = row.destination.endsWith("/") ? row.destination + path.posix.basename(f.path) : row.destination;
+            out.push({ ...payloadFile(f.path, f.content, row.mode), part: row.part, destination });
         }
     }
-    return [...keys].sort();
+    const shipped = new Set(out.map((f) => f.path));
+    const left = payload.filter((f) => !shipped.has(f.path) && !NOT_SHIPPED.includes(path.posix.basename(f.path)));
+    if (left.length > 0) {
+        throw new Error(`scripts/${left[0].path} is in no part: add it to scripts/${FILE_TABLE}`);
+    }
+    return out;
 }
 
 export interface PartBundle {
     part: Part;
-    /** Files in the tar, sorted (base also carries hostguard.conf). */
+    /** Files in the tar, sorted: the installer, the part's files, the settings its install step reads. */
     files: PayloadFile[];
-    /** Settings keys this part's templates use (empty for base, which ships the whole file). */
-    settingsKeys: string[];
-    /** Hash of the files: what decides whether this part runs again. */
+    /** Hash of exactly those files (path, mode, bytes): what decides whether this part runs again. */
     sha256: string;
-    /** Hash of the values of settingsKeys (a hash of "" when none). */
-    settingsSha256: string;
 }
 
-/** The bundle of one part: installer + the part's files (+ the settings file for base). */
-export function partBundle(part: Part, payload: PayloadFile[], settingsText: string): PartBundle {
-    const installer = payload.filter((f) => partOf(f.path) === "installer");
-    const own = payload.filter((f) => partOf(f.path) === part);
-    const files = [...installer, ...own];
+/** The settings file of a part's bundle: all host settings for base, else the keys its install step reads. */
+export function partSettings(part: Part, settings: PayloadSettings): string {
     if (part === "base") {
-        const content = Buffer.from(settingsText, "utf8");
-        files.push({ path: SETTINGS_FILE, mode: 0o644, content, sha256: sha256(content) });
+        return renderSettingsFile(settings);
     }
-    files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-    const settingsKeys = part === "base" ? [] : templateKeys(own);
-    const values = new Map(settingsText.split("\n").filter((l) => /^[A-Z]/.test(l)).map((l) => {
-        const i = l.indexOf("=");
-        return [l.slice(0, i), l.slice(i + 1)] as [string, string];
-    }));
-    const settingsLines = settingsKeys.map((k) => `${k}=${values.get(k) ?? ""}\n`).join("");
+    const keys = installKeys(part);
+    return renderSettingsFile(settings, (k) => keys.includes(k));
+}
+
+/** The bundle of one part: installer + the part's files + its settings file. */
+export function partBundle(part: Part, files: HostFile[], settings: PayloadSettings): PartBundle {
+    const installer = files.filter((f) => f.part === "base" && INSTALLER_SOURCES.some((s) => sourceMatches(s, f.path)));
+    const own = files.filter((f) => f.part === part && !installer.includes(f));
+    const bundle: PayloadFile[] = sortFiles([
+        ...[...installer, ...own].map(({ path: p, mode, content, sha256: h }) => ({ path: p, mode, content, sha256: h })),
+        payloadFile(SETTINGS_FILE, partSettings(part, settings)),
+    ]);
     return {
         part,
-        files,
-        settingsKeys,
-        sha256: sha256(files.map((f) => `${f.mode.toString(8)} ${f.sha256} ${f.path}\n`).join("")),
-        settingsSha256: sha256(settingsLines),
+        files: bundle,
+        sha256: sha256(bundle.map((f) => `${f.mode.toString(8)} ${f.sha256} ${f.path}\n`).join("")),
     };
 }
 
-/** Every part's bundle for one host. */
+/** Every file a host receives and every part's bundle. */
 export function renderHost(settings: PayloadSettings, cronMinute: number, payload: PayloadFile[] = readPayload()): {
     settingsText: string;
+    files: HostFile[];
     bundles: PartBundle[];
 } {
-    const settingsText = renderSettings(settings, cronMinute);
-    return { settingsText, bundles: PARTS.map((p) => partBundle(p, payload, settingsText)) };
+    const files = hostFiles({ settings, cronMinute }, payload);
+    return {
+        settingsText: renderSettingsFile(settings),
+        files,
+        bundles: PARTS.map((p) => partBundle(p, files, settings)),
+    };
 }
 
 /** A ustar archive with fixed owner, time and order: the same files give the same bytes. */
@@ -206,16 +220,14 @@ export async function tarFiles(files: PayloadFile[]): Promise<Buffer> {
 
 /** Shell text run over SSH for one part. It never carries a secret: the tar arrives on stdin. */
 export function partCreateCommand(b: PartBundle, sudo: boolean): string {
-    const settings = b.part === "base" ? `"$d/${SETTINGS_FILE}"` : SETTINGS_PATH;
     const script = [
-        `# hostguard part ${b.part}: payload sha256 ${b.sha256}` +
-            (b.part === "base" ? "" : `, settings sha256 ${b.settingsSha256}`),
+        `# hostguard part ${b.part}: bundle sha256 ${b.sha256}`,
         "set -eu",
         "umask 077",
         "d=$(mktemp -d /tmp/hostguard.XXXXXXXX)",
         'trap "rm -rf $d" EXIT',
         'base64 -d | tar -xf - -C "$d"',
-        `"$d/install" install --part ${b.part} --settings ${settings}`,
+        `"$d/install" install --part ${b.part} --settings "$d/${SETTINGS_FILE}"`,
     ].join("\n");
     return asRoot(script, sudo);
 }

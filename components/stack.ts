@@ -3,7 +3,7 @@
 // the mock tests both call buildStack, so the tests exercise the real wiring.
 import * as pulumi from "@pulumi/pulumi";
 import { HostguardConfig, INSECURE_HOST_KEY_OPT_OUT, NAMESPACE, RawConfig, uncheckedHostKeys } from "./config";
-import { HostDeployment } from "./hostDeployment";
+import { HostDeployment, type InstalledFile } from "./hostDeployment";
 import { IngressRule, SecurityGroup } from "./securityGroup";
 import { PayloadFile } from "./render";
 
@@ -16,7 +16,7 @@ export function rawStackConfig(): RawConfig {
 }
 
 export interface HostOutputs {
-    files: pulumi.Output<Array<{ part: string; path: string; sha256: string }>>;
+    files: pulumi.Output<InstalledFile[]>;
     partHashes: pulumi.Output<Record<string, string>>;
     cronSchedule: pulumi.Output<string>;
     jail: string;

@@ -72,7 +72,7 @@ bench_ban100_trial() {
   BENCH_BAN100_ROOT="${root}"
   bench_cleanup_add bench_ban100_teardown
   fail2ban_sandbox_make "${dir}" "${lib}/hostguard-notify" \
-    BAN_MAXRETRY=10 BAN_FINDTIME=10m BAN_BANTIME=10m BAN_ACTION= SLACK_CHANNEL=bench
+    banMaxRetry=10 banFindTime=10m banBanTime=10m banAction= slackChannel=bench
   # shellcheck disable=SC2034 # both read by receiver_start (test/payload/helpers/receiver.bash)
   RECEIVER_WRAP=(ip netns exec "${F2B_NS}")
   receiver_start --dir "${dir}/receiver"

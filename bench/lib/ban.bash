@@ -61,7 +61,7 @@ bench_ban_backend() {
   cp "${BENCH_REPO}"/scripts/lib/*.sh "${lib}/lib/"
   bench_cleanup_add bench_ban_teardown
   fail2ban_sandbox_make "${dir}" "${lib}/hostguard-notify" \
-    BAN_MAXRETRY=10 BAN_FINDTIME=1m BAN_BANTIME=10m BAN_ACTION= SLACK_CHANNEL=bench
+    banMaxRetry=10 banFindTime=1m banBanTime=10m banAction= slackChannel=bench
   if [[ "${backend}" != auto ]]; then
     # A later jail.d file overrides the project's backend = auto.
     printf '[%s]\nbackend = %s\n' "${BENCH_JAIL}" "${backend}" \

@@ -10,53 +10,58 @@ readonly HG_WEBHOOK_FILE="${HG_CONF_DIR}/webhook.curlrc"
 readonly HG_STATE_DIR="${HG_ROOT}/var/lib/hostguard"
 readonly HG_SPOOL_DIR="${HG_ROOT}/var/spool/hostguard"
 
+# BEGIN settings table (generated from components/settings.ts by `npm run settings:gen`; do not edit)
 # Defaults of every setting; hg_load_settings refuses keys not listed here.
 declare -A HG_DEFAULTS=(
-  [CPU_THRESHOLD]=80
-  [MEMORY_THRESHOLD]=90
-  [DISK_THRESHOLD]=90
-  [CONTAINER_RUNTIME]=docker
-  [CONTAINER_WATCH]=""
-  [NOTIFY_CA_FILE]=""
-  [NOTIFY_MAX_TIME]=10
-  [NOTIFY_ATTEMPTS]=3
-  [NOTIFY_BUDGET]=40
-  [NOTIFY_SPOOL_MAX]=1000
-  [SLACK_CHANNEL]=alerts
-  [BAN_MAXRETRY]=10
-  [BAN_FINDTIME]=1m
-  [BAN_BANTIME]=10m
-  [BAN_ACTION]=""
-  [NGINX_ACCESS_LOG]=/var/log/nginx/access.log
-  [NGINX_SERVER_CONF]=""
-  [APP_PROPERTIES]=""
-  [CRON_MINUTE]=0
+  [CPU_THRESHOLD]='80'
+  [MEMORY_THRESHOLD]='90'
+  [DISK_THRESHOLD]='90'
+  [CONTAINER_RUNTIME]='docker'
+  [CONTAINER_WATCH]=''
+  [NOTIFY_CA_FILE]=''
+  [NOTIFY_MAX_TIME]='10'
+  [NOTIFY_ATTEMPTS]='3'
+  [NOTIFY_BUDGET]='40'
+  [NOTIFY_SPOOL_MAX]='1000'
+  [SLACK_CHANNEL]='alerts'
+  [NGINX_SERVER_CONF]=''
+  [APP_PROPERTIES]=''
 )
 readonly HG_DEFAULTS
-
-# Which values each key accepts, as an extended regex.
+# Which values each key accepts, as an extended regex (a list: each name, trimmed).
 declare -A HG_PATTERNS=(
-  [CPU_THRESHOLD]='^(100|[0-9]{1,2})$'
-  [MEMORY_THRESHOLD]='^(100|[0-9]{1,2})$'
-  [DISK_THRESHOLD]='^(100|[0-9]{1,2})$'
-  [CONTAINER_RUNTIME]='^[A-Za-z0-9_./-]+$'
-  [CONTAINER_WATCH]='^[^[:cntrl:]]*$'
-  [NOTIFY_CA_FILE]='^(/[^[:cntrl:]]*)?$'
-  [NOTIFY_MAX_TIME]='^[1-9][0-9]{0,2}$'
-  [NOTIFY_ATTEMPTS]='^[1-9]$'
-  [NOTIFY_BUDGET]='^[1-9][0-9]{0,2}$'
-  [NOTIFY_SPOOL_MAX]='^([1-9][0-9]{0,4}|100000)$'
+  [CPU_THRESHOLD]='^(0|[1-9][0-9]{0,2})(\.[0-9]{1,2})?$'
+  [MEMORY_THRESHOLD]='^(0|[1-9][0-9]{0,2})(\.[0-9]{1,2})?$'
+  [DISK_THRESHOLD]='^(0|[1-9][0-9]{0,2})(\.[0-9]{1,2})?$'
+  [CONTAINER_RUNTIME]='^([A-Za-z0-9_][A-Za-z0-9._-]{0,63}|(/\.?[A-Za-z0-9_-][A-Za-z0-9._-]*)+)$'
+  [CONTAINER_WATCH]='^[^[:cntrl:],]{1,128}$'
+  [NOTIFY_CA_FILE]='^((/\.?[A-Za-z0-9_-][A-Za-z0-9._-]*)+)?$'
+  [NOTIFY_MAX_TIME]='^(0|[1-9][0-9]{0,8})$'
+  [NOTIFY_ATTEMPTS]='^(0|[1-9][0-9]{0,8})$'
+  [NOTIFY_BUDGET]='^(0|[1-9][0-9]{0,8})$'
+  [NOTIFY_SPOOL_MAX]='^(0|[1-9][0-9]{0,8})$'
   [SLACK_CHANNEL]='^[a-z0-9][a-z0-9._-]{0,79}$'
-  [BAN_MAXRETRY]='^[1-9][0-9]{0,3}$'
-  [BAN_FINDTIME]='^[1-9][0-9]{0,5}[smhdw]?$'
-  [BAN_BANTIME]='^[1-9][0-9]{0,6}[smhdw]?$'
-  [BAN_ACTION]='^([a-z0-9][a-z0-9_-]*)?$'
-  [NGINX_ACCESS_LOG]='^/[^[:cntrl:][:space:]]+$'
-  [NGINX_SERVER_CONF]='^(/[^[:cntrl:][:space:]]+)?$'
-  [APP_PROPERTIES]='^(/[^[:cntrl:][:space:]]+)?$'
-  [CRON_MINUTE]='^[0-9]$'
+  [NGINX_SERVER_CONF]='^((/\.?[A-Za-z0-9_-][A-Za-z0-9._-]*)+)?$'
+  [APP_PROPERTIES]='^((/\.?[A-Za-z0-9_-][A-Za-z0-9._-]*)+)?$'
 )
 readonly HG_PATTERNS
+# Keys holding comma-separated lists of names.
+declare -A HG_LISTS=(
+  [CONTAINER_WATCH]=1
+)
+readonly HG_LISTS
+# Inclusive "min max" of the numeric keys.
+declare -A HG_RANGES=(
+  [CPU_THRESHOLD]='0 100'
+  [MEMORY_THRESHOLD]='0 100'
+  [DISK_THRESHOLD]='0 100'
+  [NOTIFY_MAX_TIME]='1 300'
+  [NOTIFY_ATTEMPTS]='1 20'
+  [NOTIFY_BUDGET]='1 55'
+  [NOTIFY_SPOOL_MAX]='1 100000'
+)
+readonly HG_RANGES
+# END settings table
 
 hg_die() {
   printf 'hostguard: %s\n' "$*" >&2
@@ -72,6 +77,8 @@ hg_log() {
 }
 
 # Sets HG_<KEY> for every known key: the file's value, else the default.
+# A value must match the key's pattern (each name of a list) and lie in its
+# range: the rules of components/settings.ts, which generates the block above.
 hg_load_settings() {
   local file="${1:-${HG_SETTINGS_FILE}}"
   local key value line number=0
@@ -88,10 +95,43 @@ hg_load_settings() {
     value="${BASH_REMATCH[2]}"
     [[ -v "HG_DEFAULTS[${key}]" ]] \
       || hg_die "${file}:${number}: unknown key ${key}"
-    [[ "${value}" =~ ${HG_PATTERNS[${key}]} ]] \
+    hg_setting_ok "${key}" "${value}" \
       || hg_die "${file}:${number}: invalid value for ${key}"
     printf -v "HG_${key}" '%s' "${value}"
   done <"${file}"
+}
+
+# Succeeds when VALUE is allowed for KEY. Byte-wise (C locale) matching, as
+# JavaScript's RegExp matches the same patterns.
+hg_setting_ok() {
+  local key="$1" value="$2" name min max
+  local LC_ALL=C
+  local -a names=("${value}")
+  if [[ -v "HG_LISTS[${key}]" ]]; then
+    [[ -z "${value}" ]] && return 0
+    [[ "${value}" != *, && "${value}" != ,* ]] || return 1
+    IFS=, read -r -a names <<<"${value}"
+  fi
+  for name in "${names[@]}"; do
+    if [[ -v "HG_LISTS[${key}]" ]]; then
+      name="${name#"${name%%[![:space:]]*}"}"
+      name="${name%"${name##*[![:space:]]}"}"
+    fi
+    [[ "${name}" =~ ${HG_PATTERNS[${key}]} ]] || return 1
+  done
+  [[ -v "HG_RANGES[${key}]" ]] || return 0
+  read -r min max <<<"${HG_RANGES[${key}]}"
+  hg_hundredths value "${value}" || return 1
+  ((value >= min * 100 && value <= max * 100))
+}
+
+# OUT <- the decimal TEXT (digits, at most 2 decimals) in hundredths.
+hg_hundredths() {
+  local -n _hg_out="$1"
+  local text="$2" fraction
+  [[ "${text}" =~ ^([0-9]{1,12})(\.([0-9]{1,2}))?$ ]] || return 1
+  fraction="${BASH_REMATCH[3]}00"
+  _hg_out=$((10#${BASH_REMATCH[1]} * 100 + 10#${fraction:0:2}))
 }
 
 # Slack cuts a message's text at 40,000 characters; a longer one is cut here,

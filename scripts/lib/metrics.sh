@@ -147,14 +147,23 @@ hg_process_count() {
   _hg_out=$((${#pids[@]} + 1))
 }
 
-# Succeeds when the decimal VALUE (digits, optional fraction) is strictly
-# greater than the integer THRESHOLD. Exact: no rounding of the fraction.
+# Succeeds when the decimal VALUE is strictly greater than the decimal
+# THRESHOLD (digits with an optional fraction, both). Exact: no rounding.
 hg_decimal_gt() {
-  local value="$1" threshold="$2"
+  local value="$1" threshold="$2" value_whole value_frac threshold_whole threshold_frac
   [[ "${value}" =~ ^([0-9]{1,15})(\.([0-9]+))?$ ]] || return 2
-  local whole=$((10#${BASH_REMATCH[1]})) frac="${BASH_REMATCH[3]}"
-  ((whole > threshold)) && return 0
-  ((whole == threshold)) && [[ "${frac}" == *[1-9]* ]]
+  value_whole=$((10#${BASH_REMATCH[1]}))
+  value_frac="${BASH_REMATCH[3]}"
+  [[ "${threshold}" =~ ^([0-9]{1,15})(\.([0-9]+))?$ ]] || return 2
+  threshold_whole=$((10#${BASH_REMATCH[1]}))
+  threshold_frac="${BASH_REMATCH[3]}"
+  if ((value_whole != threshold_whole)); then
+    ((value_whole > threshold_whole))
+    return
+  fi
+  while ((${#value_frac} < ${#threshold_frac})); do value_frac+=0; done
+  while ((${#threshold_frac} < ${#value_frac})); do threshold_frac+=0; done
+  [[ "${value_frac}" > "${threshold_frac}" ]]
 }
 
 # OUT <- the text of a JSON string literal (quotes included in LITERAL), as

@@ -33,7 +33,7 @@ safe_stat() {
 safe_dir_owner_only() {
   local label="$1" dir="$2" mode="$3"
   if (((8#${mode} & 8#022) != 0)); then
-    hg_die "${label}: ${dir} is writable by a group or by all users: refused (make it writable by its owner only)"
+    hg_die "${label:+${label}: }${dir} is writable by a group or by all users: refused (make it writable by its owner only)"
   fi
 }
 
@@ -126,30 +126,45 @@ safe_replace() {
   if ((SAFE_UID == 0)); then
     local tmp="${dir}/${SAFE_TMP_PREFIX}${base}"
     rm -f -- "${tmp}"
-    cat -- "${src}" >"${tmp}"
-    chown "${SAFE_FILE_OWNER}" -- "${tmp}"
-    chmod "${SAFE_FILE_MODE}" -- "${tmp}"
-    mv -fT -- "${tmp}" "${path}"
+    if ! { cat -- "${src}" >"${tmp}" && chown "${SAFE_FILE_OWNER}" -- "${tmp}" \
+      && chmod "${SAFE_FILE_MODE}" -- "${tmp}" && mv -fT -- "${tmp}" "${path}"; }; then
+      rm -f -- "${tmp}"
+      hg_die "${SAFE_REAL}: could not be written"
+    fi
   else
     # shellcheck disable=SC2016 # expanded by the user's shell, not here
-    safe_as_owner bash -c 'set -eu; umask 077; tmp="$1/$4$2"; rm -f -- "${tmp}"; cat >"${tmp}"; chmod "$3" -- "${tmp}"; mv -fT -- "${tmp}" "$1/$2"' \
-      _ "${dir}" "${base}" "${SAFE_FILE_MODE}" "${SAFE_TMP_PREFIX}" <"${src}"
+    safe_as_owner bash -c 'set -eu; umask 077; tmp="$1/$4$2"; trap "rm -f -- \"\${tmp}\"" EXIT
+      rm -f -- "${tmp}"; cat >"${tmp}"; chmod "$3" -- "${tmp}"; mv -fT -- "${tmp}" "$1/$2"' \
+      _ "${dir}" "${base}" "${SAFE_FILE_MODE}" "${SAFE_TMP_PREFIX}" <"${src}" \
+      || hg_die "${SAFE_REAL}: could not be written"
   fi
 }
+
+# Directories safe_root_dir found root's in this run: only root can change
+# that, so each is checked once.
+declare -A SAFE_ROOT_DIRS=()
 
 # Dies unless every existing directory on host path DIR is root's and no
 # symbolic link: hostguard's own files go only where only root can write.
 safe_root_dir() {
-  local dir="$1" cur="" comp uid gid mode type
-  local -a parts
+  local dir="$1" cur="" comp uid gid mode type k
+  local -a parts todo=() lines=()
   IFS=/ read -r -a parts <<<"${dir#/}"
   for comp in "${parts[@]}"; do
     [[ -n "${comp}" ]] || continue
     cur+="/${comp}"
-    read -r uid gid mode type <<<"$(safe_stat "${cur}")"
-    [[ -n "${uid:-}" ]] || return 0
+    [[ -v "SAFE_ROOT_DIRS[${cur}]" ]] || todo+=("${cur}")
+  done
+  ((${#todo[@]} > 0)) || return 0
+  # One stat for the whole path: a missing directory ends the output, and
+  # every one below it is missing too.
+  mapfile -t lines < <(stat -c '%u %g %a %F' -- "${todo[@]/#/${HG_ROOT}}" 2>/dev/null || true)
+  for ((k = 0; k < ${#lines[@]}; k++)); do
+    cur="${todo[k]}"
+    read -r uid gid mode type <<<"${lines[k]}"
     [[ "${type}" == directory ]] || hg_die "${cur} is not a directory (a ${type}): refused"
     ((uid == 0)) || hg_die "${cur} belongs to uid ${uid}, not root: refused"
-    safe_dir_owner_only "${dir}" "${cur}" "${mode}"
+    safe_dir_owner_only "" "${cur}" "${mode}"
+    SAFE_ROOT_DIRS[${cur}]=1
   done
 }

@@ -41,6 +41,8 @@ CHANGED=0
 WORK_DIR=""
 WORK_PARENT_MTIME=""
 MANIFEST_WRITTEN=0
+# Whether the undo journal holds the manifest as the part found it.
+MANIFEST_SAVED=0
 
 # ---- manifest ---------------------------------------------------------------
 
@@ -63,7 +65,13 @@ manifest_write() {
   local file tmp
   file="$(manifest_path "${MANIFEST_PART}")"
   tmp="${file%/*}/${SAFE_TMP_PREFIX}${file##*/}"
+  # The undo journal keeps the manifest as the part found it, once.
+  if ((TXN_ACTIVE && !MANIFEST_SAVED)); then
+    txn_save "${file}"
+    MANIFEST_SAVED=1
+  fi
   MANIFEST_WRITTEN=1
+  ((!TXN_ACTIVE)) || JOURNAL+=("f"$'\t'"${tmp}"$'\t')
   if ((${#MANIFEST[@]} == 0)); then
     rm -f -- "${file}"
     return 0
@@ -186,10 +194,11 @@ txn_open() {
     # Undone before the directories: the manifest did not exist.
     JOURNAL+=("f"$'\t'"${manifest}"$'\t')
     txn_open_work
+    MANIFEST_SAVED=1
     return 0
   fi
   txn_open_work
-  txn_save "${manifest}"
+  MANIFEST_SAVED=0
 }
 
 txn_open_work() {
@@ -304,6 +313,8 @@ write_atomic() {
   local src="$1" dest="$2" mode="$3" owner="$4" tmp
   txn_save "${dest}"
   tmp="${dest%/*}/${SAFE_TMP_PREFIX}${dest##*/}"
+  # A failed write (disk full) leaves no temp file: the undo removes it.
+  JOURNAL+=("f"$'\t'"${tmp}"$'\t')
   rm -f -- "${tmp}"
   cat -- "${src}" >"${tmp}"
   chown "${owner}" -- "${tmp}"
@@ -353,6 +364,7 @@ txn_copy_path() {
 txn_copy() {
   local from="${HG_ROOT}$1" to="${HG_ROOT}$2" tmp
   tmp="${to%/*}/${SAFE_TMP_PREFIX}${to##*/}"
+  JOURNAL+=("f"$'\t'"${tmp}"$'\t')
   rm -f -- "${tmp}"
   cp -a -- "${from}" "${tmp}"
   mv -fT -- "${tmp}" "${to}"
@@ -377,12 +389,13 @@ install_file() {
   local content="$1" dest="$2" mode="$3" hash_mode="${4:-}" path="${HG_ROOT}$2"
   local want i kind hashes copy
   ensure_dir "${dest%/*}"
-  want=-
-  [[ "${hash_mode}" == - ]] || want="$(file_hash "${content}")"
+  [[ ! -d "${path}" || -L "${path}" ]] || hg_die "${dest} is a directory: refused"
   if [[ -f "${path}" && ! -L "${path}" ]] && cmp -s -- "${content}" "${path}" \
     && [[ "$(mode_owner "${path}")" == "$(wanted_mode_owner "${mode}")" ]]; then
     return 0
   fi
+  want=-
+  [[ "${hash_mode}" == - ]] || want="$(file_hash "${content}")"
   kind="file"
   i="$(manifest_find file "${dest}")"
   if ((i < 0)); then

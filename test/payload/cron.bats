@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # The rendered /etc/cron.d/hostguard (strict line format, every 10 minutes
-# from the CRON_MINUTE offset, checked by Debian's own crontab parser in a
+# from the host's minute offset, checked by Debian's own crontab parser in a
 # private mount namespace) and the logrotate rule (logrotate -d, then a real
 # forced rotation of logs in the temp root).
 
@@ -9,7 +9,6 @@ load helpers/install
 readonly JOB_RE='^([0-9])-59/10 \* \* \* \* root (/usr/local/lib/hostguard/(host-monitor|container-monitor)) >> /var/log/hostguard/([a-z-]+)\.log 2>&1$'
 
 setup() {
-  hg_make_payload
   hg_make_root
 }
 
@@ -31,9 +30,11 @@ expand_minutes() {
   done
 }
 
+# Renders the payload for a host whose cron minute is OFFSET and installs
+# its monitors part.
 install_monitors() {
-  printf 'CRON_MINUTE=%s\n' "$1" >"${BATS_TEST_TMPDIR}/settings.conf"
-  hg_install install --part monitors --settings "${BATS_TEST_TMPDIR}/settings.conf" >/dev/null
+  hg_make_payload --cron-minute "$1"
+  hg_install install --part monitors --settings "${PAYLOAD}/hostguard.conf" >/dev/null
 }
 
 @test "the cron file: no dot in its name, 0644 root, every line strictly formed" {
@@ -64,7 +65,7 @@ install_monitors() {
   [[ "${path_line}" -eq 1 ]]
 }
 
-@test "every CRON_MINUTE offset gives six runs an hour, ten minutes apart" {
+@test "every cron minute offset gives six runs an hour, ten minutes apart" {
   local offset line minutes want m
   for offset in 0 3 9; do
     install_monitors "${offset}"

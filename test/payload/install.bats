@@ -37,7 +37,6 @@ EOF
   SETTINGS="${BATS_TEST_TMPDIR}/settings.conf"
   cat >"${SETTINGS}" <<'EOF'
 # test settings
-CRON_MINUTE=3
 NGINX_SERVER_CONF=/etc/nginx/sites-enabled/site
 APP_PROPERTIES=/opt/app/application.properties
 SLACK_CHANNEL=ops
@@ -240,7 +239,7 @@ EOF
   for case in "UNKNOWN_KEY=1|UNKNOWN_KEY" "CPU_THRESHOLD=101|CPU_THRESHOLD" "NOTIFY_MAX_TIME=abc|NOTIFY_MAX_TIME"; do
     line="${case%%|*}"
     key="${case##*|}"
-    printf '# bad\n%s\nCRON_MINUTE=1\n' "${line}" >"${BATS_TEST_TMPDIR}/bad.conf"
+    printf '# bad\n%s\nSLACK_CHANNEL=ops\n' "${line}" >"${BATS_TEST_TMPDIR}/bad.conf"
     # Fresh root, then a root that already has an install: neither changes.
     hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
     run hg_install install --settings "${BATS_TEST_TMPDIR}/bad.conf"
@@ -270,31 +269,72 @@ EOF
   hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
 }
 
-@test "a failure in the middle of a part rolls that part back" {
-  # The jail is rendered after the filter and the action are written: an
-  # unknown placeholder makes the part fail with two files already placed.
-  printf '[nginx-bad-request]\nmaxretry = @NOT_A_SETTING@\n' \
-    >"${PAYLOAD}/fail2ban/jail.d/hostguard-nginx-bad-request.local.in"
+@test "a destination a part cannot use stops the part before anything is written" {
+  # The jail is the part's third file: a plain file where its directory must
+  # be is found before the filter and the action are written.
+  mkdir -p "${ROOT}/etc/fail2ban"
+  printf 'not a directory\n' >"${ROOT}/etc/fail2ban/jail.d"
   hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
   run hg_install install --part bantool --settings "${SETTINGS}"
   echo "${output}"
   [[ "${status}" -ne 0 ]]
-  hg_assert_contains "${output}" "NOT_A_SETTING"
-  hg_assert_contains "${output}" "rolled back"
+  hg_assert_contains "${output}" "/etc/fail2ban/jail.d is not a directory"
   hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
   hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
 }
 
-@test "the jail template drops lines whose settings are empty and fills the others" {
-  printf '[nginx-bad-request]\nmaxretry = @BAN_MAXRETRY@\nbanaction = @BAN_ACTION@\nlogpath = @NGINX_ACCESS_LOG@\n' \
-    >"${PAYLOAD}/fail2ban/jail.d/hostguard-nginx-bad-request.local.in"
-  printf 'BAN_MAXRETRY=7\n' >"${BATS_TEST_TMPDIR}/s.conf"
-  hg_install install --part bantool --settings "${BATS_TEST_TMPDIR}/s.conf"
-  diff <(printf '[nginx-bad-request]\nmaxretry = 7\nlogpath = /var/log/nginx/access.log\n') \
-    "${ROOT}/etc/fail2ban/jail.d/hostguard-nginx-bad-request.local"
-  printf 'BAN_MAXRETRY=7\nBAN_ACTION=nftables-multiport\n' >"${BATS_TEST_TMPDIR}/s.conf"
-  hg_install install --part bantool --settings "${BATS_TEST_TMPDIR}/s.conf"
-  grep -qx 'banaction = nftables-multiport' "${ROOT}/etc/fail2ban/jail.d/hostguard-nginx-bad-request.local"
+@test "a failure in the middle of a part (disk full) rolls that part back" {
+  # The jail (the part's third file) goes to a full filesystem: a tmpfs of
+  # the test's own, in a private mount namespace, filled to the last block.
+  # The filter and the action are placed first; the jail's write fails; the
+  # part is undone.
+  mkdir -p "${ROOT}/etc/fail2ban/jail.d"
+  export -f hg_listing
+  run timeout 60 unshare --mount --propagation private bash -euo pipefail -c '
+    root="$1" payload="$2" settings="$3" out="$4"
+    mount -t tmpfs -o size=16k,mode=0755 tmpfs "${root}/etc/fail2ban/jail.d"
+    dd if=/dev/zero of="${root}/etc/fail2ban/jail.d/filler" bs=4k 2>/dev/null || true
+    hg_listing "${root}" >"${out}/before"
+    status=0
+    "${payload}/install" install --part bantool --root "${root}" --settings "${settings}" || status=$?
+    hg_listing "${root}" >"${out}/after"
+    exit "${status}"' _ "${ROOT}" "${PAYLOAD}" "${SETTINGS}" "${BATS_TEST_TMPDIR}"
+  echo "${output}"
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "installed /etc/fail2ban/action.d/slack-notify.conf"
+  hg_assert_contains "${output}" "No space left on device"
+  hg_assert_contains "${output}" "rolled back"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
+@test "a directory at a destination stops the part before anything is written" {
+  mkdir -p "${ROOT}/etc/fail2ban/jail.d/hostguard-nginx-bad-request.local"
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
+  run hg_install install --settings "${SETTINGS}"
+  echo "${output}"
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "/etc/fail2ban/jail.d/hostguard-nginx-bad-request.local is a directory: refused"
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
+@test "install places exactly the files of the file table, rendered ones as the renderer wrote them" {
+  hg_install install --settings "${SETTINGS}"
+  local src dest count=0
+  while IFS='|' read -r _ src dest _; do
+    cmp "${PAYLOAD}/${src}" "${ROOT}${dest}"
+    count=$((count + 1))
+  done < <("${PAYLOAD}/install" list)
+  [[ "${count}" -ge 12 ]]
+  grep -qx '0-59/10 \* \* \* \* root /usr/local/lib/hostguard/host-monitor >> /var/log/hostguard/host-monitor.log 2>&1' \
+    "${ROOT}/etc/cron.d/hostguard"
+  grep -qx 'maxretry  = 10' "${ROOT}/etc/fail2ban/jail.d/hostguard-nginx-bad-request.local"
+  # A malformed table line stops install and list, naming the line.
+  printf 'base only-three-fields /x\n' >>"${PAYLOAD}/files.table"
+  run "${PAYLOAD}/install" list
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "files.table:"
+  hg_assert_contains "${output}" "expected PART SOURCE DESTINATION MODE"
 }
 
 @test "set-webhook refuses anything but https:// without echoing the value" {
@@ -441,7 +481,8 @@ host_nginx_listing() {
   rm -f "${s}/etc-fail2ban/jail.d/defaults-debian.conf"
   hg_listing "${s}/etc-fail2ban" >"${BATS_TEST_TMPDIR}/before"
   hg_listing /etc/fail2ban mtime >"${BATS_TEST_TMPDIR}/host-before"
-  printf 'BAN_ACTION=nftables-multiport\n' >"${BATS_TEST_TMPDIR}/live.conf"
+  hg_make_payload banAction=nftables-multiport
+  : >"${BATS_TEST_TMPDIR}/live.conf"
   # The pid namespace ends with this command: the server started inside goes too.
   run timeout 90 unshare --mount --propagation private --net --pid --fork --mount-proc \
     bash -euo pipefail -c '

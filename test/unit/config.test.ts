@@ -83,7 +83,7 @@ describe("validateConfig", () => {
     for (const [key, value] of [["cpuThreshold", "101"], ["memoryThreshold", "-1"], ["diskThreshold", "ninety"], ["cpuThreshold", 100.5]] as const) {
         it(`rejects ${key}=${value} (outside 0..100)`, () => {
             const e = rejects(good({ [key]: value }), key);
-            assert.match(e.message, /must be between 0 and 100/);
+            assert.match(e.message, /must be a percentage 0-100/);
         });
     }
     it("accepts thresholds at the bounds 0 and 100", () => {

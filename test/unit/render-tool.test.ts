@@ -1,5 +1,7 @@
-// `npm run render`: renders the committed stacks without a cloud or secrets,
-// and what it writes matches scripts/ byte for byte plus the settings file.
+// `npm run render`: renders the committed stacks without a cloud or secrets;
+// what it writes is what renderHost gives (scripts/ byte for byte, the
+// rendered files), and the rendered host files of dev and prod match their
+// committed snapshots (test/unit/snapshots/; UPDATE_SNAPSHOTS=1 rewrites them).
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -7,7 +9,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { describe, it } from "node:test";
 import { validateConfig } from "../../components/config";
-import { renderSettings, sha256 } from "../../components/render";
+import { renderHost, sha256 } from "../../components/render";
 import { readStackFile, renderStack } from "../../tools/render";
 
 const ROOT = path.resolve(__dirname, "../..");
@@ -19,6 +21,22 @@ function tree(dir: string, rel = ""): string[] {
     }).sort();
 }
 
+/** The files a stack's hosts receive that are rendered from its settings, as one text. */
+function renderedText(dirs: string[]): string {
+    const wanted = ["etc/hostguard/hostguard.conf", "etc/cron.d/hostguard", "etc/fail2ban/jail.d/hostguard-nginx-bad-request.local"];
+    return dirs.flatMap((dir) => wanted.map((rel) => `==> ${path.basename(dir)}/${rel} <==\n${fs.readFileSync(path.join(dir, rel), "utf8")}`)).join("\n");
+}
+
+function checkSnapshot(stack: string, dirs: string[]): void {
+    const file = path.join(__dirname, "snapshots", `${stack}.txt`);
+    const text = renderedText(dirs);
+    if (process.env.UPDATE_SNAPSHOTS === "1") {
+        fs.mkdirSync(path.dirname(file), { recursive: true });
+        fs.writeFileSync(file, text);
+    }
+    assert.equal(text, fs.readFileSync(file, "utf8"), `the rendered host files of ${stack} differ from ${path.relative(ROOT, file)} (UPDATE_SNAPSHOTS=1 rewrites it after review)`);
+}
+
 describe("render tool", () => {
     for (const stack of ["dev", "prod"]) {
         it(`renders the ${stack} stack: payload identical to scripts/, settings from the stack file`, () => {
@@ -27,13 +45,23 @@ describe("render tool", () => {
                 const dirs = renderStack(ROOT, stack, out, 4);
                 const config = validateConfig(readStackFile(path.join(ROOT, `Pulumi.${stack}.yaml`)), { requireSecrets: false });
                 assert.deepEqual(dirs.map((d) => path.basename(d)), config.hosts.map((h) => h.name));
+                const rendered = renderHost(config.settings, 4);
                 for (const dir of dirs) {
-                    const settings = renderSettings(config.settings, 4);
-                    assert.equal(fs.readFileSync(path.join(dir, "etc/hostguard/hostguard.conf"), "utf8"), settings);
-                    for (const rel of tree(path.join(dir, "parts"))) {
-                        const [, ...rest] = rel.split("/");
-                        const source = rest.join("/") === "hostguard.conf" ? Buffer.from(settings) : fs.readFileSync(path.join(ROOT, "scripts", ...rest));
-                        assert.equal(sha256(fs.readFileSync(path.join(dir, "parts", rel))), sha256(source), rel);
+                    assert.equal(fs.readFileSync(path.join(dir, "etc/hostguard/hostguard.conf"), "utf8"), rendered.settingsText);
+                    for (const b of rendered.bundles) {
+                        assert.deepEqual(tree(path.join(dir, "parts", b.part)), b.files.map((f) => f.path), b.part);
+                        for (const f of b.files) {
+                            const got = path.join(dir, "parts", b.part, f.path);
+                            assert.equal(sha256(fs.readFileSync(got)), f.sha256, `${b.part}/${f.path}`);
+                            assert.equal(fs.statSync(got).mode & 0o777, f.mode, `${b.part}/${f.path} mode`);
+                        }
+                    }
+                    for (const f of rendered.files) {
+                        assert.equal(sha256(fs.readFileSync(path.join(dir, f.destination))), f.sha256, f.destination);
+                        const source = path.join(ROOT, "scripts", f.path);
+                        if (fs.existsSync(source)) {
+                            assert.equal(f.sha256, sha256(fs.readFileSync(source)), `${f.path} is scripts/${f.path}`);
+                        }
                     }
                     const curlrc = path.join(dir, "etc/hostguard/webhook.curlrc");
                     assert.match(fs.readFileSync(curlrc, "utf8"), /^url = "<redacted/);
@@ -43,8 +71,9 @@ describe("render tool", () => {
                     assert.equal(manifest.jail, "nginx-bad-request");
                 }
                 if (stack === "prod") {
-                    assert.match(fs.readFileSync(path.join(dirs[0], "etc/hostguard/hostguard.conf"), "utf8"), /^BAN_MAXRETRY=5$/m);
+                    assert.match(fs.readFileSync(path.join(dirs[0], "etc/fail2ban/jail.d/hostguard-nginx-bad-request.local"), "utf8"), /^maxretry  = 5$/m);
                 }
+                checkSnapshot(stack, dirs);
             } finally {
                 fs.rmSync(out, { recursive: true, force: true });
             }

@@ -8,12 +8,13 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { describe, it } from "node:test";
 import { DEFAULT_SETTINGS } from "../../components/config";
+import { renderCron, renderJail, renderSettingsFile } from "../../components/hostFiles";
 import {
-    cronSchedule, partBundle, partCreateCommand, partDeleteCommand, partOf, PARTS, readPayload, renderHost,
-    renderSettings, sha256, tarFiles, templateKeys, type PayloadFile,
+    cronSchedule, hostFiles, parseFileTable, partBundle, partCreateCommand, partDeleteCommand, PARTS, payloadFile, readPayload,
+    renderHost, sha256, tarFiles, type PayloadFile,
 } from "../../components/render";
 
-const EXPECTED_DEFAULT_SETTINGS = `# hostguard settings, written by the Pulumi program (components/render.ts).
+const EXPECTED_DEFAULT_SETTINGS = `# hostguard settings, written by the Pulumi program (components/settings.ts).
 # Change the stack config and run \`pulumi up\`; edits here are overwritten.
 CPU_THRESHOLD=80
 MEMORY_THRESHOLD=90
@@ -24,21 +25,13 @@ NOTIFY_CA_FILE=
 NOTIFY_MAX_TIME=10
 NOTIFY_ATTEMPTS=3
 NOTIFY_BUDGET=40
+NOTIFY_SPOOL_MAX=1000
 SLACK_CHANNEL=alerts
-BAN_MAXRETRY=10
-BAN_FINDTIME=1m
-BAN_BANTIME=10m
-BAN_ACTION=
-NGINX_ACCESS_LOG=/var/log/nginx/access.log
 NGINX_SERVER_CONF=
 APP_PROPERTIES=
-CRON_MINUTE=7
 `;
 
-function file(p: string, text: string, mode: 0o755 | 0o644 = 0o644): PayloadFile {
-    const content = Buffer.from(text);
-    return { path: p, mode, content, sha256: sha256(content) };
-}
+const file = (p: string, text: string, mode: 0o755 | 0o644 = 0o644): PayloadFile => payloadFile(p, text, mode);
 
 function unpack(tar: Buffer): string {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hg-render-"));
@@ -53,65 +46,103 @@ function listTree(dir: string, rel = ""): string[] {
     }).sort();
 }
 
-describe("renderSettings", () => {
-    it("writes every key of scripts/README.md with the SPEC defaults", () => {
-        assert.equal(renderSettings(DEFAULT_SETTINGS, 7), EXPECTED_DEFAULT_SETTINGS);
+describe("renderSettingsFile", () => {
+    it("writes every host key with the SPEC defaults, and nothing only a rendered file uses", () => {
+        assert.equal(renderSettingsFile(DEFAULT_SETTINGS), EXPECTED_DEFAULT_SETTINGS);
     });
     it("writes every key the payload README documents, and no other", () => {
         const readme = fs.readFileSync(path.join(__dirname, "../../scripts/README.md"), "utf8");
         const section = readme.split("## Settings")[1].split("\n## ")[0];
         const documented = [...section.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((m) => m[1]).sort();
-        const written = renderSettings(DEFAULT_SETTINGS, 0).split("\n").filter((l) => /^[A-Z]/.test(l)).map((l) => l.split("=")[0]).sort();
+        const written = renderSettingsFile(DEFAULT_SETTINGS).split("\n").filter((l) => /^[A-Z]/.test(l)).map((l) => l.split("=")[0]).sort();
         assert.deepEqual(written, documented);
     });
-    it("joins the container watch list with commas and refuses a bad cron minute", () => {
-        assert.match(renderSettings({ ...DEFAULT_SETTINGS, containerWatch: ["api", "db"] }, 0), /^CONTAINER_WATCH=api,db$/m);
-        assert.throws(() => renderSettings(DEFAULT_SETTINGS, 10), /cron minute/);
-        assert.throws(() => renderSettings({ ...DEFAULT_SETTINGS, slackChannel: "a\nCPU_THRESHOLD=0" }, 0), /one line/);
+    it("joins the container watch list with commas and refuses a value of two lines", () => {
+        assert.match(renderSettingsFile({ ...DEFAULT_SETTINGS, containerWatch: ["api", "db"] }), /^CONTAINER_WATCH=api,db$/m);
+        assert.throws(() => renderSettingsFile({ ...DEFAULT_SETTINGS, slackChannel: "a\nCPU_THRESHOLD=0" }), /one line/);
     });
-    it("keeps the every-10-minutes schedule with the offset", () => {
+});
+
+describe("cron file and jail", () => {
+    it("keeps the every-10-minutes schedule with the offset, and refuses a bad offset", () => {
         assert.equal(cronSchedule(0), "0-59/10 * * * *");
         assert.equal(cronSchedule(9), "9-59/10 * * * *");
+        assert.throws(() => cronSchedule(10), /cron minute/);
+        assert.match(renderCron(4), /^4-59\/10 \* \* \* \* root \/usr\/local\/lib\/hostguard\/host-monitor >> \/var\/log\/hostguard\/host-monitor.log 2>&1$/m);
+    });
+    it("leaves banaction out when none is set, and writes the stack's values", () => {
+        const plain = renderJail(DEFAULT_SETTINGS);
+        assert.doesNotMatch(plain, /^banaction/m);
+        assert.match(plain, /^maxretry  = 10\nfindtime  = 1m\nbantime   = 10m\naction    = %\(action_\)s\n            slack-notify\[slack_channel="alerts"\]\n$/m);
+        const set = renderJail({ ...DEFAULT_SETTINGS, banAction: "iptables.multiport", banBanTime: "1h30m", nginxAccessLog: "/srv/log/a.log" });
+        assert.match(set, /^banaction = iptables.multiport$/m);
+        assert.match(set, /^bantime   = 1h30m$/m);
+        assert.match(set, /^logpath   = \/srv\/log\/a.log$/m);
+    });
+});
+
+describe("the file table", () => {
+    it("parses the table install reads, and names a malformed line", () => {
+        assert.deepEqual(parseFileTable("# c\n\nweb  a/b  /etc/x/  0644\n"), [{ part: "web", source: "a/b", destination: "/etc/x/", mode: 0o644 }]);
+        assert.throws(() => parseFileTable("# c\nbase a /x\n"), /files.table:2: expected PART SOURCE DESTINATION MODE/);
+        assert.throws(() => parseFileTable("nopart a /x 0644\n"), /files.table:1:/);
+        assert.throws(() => parseFileTable("base a x 0644\n"), /files.table:1:/);
+    });
+    it("ships every file of scripts/ but the README, and renders the sources scripts/ lacks", () => {
+        const payload = readPayload();
+        const files = hostFiles({ settings: DEFAULT_SETTINGS, cronMinute: 0 }, payload);
+        const fromScripts = files.filter((f) => payload.some((p) => p.path === f.path)).map((f) => f.path).sort();
+        assert.deepEqual(fromScripts, payload.map((p) => p.path).filter((p) => p !== "README.md").sort());
+        assert.deepEqual(files.filter((f) => !payload.some((p) => p.path === f.path)).map((f) => `${f.part} ${f.path} ${f.destination}`), [
+            "monitors cron.d/hostguard /etc/cron.d/hostguard",
+            "bantool fail2ban/jail.d/hostguard-nginx-bad-request.local /etc/fail2ban/jail.d/hostguard-nginx-bad-request.local",
+        ]);
+        assert.equal(files.find((f) => f.path === "lib/common.sh")!.destination, "/usr/local/lib/hostguard/lib/common.sh");
+    });
+    it("refuses a payload file no row ships, and a row with no file and no renderer", () => {
+        const payload = readPayload();
+        const v = { settings: DEFAULT_SETTINGS, cronMinute: 0 };
+        assert.throws(() => hostFiles(v, [...payload, file("mystery.txt", "x")]), /scripts\/mystery.txt is in no part/);
+        const table = payload.find((f) => f.path === "files.table")!;
+        const extra = file("files.table", `${table.content.toString()}web  nope.conf  /etc/nope  0644\n`);
+        assert.throws(() => hostFiles(v, payload.map((f) => (f.path === "files.table" ? extra : f))), /nope.conf is neither/);
     });
 });
 
 describe("parts", () => {
-    it("assigns the known payload layout to parts", () => {
-        assert.equal(partOf("install"), "installer");
-        assert.equal(partOf("lib/common.sh"), "installer");
-        assert.equal(partOf("hostguard-notify"), "base");
-        assert.equal(partOf("host-monitor"), "monitors");
-        assert.equal(partOf("container-monitor"), "monitors");
-        assert.equal(partOf("cron.d/hostguard.in"), "monitors");
-        assert.equal(partOf("logrotate.d/hostguard"), "monitors");
-        assert.equal(partOf("fail2ban/filter.d/nginx-bad-request.local"), "bantool");
-        assert.equal(partOf("fail2ban/action.d/slack-notify.conf"), "bantool");
-        assert.equal(partOf("nginx/hostguard-deny.conf"), "web");
-        assert.equal(partOf("README.md"), "skip");
-        assert.throws(() => partOf("mystery.txt"), /belongs to no part/);
-    });
-    it("finds the settings keys a part's templates use", () => {
-        assert.deepEqual(templateKeys([file("a.in", "x @BAN_MAXRETRY@ @CRON_MINUTE@ @BAN_MAXRETRY@"), file("b", "@CPU_THRESHOLD@")]), ["BAN_MAXRETRY", "CRON_MINUTE"]);
-    });
-    it("re-runs a part only when its own files or its template keys change", () => {
-        const payload = [
-            file("install", "#!/usr/bin/env bash\n", 0o755), file("lib/common.sh", "x"),
-            file("host-monitor", "m", 0o755), file("cron.d/hostguard.in", "@CRON_MINUTE@-59/10 * * * * root x\n"),
-            file("fail2ban/jail.d/j.local.in", "maxretry = @BAN_MAXRETRY@\n"),
-        ];
+    const TABLE = [
+        "base install /usr/local/lib/hostguard/install 0755", "base files.table /usr/local/lib/hostguard/files.table 0644",
+        "base lib/*.sh /usr/local/lib/hostguard/lib/ 0644", "monitors host-monitor /usr/local/lib/hostguard/host-monitor 0755",
+        "monitors cron.d/hostguard /etc/cron.d/hostguard 0644",
+        "bantool fail2ban/jail.d/hostguard-nginx-bad-request.local /etc/fail2ban/jail.d/hostguard-nginx-bad-request.local 0644",
+        "web nginx/hostguard-deny.conf /etc/nginx/snippets/hostguard-deny.conf 0644", "",
+    ].join("\n");
+    const payload = [
+        file("install", "#!/usr/bin/env bash\n", 0o755), file("files.table", TABLE), file("lib/common.sh", "x"),
+        file("host-monitor", "m", 0o755), file("nginx/hostguard-deny.conf", "d"),
+    ];
+    it("re-runs exactly the parts whose bundle bytes change", () => {
         const a = renderHost(DEFAULT_SETTINGS, 1, payload);
-        const b = renderHost({ ...DEFAULT_SETTINGS, cpuThreshold: 50 }, 1, payload);
-        const c = renderHost({ ...DEFAULT_SETTINGS, banMaxRetry: 5 }, 1, payload);
-        const d = renderHost(DEFAULT_SETTINGS, 2, payload);
-        const key = (h: typeof a) => h.bundles.map((x) => `${x.part}:${x.sha256}:${x.settingsSha256}`);
-        const changed = (x: typeof a, y: typeof a) => PARTS.filter((_, i) => key(x)[i] !== key(y)[i]);
-        assert.deepEqual(changed(a, b), ["base"], "a threshold is read at run time: only the settings file changes");
-        assert.deepEqual(changed(a, c), ["base", "bantool"]);
-        assert.deepEqual(changed(a, d), ["base", "monitors"]);
+        const changed = (x: typeof a, y: typeof a) => PARTS.filter((_, i) => x.bundles[i].sha256 !== y.bundles[i].sha256);
+        assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, cpuThreshold: 50 }, 1, payload)), ["base"], "a threshold is read at run time: only the settings file changes");
+        assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, banMaxRetry: 5 }, 1, payload)), ["bantool"], "the jail is the bantool part's");
+        assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, slackChannel: "ops" }, 1, payload)), ["base", "bantool"]);
+        assert.deepEqual(changed(a, renderHost(DEFAULT_SETTINGS, 2, payload)), ["monitors"]);
+        assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, nginxServerConf: "/etc/nginx/x" }, 1, payload)), ["base", "web"], "web's install step reads it");
         const edited = payload.map((f) => (f.path === "host-monitor" ? file("host-monitor", "m2", 0o755) : f));
         assert.deepEqual(changed(a, renderHost(DEFAULT_SETTINGS, 1, edited)), ["monitors"]);
         const lib = payload.map((f) => (f.path === "lib/common.sh" ? file("lib/common.sh", "y") : f));
         assert.deepEqual(changed(a, renderHost(DEFAULT_SETTINGS, 1, lib)), [...PARTS], "the installer travels in every part");
+    });
+    it("gives each bundle the installer, its own files and the settings its install step reads", () => {
+        const r = renderHost({ ...DEFAULT_SETTINGS, appProperties: "/opt/app/a.properties" }, 1, payload);
+        const names = (p: string) => r.bundles.find((b) => b.part === p)!.files.map((f) => f.path);
+        assert.deepEqual(names("monitors"), ["cron.d/hostguard", "files.table", "host-monitor", "hostguard.conf", "install", "lib/common.sh"]);
+        assert.deepEqual(names("web"), ["files.table", "hostguard.conf", "install", "lib/common.sh", "nginx/hostguard-deny.conf"]);
+        const conf = (p: string) => r.bundles.find((b) => b.part === p)!.files.find((f) => f.path === "hostguard.conf")!.content.toString();
+        assert.deepEqual(conf("web").split("\n").filter((l) => /^[A-Z]/.test(l)), ["NGINX_SERVER_CONF=", "APP_PROPERTIES=/opt/app/a.properties"]);
+        assert.deepEqual(conf("monitors").split("\n").filter((l) => /^[A-Z]/.test(l)), []);
+        assert.equal(conf("base"), r.settingsText);
     });
 });
 
@@ -124,11 +155,11 @@ describe("tar bundles", () => {
         assert.notEqual(sha256(one), sha256(await tarFiles([file("install", "#!/bin/sh\n", 0o644), files[1]])), "the mode is part of the bytes");
     });
 
-    it("unpack with GNU tar to exactly the files of scripts/ plus the settings file", async () => {
+    it("unpack with GNU tar to exactly the rendered files, scripts/ byte for byte", async () => {
         const payload = readPayload();
         assert.ok(payload.length > 0, "scripts/ is empty");
-        const { settingsText, bundles } = renderHost(DEFAULT_SETTINGS, 3, payload);
-        const shipped = new Set<string>();
+        const { files, bundles } = renderHost(DEFAULT_SETTINGS, 3, payload);
+        const byPath = new Map(files.map((f) => [f.path, f]));
         for (const b of bundles) {
             const dir = unpack(await tarFiles(b.files));
             try {
@@ -136,32 +167,34 @@ describe("tar bundles", () => {
                 assert.deepEqual(listTree(dir), expected, `files of part ${b.part}`);
                 for (const rel of expected) {
                     const got = fs.readFileSync(path.join(dir, rel));
-                    const want = rel === "hostguard.conf" ? Buffer.from(settingsText) : fs.readFileSync(path.join(__dirname, "../../scripts", rel));
-                    assert.equal(sha256(got), sha256(want), `${b.part}: ${rel} differs from scripts/${rel}`);
                     const exec = (fs.statSync(path.join(dir, rel)).mode & 0o111) !== 0;
-                    if (rel !== "hostguard.conf") {
-                        const srcExec = (fs.statSync(path.join(__dirname, "../../scripts", rel)).mode & 0o111) !== 0;
-                        assert.equal(exec, srcExec, `${rel}: executable bit`);
+                    if (rel === "hostguard.conf") {
+                        assert.equal(got.toString(), b.files.find((f) => f.path === rel)!.content.toString());
+                        continue;
                     }
-                    shipped.add(rel);
+                    const want = byPath.get(rel)!;
+                    assert.equal(sha256(got), want.sha256, `${b.part}: ${rel} differs from what the renderer made`);
+                    assert.equal(exec, want.mode === 0o755, `${rel}: executable bit`);
+                    const source = path.join(__dirname, "../../scripts", rel);
+                    if (fs.existsSync(source)) {
+                        assert.equal(sha256(got), sha256(fs.readFileSync(source)), `${rel} differs from scripts/${rel}`);
+                    }
                 }
             } finally {
                 fs.rmSync(dir, { recursive: true, force: true });
             }
         }
-        const all = payload.filter((f) => partOf(f.path) !== "skip").map((f) => f.path);
-        assert.deepEqual([...shipped].filter((p) => p !== "hostguard.conf").sort(), all.sort(), "every payload file is shipped by some part");
-        assert.ok(shipped.has("hostguard.conf"));
     });
 });
 
 describe("remote command text", () => {
-    const b = partBundle("monitors", [file("install", "i", 0o755), file("host-monitor", "m", 0o755)], renderSettings(DEFAULT_SETTINGS, 0));
+    const hostFile = (p: string, text: string, mode: 0o755 | 0o644, part: "base" | "monitors") => ({ ...file(p, text, mode), part, destination: `/x/${p}` });
+    const b = partBundle("monitors", [hostFile("install", "i", 0o755, "base"), hostFile("host-monitor", "m", 0o755, "monitors")], DEFAULT_SETTINGS);
     it("unpacks stdin to a private temp dir and runs the installer for the part", () => {
         const cmd = partCreateCommand(b, false);
-        assert.match(cmd, new RegExp(`^# hostguard part monitors: payload sha256 ${b.sha256}, settings sha256 ${b.settingsSha256}\n`));
+        assert.match(cmd, new RegExp(`^# hostguard part monitors: bundle sha256 ${b.sha256}\n`));
         assert.match(cmd, /umask 077/);
-        assert.match(cmd, /"\$d\/install" install --part monitors --settings \/etc\/hostguard\/hostguard.conf$/);
+        assert.match(cmd, /"\$d\/install" install --part monitors --settings "\$d\/hostguard.conf"$/);
         assert.equal(partDeleteCommand("monitors", false), "/usr/local/lib/hostguard/install uninstall --part monitors");
     });
     it("wraps in sudo for a non-root user, and the script runs in a real shell", async () => {

@@ -3,11 +3,18 @@
 // name and inputs; an unexpected type fails the test. The webhook is a sentinel
 // that must appear nowhere but inside the secret stdin of set-webhook.
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { after, before, describe, it, mock } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
 import { validateConfig, type RawConfig } from "../../components/config";
 import { sha256, type PayloadFile } from "../../components/render";
 import { buildStack, type StackOutputs } from "../../components/stack";
+import { readStackFile, renderStack } from "../../tools/render";
+
+const ROOT = path.resolve(__dirname, "../..");
 
 const SENTINEL = "https://hooks.example.test/services/T0/B0/SENTINEL-8c1f2a";
 const KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nKEYSENTINEL\n-----END OPENSSH PRIVATE KEY-----\n";
@@ -63,10 +70,16 @@ after(() => {
 function payload(): PayloadFile[] {
     const f = (path: string, text: string, mode: 0o755 | 0o644 = 0o644): PayloadFile =>
         ({ path, mode, content: Buffer.from(text), sha256: sha256(text) });
+    const table = [
+        "base lib/*.sh /usr/local/lib/hostguard/lib/ 0644", "base hostguard-notify /usr/local/lib/hostguard/hostguard-notify 0755",
+        "base install /usr/local/lib/hostguard/install 0755", "base files.table /usr/local/lib/hostguard/files.table 0644",
+        "monitors host-monitor /usr/local/lib/hostguard/host-monitor 0755", "monitors cron.d/hostguard /etc/cron.d/hostguard 0644",
+        "bantool fail2ban/jail.d/hostguard-nginx-bad-request.local /etc/fail2ban/jail.d/hostguard-nginx-bad-request.local 0644",
+        "web nginx/hostguard-deny.conf /etc/nginx/snippets/hostguard-deny.conf 0644", "",
+    ].join("\n");
     return [
-        f("install", "#!/usr/bin/env bash\n", 0o755), f("lib/common.sh", "# lib\n"), f("hostguard-notify", "#!/usr/bin/env bash\n", 0o755),
-        f("host-monitor", "#!/usr/bin/env bash\n", 0o755), f("cron.d/hostguard.in", "@CRON_MINUTE@-59/10 * * * * root x\n"),
-        f("fail2ban/jail.d/hostguard-nginx-bad-request.local.in", "maxretry = @BAN_MAXRETRY@\n"),
+        f("install", "#!/usr/bin/env bash\n", 0o755), f("files.table", table), f("lib/common.sh", "# lib\n"),
+        f("hostguard-notify", "#!/usr/bin/env bash\n", 0o755), f("host-monitor", "#!/usr/bin/env bash\n", 0o755),
         f("nginx/hostguard-deny.conf", "location ~* x { deny all; }\n"),
     ];
 }
@@ -176,7 +189,7 @@ describe("stack with one host", () => {
         const { resources } = await build(rawConfig(["web1"]));
         for (const part of ["base", "monitors", "bantool", "web"]) {
             const c = resources.find((r) => r.name === `web1-${part}`)!;
-            assert.match(c.inputs.create, new RegExp(`^sudo -n sh -c '# hostguard part ${part}: payload sha256 [0-9a-f]{64}`));
+            assert.match(c.inputs.create, new RegExp(`^sudo -n sh -c '# hostguard part ${part}: bundle sha256 [0-9a-f]{64}`));
             assert.match(c.inputs.create, new RegExp(`"\\$d/install" install --part ${part} --settings `));
             assert.equal(c.inputs.delete, `sudo -n sh -c '/usr/local/lib/hostguard/install uninstall --part ${part}'`);
             assert.equal(c.inputs.addPreviousOutputInEnv, false);
@@ -185,8 +198,8 @@ describe("stack with one host", () => {
             const conn = unwrap(c.inputs.connection);
             assert.deepEqual(conn, { host: "10.0.1.10", port: 22, user: "admin", privateKey: KEY, hostKey: HOST_KEY, perDialTimeout: 15, dialErrorLimit: 10 });
         }
-        const tar = Buffer.from(resources.find((r) => r.name === "web1-base")!.inputs.stdin, "base64").toString("latin1");
-        assert.match(tar, /CRON_MINUTE=3\n/, "the drawn minute lands in hostguard.conf");
+        const tar = Buffer.from(resources.find((r) => r.name === "web1-monitors")!.inputs.stdin, "base64").toString("latin1");
+        assert.match(tar, /^3-59\/10 \* \* \* \* root /m, "the drawn minute lands in the cron file");
     });
 
     it("checks the host key, and runs as root without sudo", async () => {
@@ -200,11 +213,11 @@ describe("stack with one host", () => {
 });
 
 describe("a fixed cron minute", () => {
-    it("replaces the random draw: no RandomInteger, the minute lands in hostguard.conf", async () => {
+    it("replaces the random draw: no RandomInteger, the minute lands in the cron file", async () => {
         const { resources, out } = await build(rawConfig([], { hosts: JSON.stringify([{ name: "web1", host: "10.0.1.10", hostKey: HOST_KEY, cronMinute: 6 }]) }));
         assert.ok(!resources.some((r) => r.type.startsWith("random:")), "no random resource");
-        const tar = Buffer.from(resources.find((r) => r.name === "web1-base")!.inputs.stdin, "base64").toString("latin1");
-        assert.match(tar, /CRON_MINUTE=6\n/);
+        const tar = Buffer.from(resources.find((r) => r.name === "web1-monitors")!.inputs.stdin, "base64").toString("latin1");
+        assert.match(tar, /^6-59\/10 \* \* \* \* root /m);
         assert.equal((await resolved(out.hosts.web1.cronSchedule)).value, "6-59/10 * * * *");
     });
 });
@@ -252,15 +265,18 @@ describe("stack with two hosts", () => {
         assert.equal((await resolved(out.hosts.web2.cronSchedule)).value, "7-59/10 * * * *");
         assert.equal(out.hosts.web2.jail, "nginx-bad-request");
         const files = (await resolved(out.hosts.web1.files)).value;
-        assert.deepEqual(files.map((f) => `${f.part} ${f.path}`), [
-            "base hostguard-notify", "base hostguard.conf", "base install", "base lib/common.sh",
-            "monitors cron.d/hostguard.in", "monitors host-monitor",
-            "bantool fail2ban/jail.d/hostguard-nginx-bad-request.local.in",
-            "web nginx/hostguard-deny.conf",
+        assert.deepEqual(files.map((f) => `${f.part} ${f.path} ${f.destination}`), [
+            "base lib/common.sh /usr/local/lib/hostguard/lib/common.sh", "base hostguard-notify /usr/local/lib/hostguard/hostguard-notify",
+            "base install /usr/local/lib/hostguard/install", "base files.table /usr/local/lib/hostguard/files.table",
+            "monitors host-monitor /usr/local/lib/hostguard/host-monitor", "monitors cron.d/hostguard /etc/cron.d/hostguard",
+            "bantool fail2ban/jail.d/hostguard-nginx-bad-request.local /etc/fail2ban/jail.d/hostguard-nginx-bad-request.local",
+            "web nginx/hostguard-deny.conf /etc/nginx/snippets/hostguard-deny.conf",
+            "base hostguard.conf /etc/hostguard/hostguard.conf",
         ]);
         assert.equal(files.find((f) => f.path === "host-monitor")!.sha256, sha256("#!/usr/bin/env bash\n"));
-        const base = resources.filter((r) => r.name.endsWith("-base")).map((r) => r.inputs.stdin);
-        assert.notEqual(base[0], base[1], "hosts differ in CRON_MINUTE, so their settings differ");
+        const stdin = (suffix: string) => resources.filter((r) => r.name.endsWith(suffix)).map((r) => r.inputs.stdin);
+        assert.equal(stdin("-base")[0], stdin("-base")[1], "the hosts' settings are the same");
+        assert.notEqual(stdin("-monitors")[0], stdin("-monitors")[1], "hosts differ in the cron minute, so their cron files differ");
     });
 });
 
@@ -317,6 +333,57 @@ describe("attaching a created group to the hosts' instances", () => {
         assert.deepEqual(recorded, []);
     });
 });
+
+describe("what the render tool shows is what the deploy ships", () => {
+    for (const stack of ["dev", "prod"]) {
+        it(`${stack}: every part's stdin unpacks to the render tool's parts/ folder, and the commands are the same`, async () => {
+            const raw: RawConfig = { ...readStackFile(path.join(ROOT, `Pulumi.${stack}.yaml`)), webhookUrl: SENTINEL, sshPrivateKey: KEY };
+            recorded = [];
+            pulumi.runtime.setAllConfig(Object.fromEntries(Object.entries(raw).map(([k, v]) => [`hostguard:${k}`, typeof v === "string" ? v : JSON.stringify(v)])),
+                ["hostguard:webhookUrl", "hostguard:sshPrivateKey"]);
+            const config = validateConfig(raw);
+            const out = buildStack(config);
+            await settle(out);
+            const resources = [...recorded];
+            const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hg-ships-"));
+            try {
+                // The mocks draw minute 3 for these host names.
+                renderStack(ROOT, stack, dir, 3);
+                for (const host of config.hosts) {
+                    const hostDir = path.join(dir, stack, host.name);
+                    const manifest = JSON.parse(fs.readFileSync(path.join(hostDir, "manifest.json"), "utf8"));
+                    for (const part of ["base", "monitors", "bantool", "web"]) {
+                        const c = resources.find((r) => r.name === `${host.name}-${part}`)!;
+                        assert.equal(c.inputs.create, manifest.parts[part].create, `${host.name}-${part} create`);
+                        assert.equal(c.inputs.delete, manifest.parts[part].delete, `${host.name}-${part} delete`);
+                        const unpacked = fs.mkdtempSync(path.join(os.tmpdir(), "hg-ships-tar-"));
+                        try {
+                            execFileSync("tar", ["-xf", "-", "-C", unpacked], { input: Buffer.from(c.inputs.stdin, "base64"), timeout: 10_000 });
+                            const shown = path.join(hostDir, "parts", part);
+                            assert.deepEqual(tree(unpacked), tree(shown), `${host.name}-${part}: file list`);
+                            for (const rel of tree(shown)) {
+                                assert.ok(fs.readFileSync(path.join(unpacked, rel)).equals(fs.readFileSync(path.join(shown, rel))), `${host.name}-${part}: ${rel}`);
+                                assert.equal(fs.statSync(path.join(unpacked, rel)).mode & 0o777, fs.statSync(path.join(shown, rel)).mode & 0o777, `${rel} mode`);
+                            }
+                        } finally {
+                            fs.rmSync(unpacked, { recursive: true, force: true });
+                        }
+                        assert.equal((await resolved(out.hosts[host.name].partHashes)).value[part], manifest.parts[part].sha256);
+                    }
+                }
+            } finally {
+                fs.rmSync(dir, { recursive: true, force: true });
+            }
+        });
+    }
+});
+
+function tree(dir: string, rel = ""): string[] {
+    return fs.readdirSync(path.join(dir, rel), { withFileTypes: true }).flatMap((e) => {
+        const p = rel ? `${rel}/${e.name}` : e.name;
+        return e.isDirectory() ? tree(dir, p) : [p];
+    }).sort();
+}
 
 describe("host keys", () => {
     /** The warnings buildStack logs through pulumi.log.warn while building `raw`. */

@@ -4,14 +4,16 @@
 # config dir (a copy of /etc/fail2ban's packaged files plus the project's),
 # socket, pid file, database and log. Load with `load helpers/fail2ban-sandbox`.
 #
-#   fail2ban_sandbox_make DIR NOTIFIER KEY=VALUE...
+#   fail2ban_sandbox_make DIR NOTIFIER settingKey=VALUE...
 #       Makes the namespace (F2B_NS) and the config dir DIR/etc (F2B_CONF)
 #       with the project's filter, action and the jail rendered from the
-#       KEY=VALUE settings; the action's notifier parameter is NOTIFIER.
-#       Sets F2B_DIR F2B_SOCK F2B_PID F2B_LOG F2B_ACCESS_LOG.
-#   fail2ban_sandbox_render KEY=VALUE...   re-renders the jail (e.g. bantime)
-#       with the real installer (`install install --part bantool` into a
-#       scratch root), so the jail is exactly what a host gets.
+#       stack-config settings (banMaxRetry=10 ...); the action's notifier
+#       parameter is NOTIFIER. Sets F2B_DIR F2B_SOCK F2B_PID F2B_LOG
+#       F2B_ACCESS_LOG.
+#   fail2ban_sandbox_render settingKey=VALUE...   re-renders the jail (e.g.
+#       banBanTime) with the Pulumi program's renderer and places it with the
+#       real installer (`install install --part bantool` into a scratch
+#       root), so the jail is exactly what a host gets.
 #   fail2ban_start       starts fail2ban-server inside the namespace with the
 #                        caller's environment (HOSTGUARD_ROOT), waits <= 20 s
 #   fail2ban_client ARGS...               fail2ban-client on the sandbox socket
@@ -22,6 +24,8 @@
 #   fail2ban_log_lines IP N [STATUS]      appends N matching access-log lines
 # shellcheck source=process.bash
 source "${BASH_SOURCE[0]%/*}/process.bash"
+# shellcheck source=../../helpers/render-payload.bash
+source "${BASH_SOURCE[0]%/*}/../../helpers/render-payload.bash"
 
 F2B_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 F2B_JAIL=nginx-bad-request
@@ -65,9 +69,9 @@ fail2ban_sandbox_render() {
   local scratch="${F2B_DIR}/render" jail=etc/fail2ban/jail.d/hostguard-nginx-bad-request.local
   rm -rf -- "${scratch}"
   mkdir -p -- "${scratch}/root"
-  printf '%s\n' "NGINX_ACCESS_LOG=${F2B_ACCESS_LOG}" "${F2B_SETTINGS[@]}" >"${scratch}/hostguard.conf"
-  "${F2B_REPO}/scripts/install" install --part bantool --root "${scratch}/root" \
-    --settings "${scratch}/hostguard.conf" >"${scratch}/install.log" 2>&1 \
+  render_payload "${scratch}/payload" "nginxAccessLog=${F2B_ACCESS_LOG}" "${F2B_SETTINGS[@]}"
+  "${scratch}/payload/install" install --part bantool --root "${scratch}/root" \
+    --settings "${scratch}/payload/hostguard.conf" >"${scratch}/install.log" 2>&1 \
     || { cat "${scratch}/install.log" >&2; return 1; }
   cp -- "${scratch}/root/${jail}" "${F2B_CONF}/jail.d/"
 }

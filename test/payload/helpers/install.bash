@@ -3,21 +3,15 @@
 # of a tree precise enough to prove "nothing changed".
 
 HG_REPO="$(cd "${BATS_TEST_DIRNAME}/../.." && pwd)"
-HG_SCRIPTS="${HG_REPO}/scripts"
 
-# Copies scripts/ to $PAYLOAD. A payload file another helper has not written
-# yet becomes a placeholder, so the installer's own logic can be tested now;
-# once every file exists the test runs against the real folder's content.
+# shellcheck source=../../helpers/render-payload.bash
+source "${HG_REPO}/test/helpers/render-payload.bash"
+
+# Renders the payload a deploy ships into $PAYLOAD (see render_payload), for
+# the stack-config settings given (settingKey=value, --cron-minute N).
 hg_make_payload() {
   PAYLOAD="${BATS_TEST_TMPDIR}/payload"
-  rm -rf "${PAYLOAD}"
-  cp -a "${HG_SCRIPTS}" "${PAYLOAD}"
-  local part src
-  while IFS='|' read -r part src _; do
-    [[ -f "${PAYLOAD}/${src}" ]] && continue
-    mkdir -p "$(dirname "${PAYLOAD}/${src}")"
-    printf '# placeholder for %s (part %s)\n' "${src}" "${part}" >"${PAYLOAD}/${src}"
-  done < <("${HG_SCRIPTS}/install" list)
+  render_payload "${PAYLOAD}" "$@"
 }
 
 hg_make_root() {

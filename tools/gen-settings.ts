@@ -1,0 +1,48 @@
+// `npm run settings:gen`: writes what components/settings.ts generates into
+// the files that must agree with it: the host parser's block in
+// scripts/lib/common.sh and the settings tables of README.md and
+// scripts/README.md. `--check` only reports files that differ (exit 1);
+// test/unit/settings.test.ts runs the same comparison.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import {
+    HOST_BLOCK_BEGIN, HOST_BLOCK_END, README_BEGIN, README_END, renderConfigReadmeTable, renderHostBlock,
+    renderHostReadmeTable, replaceBlock,
+} from "../components/settings";
+
+export const ROOT = path.resolve(__dirname, "..");
+
+/** Each generated file with the content it must have. */
+export function generatedFiles(root: string = ROOT): Array<{ file: string; current: string; wanted: string }> {
+    const targets: Array<[string, string, string, string]> = [
+        ["scripts/lib/common.sh", HOST_BLOCK_BEGIN, HOST_BLOCK_END, renderHostBlock()],
+        ["README.md", README_BEGIN, README_END, renderConfigReadmeTable()],
+        ["scripts/README.md", README_BEGIN, README_END, renderHostReadmeTable()],
+    ];
+    return targets.map(([rel, begin, end, block]) => {
+        const current = fs.readFileSync(path.join(root, rel), "utf8");
+        return { file: rel, current, wanted: replaceBlock(current, begin, end, block) };
+    });
+}
+
+function main(): void {
+    const check = process.argv.includes("--check");
+    let stale = 0;
+    for (const g of generatedFiles()) {
+        if (g.current === g.wanted) {
+            continue;
+        }
+        stale++;
+        if (check) {
+            console.error(`settings:gen: ${g.file} differs from components/settings.ts`);
+        } else {
+            fs.writeFileSync(path.join(ROOT, g.file), g.wanted);
+            console.log(`settings:gen: wrote ${g.file}`);
+        }
+    }
+    process.exit(check && stale > 0 ? 1 : 0);
+}
+
+if (require.main === module) {
+    main();
+}
