@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Benchmark 7 (issue 11): a fleet's monitor offsets. bench/lib/offsets.ts
+# Benchmark 10 (issue 11): a fleet's monitor offsets. bench/lib/offsets.ts
 # builds the stack for HOSTS hosts FLEETS times under Pulumi's mocks, each
 # RandomInteger the program registers drawn uniformly over its own range, and
 # reads every host's offset back; the reference is the 0-9 minute draw of
@@ -25,11 +25,11 @@ bench_offsets() {
   distinct="$(jq -r '.meanDistinctSeconds | floor' "${out}")"
   gap="$(jq -r '.meanGapSeconds' "${out}")"
   ((median <= 3)) && met=yes
-  bench_row "7 fleet offsets" \
+  bench_row "10 fleet offsets" \
     "largest number of ${hosts} hosts posting in the same second, median of ${fleets} fleets (worst in brackets)" \
     "${median} (${worst})" "${ref_median} (${ref_worst}), 0-9 minute offset" \
     "$(bench_ratio "${median}" "${ref_median}")" "<= 3" "${met}"
-  bench_row "7 fleet offsets" \
+  bench_row "10 fleet offsets" \
     "distinct seconds of the 600 s interval with a post, ${hosts} hosts (mean); mean gap between posts" \
     "${distinct} of 600; ${gap} s" "10 of 600; 60 s" "-" \
     "a gap above the chat service's 1 message/s" "$([[ "${gap%%.*}" -ge 1 ]] && echo yes || echo no)"

@@ -1,4 +1,4 @@
-// Benchmark 7 (issue 11): how a fleet's monitor runs spread over the 10-minute
+// Benchmark 10 (issue 11): how a fleet's monitor runs spread over the 10-minute
 // interval. The Pulumi program itself draws the offsets: buildStack runs under
 // pulumi.runtime.setMocks, and each RandomInteger it registers gets a uniform
 // draw over the range the program asked for (what the random provider does),

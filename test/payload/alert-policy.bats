@@ -90,7 +90,7 @@ JSON
   hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
   hg_install install --part base --settings "${PAYLOAD}/hostguard.conf" >/dev/null
   run hg_install set-heartbeat <<<"http://hc-ping.example.test/HBs3cr3t"
-  [[ "${status}" -ne 0 && "${output}" == *"the heartbeat must be one https:// URL (value not shown)"* ]]
+  [[ "${status}" -ne 0 && "${output}" == *"the heartbeat must be one https:// URL"*"(value not shown)"* ]]
   [[ "${output}" != *HBs3cr3t* ]]
   printf 'url = "%s"\n' "${url}" \
     | strace -f -qq -e trace=execve -s 100000 -o "${BATS_TEST_TMPDIR}/trace" \
@@ -119,7 +119,7 @@ webhook_command() {
   printf '%s' "${cmd//\/usr\/local\/lib\/hostguard\//${ROOT}/usr/local/lib/hostguard/}"
 }
 
-@test "verifyWebhook: the deploy's webhook command posts the test message; a transient failure only warns" {
+@test "verifyWebhook: the deploy's webhook command posts the test message; transient warns, 404 no_service fails naming it" {
   load helpers/install
   receiver_start
   hg_make_payload "notifyCaFile=${RECEIVER_CA}" notifyMaxTime=3 notifyAttempts=1 notifyBudget=10
@@ -141,6 +141,16 @@ webhook_command() {
   echo "${output}"
   [[ "${status}" -eq 0 ]]
   [[ "${output}" == *"hostguard: connectivity test not delivered (transient failure)"* ]]
+  # Refused for good (a revoked webhook: 404 no_service): the command fails,
+  # and its output, which the resource's error shows, names the status and
+  # the service's error text.
+  receiver_mode status 404 no_service
+  run env HOSTGUARD_ROOT="${ROOT}" sh -c "${cmd}" <<<"url = \"${RECEIVER_URL}\""
+  echo "${output}"
+  [[ "${status}" -ne 0 && "${status}" -ne 75 ]]
+  [[ "${output}" == *"404"*"no_service"* ]]
+  [[ "${output}" == *"hostguard: the webhook was refused (hostguard-notify --test exit ${status})"* ]]
+  [[ "$(receiver_count)" -eq 1 ]]
   # Neither output shows the URL.
   [[ "${output}" != *"${RECEIVER_SENTINEL}"* ]]
 }
