@@ -26,6 +26,9 @@ teardown() {
     run timeout 60 "${NOTIFY}" event ${event}
     [[ "${status}" -eq 0 ]]
   done
+  # The events go out through a detached flush; the test message is posted
+  # directly, so it waits for them to keep the order below.
+  receiver_wait_count 4 30
   run timeout 60 "${NOTIFY}" --test
   [[ "${status}" -eq 0 ]]
   receiver_wait_count 5
