@@ -395,6 +395,19 @@ txn_unedited() {
   [[ ",${hashes}," == *",${hash},"* ]]
 }
 
+# True when host paths A and B hold the same: equal regular files, or
+# symlinks with the same target.
+txn_same() {
+  local a="${HG_ROOT}$1" b="${HG_ROOT}$2"
+  if [[ -L "${a}" && -L "${b}" ]]; then
+    [[ "$(readlink -- "${a}")" == "$(readlink -- "${b}")" ]]
+  elif [[ -f "${a}" && ! -L "${a}" && -f "${b}" && ! -L "${b}" ]]; then
+    cmp -s -- "${a}" "${b}"
+  else
+    return 1
+  fi
+}
+
 # Places CONTENT (a prepared file) at host path DEST with MODE, root-owned.
 # Unchanged content, mode and owner: nothing is written (mtimes stay). What
 # was at DEST is kept first: a user's own file (or symlink, dangling or not)
@@ -423,7 +436,10 @@ install_file() {
     else
       IFS=$'\t' read -r _ _ hashes <<<"${MANIFEST[i]}"
     fi
-    if [[ -e "${path}" || -L "${path}" ]] && ! txn_unedited "${dest}" "${hashes}"; then
+    # Neither what install wrote nor (a run killed before its write) the
+    # original it kept: someone edited it.
+    if [[ -e "${path}" || -L "${path}" ]] && ! txn_unedited "${dest}" "${hashes}" \
+      && ! { [[ "${kind}" == backup ]] && txn_same "${dest}" "${copy}"; }; then
       txn_keep_edited "${dest}"
     fi
     # The new hash first, the previous one kept: a run killed between this
@@ -524,7 +540,8 @@ restore_backup() {
     hg_log WARN "backup of ${dest} is missing: left as it is"
     return 0
   fi
-  if [[ -e "${path}" || -L "${path}" ]] && ! txn_unedited "${dest}" "${hashes}"; then
+  if [[ -e "${path}" || -L "${path}" ]] && ! txn_unedited "${dest}" "${hashes}" \
+    && ! txn_same "${dest}" "${backup}"; then
     hg_log WARN "${dest} was edited since install: left in place; the original is kept at ${backup}"
     return 0
   fi
