@@ -9,7 +9,7 @@
 # --quick uses small sizes (20,000 log lines, 1 and 10 containers, 1 ban
 # trial per backend, 1 and 2 deployed hosts, 5 messages) and writes
 # bench/results-quick.md unless --out is given. --only runs one section
-# (host, containers, filter, ban, deploy or delivery) and writes its table
+# (host, containers, filter, ban, deploy, delivery, ban100, soak or escape) and writes its table
 # only to the --out FILE, if given; CI runs it so the benchmark cannot rot, without asserting
 # timings. Exit status: 0 when every measurement ran and every correctness
 # check held (a missed timing target is reported in the table, not an
@@ -38,8 +38,10 @@ source "${BENCH_REPO}/bench/lib/ban.bash"
 source "${BENCH_REPO}/bench/lib/deploy.bash"
 # shellcheck source=lib/delivery.bash
 source "${BENCH_REPO}/bench/lib/delivery.bash"
+# shellcheck source=lib/alerts.bash
+source "${BENCH_REPO}/bench/lib/alerts.bash"
 
-readonly BENCH_SECTIONS="host containers filter ban deploy delivery"
+readonly BENCH_SECTIONS="host containers filter ban deploy delivery ban100 soak escape"
 
 usage() {
   echo "usage: bash bench/run.sh [--quick] [--only SECTION] [--out FILE]" >&2
@@ -91,6 +93,9 @@ report() {
 - **3 filter**: `bench/lib/gen-access-log.py` writes a seeded combined-format log (IPv4 and 20 % IPv6, GET/POST/HEAD/..., 200/3xx/404/400/403/5xx, TLS junk on the plain port, long user agents, a few Basic-auth users). `fail2ban-regex LOG FILTER` with `scripts/fail2ban/filter.d/nginx-bad-request.local` and with the packaged `/etc/fail2ban/filter.d/nginx-bad-request.conf`, each alone in a folder, alternated; lines/s over the whole process (start-up included). Match counts are checked against the generator's own counts.
 - **4 ban latency**: a real fail2ban in a network namespace (`test/payload/helpers/fail2ban-sandbox.bash`) with the project's jail, filter and action, and the HTTPS receiver in the same namespace. Per trial, a fresh IP, 9 matching lines, wait until fail2ban counted 9, wait 1.2 s (the notifier paces posts 1.05 s apart), then from writing the 10th line: (a) until `iptables -S` in the namespace shows the REJECT rule (polled every 20 ms, so up to ~20 ms late), (b) until the receiver recorded the ban message (its own timestamp). Backend `auto` (the jail's setting: pyinotify when python3-pyinotify is installed) and `polling` (forced by a later jail.d file).
 - **5 deploy**: the real Pulumi engine (`tools/pulumi-env.sh`: the cached CLI, Node.js language host and command plugin) deploys the repository's own program (a temp copy, `file://` backend, `hostguard:aws false`; `test/e2e/lib/stack.sh`) to fresh disposable hosts (`test/e2e/lib/hosts.sh`: network namespaces with their own sshd, nginx, fail2ban, cron), one stack per fleet size, with the HTTPS receiver in the hosts' lan. The hosts come up in parallel, the stack is configured and an untimed `pulumi preview` warms the caches (TypeScript, plugins; it opens no SSH session) before timing starts. Timed: `pulumi up --yes --skip-preview` (first, every part installed), then the same again (no-op); `--parallel` is left at the CLI's default (printed in the engine row). SSH sessions: `Accepted publickey` lines added to each host's `/var/log/auth.log` (the hosts' sshd logs there), summed over the fleet; the no-op `up` must add none and change no resource. The first `up` of 1 host is the reference of the fleet rows; the first `up` of the same fleet is the reference of each no-op row. Each first `up` must bring one "jail has started" message per host. Without the engine or the command plugin the rows say "not measured" and why.
+- **7 ban 100**: the fail2ban sandbox of row 4 (findtime 10m), fresh per trial; 9 lines for each of N attackers (distinct addresses), wait until fail2ban counted them all, switch the receiver's mode (hang: it reads each request and never answers), then the N 10th lines in one write; timed until every REJECT rule is in the namespace's `iptables -S` (polled every 50 ms), capped at 20 s. The project's action (spool, detached flush) with the webhook hung and healthy; the floor is fail2ban and the firewall alone (the chat action's commands emptied by a `.local`); the reference is `bench/reference/slack-notify-curl.conf`, the common community action posting synchronously with curl from the action line, healthy and hung. Target: all N within 5 s hung and within 1.5x of the healthy figure.
+- **8 fault soak**: N messages spooled (the 7th and every 97th hold PERMANENT, which the receiver refuses with 400 invalid_payload), then `hostguard-notify flush` runs until the spool is empty (NOTIFY_MAX_TIME 3, ATTEMPTS 3, BUDGET 40) against the receiver's `chaos 8` mode (seeded: 10 % 500, 5 % 429 with Retry-After 1, 5 % a reset before the answer, 2 % a 30 s hang, the rest accepted). Checked on what the receiver recorded and the dead letters: every message delivered exactly once and in order, or dead-lettered with `HTTP 400 invalid_payload`. Floor: one second per message.
+- **9 escaping**: `hg_json_quote` (what `hg_json_string` prints) on a 1 KiB and a 64 KiB text (ASCII with quotes, backslashes, newlines, tabs, UTF-8 and one control character), median of the runs, in one bash; the reference is the time per KiB of the 1 KiB text.
 - **6 delivery**: the HTTPS receiver in `pace 1` mode (one message per second, 429 with `Retry-After: 1` beyond). The messages are spooled with `hg_notify_enqueue`, then `hostguard-notify flush` runs until the spool is empty (at most 10 runs, each with the production budget of 40 s). Exactly-once and order are checked on what the receiver recorded. Floor: one second per message.
 EOF
 }
@@ -134,6 +139,9 @@ main() {
     "ban|5|1"
     "deploy|1 4 8|1 2"
     "delivery|30|5"
+    "ban100|100|10"
+    "soak|1000|30"
+    "escape|21|5"
   )
   local step section full small
   local -a args

@@ -19,7 +19,25 @@ it at run time by rewriting that file (write a temp file, then rename):
                    `Retry-After: N` beyond that (the chat service's limit)
     slow N         sleeps N seconds, then answers 200 ok but records nothing
                    (the client has given up by then, so it is not delivered)
-    badbody        200 with body `no_text` (not a success for the client)
+    badbody        records the message, then 200 with body `no_text` (the
+                   chat service took it: a 2xx is delivered)
+    status CODE TEXT   answers CODE with body TEXT, as Slack does (403
+                   invalid_token, 404 no_service, 410 channel_is_archived,
+                   400 invalid_payload, ...); a 2xx CODE records the message
+    reject WORD CODE TEXT  answers CODE TEXT to a message whose text holds
+                   WORD, and as `ok` to the others (a message refused for good)
+    nochannel      a legacy webhook: 404 channel_not_found to a message with
+                   a channel override, as `ok` to one without
+    retryafter N VALUE  429 with the header `Retry-After: VALUE` verbatim (09,
+                   an HTTP date) to the first N requests in this mode, then ok
+    hang [N]       reads the request and never answers (N s, default 600)
+    reset          reads the request and resets the connection (RST) before
+                   answering
+    chaos SEED     a bad day, seeded: of the requests, at random, 10 % get
+                   500, 5 % 429 (Retry-After: 1), 5 % a reset, 2 % hang 30 s
+                   (the client times out, nothing recorded); the others are
+                   accepted; a message whose text holds PERMANENT gets 400
+                   invalid_payload
 "down" is simply not running the receiver.
 
 Usage: webhook-receiver.py --cert C --key K --messages FILE
@@ -32,8 +50,10 @@ import argparse
 import json
 import math
 import os
+import random
 import socket
 import ssl
+import struct
 import sys
 import threading
 import time
@@ -48,6 +68,8 @@ class State:
         self.mode_key = None
         self.window_start = None
         self.last_accept = None
+        self.count = 0
+        self.rng = random.Random(0)
 
     def mode(self):
         text = ""
@@ -66,6 +88,9 @@ class State:
                 self.mode_key = key
                 self.window_start = None
                 self.last_accept = None
+                self.count = 0
+                if words[0] == "chaos" and len(words) > 1:
+                    self.rng = random.Random(int(words[1]))
         return words[0], words[1:]
 
     def _mtime(self):
@@ -108,6 +133,22 @@ def make_handler(state):
                 state.append(state.args.requests,
                              {"path": self.path, "status": status, "time": now})
 
+        def record(self, raw, now, status=200, body="ok", payload=None):
+            # Record before answering: once the client sees the answer the
+            # line is in the file, so a test may read it right after the run.
+            state.append(state.args.messages,
+                         {"path": self.path, "payload": payload,
+                          "raw": raw, "time": now})
+            self.note(status, now)
+            self.answer(status, body)
+
+        def reset(self, now):
+            self.note("reset", now)
+            self.close_connection = True
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                       struct.pack("ii", 1, 0))
+            self.connection.close()
+
         def do_GET(self):
             self.answer(405, "method_not_allowed")
 
@@ -116,13 +157,76 @@ def make_handler(state):
             raw = self.rfile.read(length).decode("utf-8", "surrogateescape")
             now = time.time()
             name, params = state.mode()
+            payload = None
+            try:
+                form = urllib.parse.parse_qs(raw, keep_blank_values=True,
+                                             strict_parsing=False)
+                if "payload" in form:
+                    payload = json.loads(form["payload"][0])
+            except ValueError:
+                payload = None
+            text = payload.get("text", "") if isinstance(payload, dict) else ""
+            with state.lock:
+                state.count += 1
+                count = state.count
+            if name == "status":
+                code = int(params[0])
+                body = " ".join(params[1:])
+                if 200 <= code < 300:
+                    self.record(raw, now, code, body, payload)
+                else:
+                    self.note(code, now)
+                    self.answer(code, body)
+                return
+            if name == "reject" and params[0] in text:
+                self.note(int(params[1]), now)
+                self.answer(int(params[1]), " ".join(params[2:]))
+                return
+            if name == "nochannel" and isinstance(payload, dict) \
+                    and "channel" in payload:
+                self.note(404, now)
+                self.answer(404, "channel_not_found")
+                return
+            if name == "retryafter" and count <= int(params[0]):
+                self.note(429, now)
+                self.answer(429, "rate_limited",
+                            [("Retry-After", " ".join(params[1:]))])
+                return
+            if name == "hang":
+                self.note("hang", now)
+                time.sleep(float(params[0]) if params else 600.0)
+                return
+            if name == "reset":
+                self.reset(now)
+                return
+            if name == "chaos":
+                if "PERMANENT" in text:
+                    self.note(400, now)
+                    self.answer(400, "invalid_payload")
+                    return
+                with state.lock:
+                    roll = state.rng.random()
+                if roll < 0.10:
+                    self.note(500, now)
+                    self.answer(500, "internal_error")
+                    return
+                if roll < 0.15:
+                    self.note(429, now)
+                    self.answer(429, "rate_limited", [("Retry-After", "1")])
+                    return
+                if roll < 0.20:
+                    self.reset(now)
+                    return
+                if roll < 0.22:
+                    self.note("hang", now)
+                    time.sleep(30)
+                    return
             if name == "status500":
                 self.note(500, now)
                 self.answer(500, "internal_error")
                 return
             if name == "badbody":
-                self.note(200, now)
-                self.answer(200, "no_text")
+                self.record(raw, now, 200, "no_text", payload)
                 return
             if name == "slow":
                 seconds = float(params[0]) if params else 30.0
@@ -158,25 +262,12 @@ def make_handler(state):
                     self.answer(429, "rate_limited",
                                 [("Retry-After", str(math.ceil(seconds)))])
                     return
-            if name not in ("ok", "ratelimit", "pace"):
+            if name not in ("ok", "ratelimit", "pace", "reject", "nochannel",
+                            "retryafter", "chaos"):
                 self.note(500, now)
                 self.answer(500, "unknown_test_mode")
                 return
-            payload = None
-            try:
-                form = urllib.parse.parse_qs(raw, keep_blank_values=True,
-                                             strict_parsing=False)
-                if "payload" in form:
-                    payload = json.loads(form["payload"][0])
-            except ValueError:
-                payload = None
-            # Record before answering: once the client sees 200 ok the line
-            # is in the file, so a test may read it right after the run.
-            state.append(state.args.messages,
-                         {"path": self.path, "payload": payload,
-                          "raw": raw, "time": now})
-            self.note(200, now)
-            self.answer(200, "ok")
+            self.record(raw, now, 200, "ok", payload)
 
     return Handler
 

@@ -156,11 +156,18 @@ EOF
   run env HOSTGUARD_ROOT="${ROOT}" timeout 30 "${ROOT}/usr/local/lib/hostguard/hostguard-notify" text 'left behind'
   [[ "${status}" -eq 78 ]]
   compgen -G "${ROOT}/var/lib/hostguard/cpu.sample" >/dev/null
-  compgen -G "${ROOT}/var/spool/hostguard/msg-*.json" >/dev/null
+  local -a spooled
+  mapfile -t spooled < <(compgen -G "${ROOT}/var/spool/hostguard/msg-*.json")
+  # The notifier's state and a dead letter go too.
+  printf 'x\n' >"${ROOT}/var/spool/hostguard/.notify-last-error"
+  printf 'x\n' >"${ROOT}/var/spool/hostguard/dead-msg-1-1-1.json"
+  printf 'x\n' >"${ROOT}/var/spool/hostguard/dead-msg-1-1-1.json.reason"
   run hg_install uninstall
   echo "${output}"
   [[ "${status}" -eq 0 ]]
-  [[ "${output}" == *"dropped 1 undelivered message(s)"* ]]
+  # The test's message, and any alert this machine's load made the monitor send.
+  ((${#spooled[@]} >= 1))
+  [[ "${output}" == *"dropped ${#spooled[@]} undelivered message(s)"* ]]
   hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
   hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
 }
@@ -371,7 +378,11 @@ EOF
   hg_install install --part base --settings "${SETTINGS}"
   local input
   for input in 'url = "http://hooks.example.test/s3cr3t-plain"' 'http://hooks.example.test/s3cr3t-plain' \
-    'ftp://hooks.example.test/s3cr3t-plain' 'https://hooks.example.test/s3cr3t-pl"ain' ''; do
+    'ftp://hooks.example.test/s3cr3t-plain' 'https://hooks.example.test/s3cr3t-pl"ain' '' \
+    'https://hooks.example.test/s3cr3t-{a,b}' 'https://hooks.example.test/s3cr3t-[1-2]' \
+    'https://hooks.example.test/s3cr3t x' 'https://hooks.example.test/s3cr3t#frag' \
+    'https://hooks.example.test/s3cr3t|x' 'https://hooks.example.test/s3cr3t`x`' \
+    'https://hooks.example.test/s3cr3t-é' $'https://hooks.example.test/s3cr3t\x01'; do
     run hg_install set-webhook <<<"${input}"
     echo "${output}"
     [[ "${status}" -ne 0 ]]

@@ -1,8 +1,11 @@
 #!/usr/bin/env bats
 # hostguard-notify and lib/notify.sh against the real curl, over TLS, to the
-# test webhook receiver on 127.0.0.1: exact ban-event texts, the spool under
-# faults (down, 500, 429, wrong certificate, slow, bad webhook file), no URL
-# in any command line, log or file, and one delivery per message.
+# test webhook receiver on 127.0.0.1, taught to answer as Slack does: exact
+# ban-event texts, the spool under faults (down, 500, 429 with every kind of
+# Retry-After, wrong certificate, slow, hang, reset, each permanent refusal of
+# a message or of the webhook, a 2xx without ok, bad spool files, a full
+# disk, a clock stepped back, overflow), no URL in any command line, log or
+# file, one delivery per message, and what `status` reports.
 
 setup() {
   load helpers/receiver
@@ -26,6 +29,63 @@ notify() {
 enqueue() {
   bash -c 'source "$1/common.sh"; source "$1/notify.sh"; hg_load_settings; hg_notify_enqueue "$2"' \
     _ "${LIB}" "$1"
+}
+
+dead_count() {
+  local -a files
+  shopt -s nullglob
+  files=("${HOSTGUARD_ROOT}"/var/spool/hostguard/dead-msg-*.json)
+  shopt -u nullglob
+  echo "${#files[@]}"
+}
+
+expect_dead() {
+  local n
+  n="$(dead_count)"
+  [[ "${n}" -eq "$1" ]] || {
+    echo "expected $1 dead letter(s), found ${n}"
+    ls -la "${HOSTGUARD_ROOT}/var/spool/hostguard" 2>&1
+    return 1
+  }
+}
+
+# The reasons of the dead letters, one per line, oldest first.
+dead_reasons() {
+  local file
+  for file in "${HOSTGUARD_ROOT}"/var/spool/hostguard/dead-msg-*.json.reason; do
+    [[ -e "${file}" ]] || continue
+    cut -d' ' -f3- "${file}"
+  done
+}
+
+# Spools TEXT with a channel override (as the ban tool's start message).
+enqueue_channel() {
+  bash -c 'source "$1/common.sh"; source "$1/notify.sh"; hg_load_settings; hg_notify_enqueue "$2" "$3"' \
+    _ "${LIB}" "$1" "$2"
+}
+
+# A new webhook file, as `install set-webhook` writes it (temp file, rename).
+rotate_webhook() {
+  local file="${HOSTGUARD_ROOT}/etc/hostguard/webhook.curlrc"
+  (umask 077 && printf 'url = "%s"\n' "${RECEIVER_URL}" >"${file}.new")
+  mv -f "${file}.new" "${file}"
+}
+
+# Makes the refused webhook's next probe due now (as if its time passed).
+set_probe_due() {
+  local file="${HOSTGUARD_ROOT}/var/spool/hostguard/.notify-webhook" a b c since next interval why
+  read -r a b since next interval why <"${file}"
+  printf '%s %s %s %s %s %s\n' "${a}" "${b}" "${since}" "$(date +%s)" "${interval}" "${why}" >"${file}"
+}
+
+receiver_wait_for_request() {
+  local status="$1" secs="$2" i
+  for ((i = 0; i < secs * 10; i++)); do
+    grep -q "\"status\": \"${status}\"" "${RECEIVER_REQUESTS}" && return 0
+    sleep 0.1
+  done
+  echo "no ${status} request in ${secs} s" >&2
+  return 1
 }
 
 spool_count() {
@@ -122,6 +182,8 @@ now_ms() {
   expect_status 0
   notify event stop --jail nginx-bad-request --channel '#ops'
   expect_status 0
+  # Events are spooled and sent by a detached flush.
+  receiver_wait_count 4 20
 
   local want got
   # What went over the wire: the JSON text of the form field, byte for byte
@@ -162,6 +224,7 @@ JSON
   receiver_make_root SLACK_CHANNEL=security
   notify event start --jail j1
   expect_status 0
+  receiver_wait_count 1 10
   [[ "$(receiver_payloads)" == '{"channel": "#security", "text": "Ban tool (j1) jail has started"}' ]] || {
     receiver_payloads
     false
@@ -236,24 +299,32 @@ assert got == {"text": want}, (got, want)
   expect_no_leak
 }
 
-@test "fault: HTTP 500 and a 200 without body ok are failures; the next run re-sends" {
+@test "fault: HTTP 500 is transient, retried and re-sent by the next run; a 200 without body ok is delivered once" {
   receiver_start
   receiver_make_root NOTIFY_ATTEMPTS=2
   receiver_mode status500
   notify text m1
   expect_status 75
-  [[ "${output}" == *"HTTP 500"* ]]
+  [[ "${output}" == *"HTTP 500 internal_error"* ]]
   [[ "$(request_count 500)" -eq 2 ]]
-  receiver_mode badbody
-  notify text m2
-  expect_status 75
-  expect_spool 2
-  [[ "$(receiver_count)" -eq 0 ]]
+  expect_spool 1
   receiver_mode ok
   notify flush
   expect_status 0
+  # The chat service took it (2xx): a warning, and never sent again.
+  receiver_mode badbody
+  notify text m2
+  expect_status 0
+  [[ "${output}" == *"WARN delivered"*"HTTP 200 no_text, not 200 ok"* ]] || {
+    echo "${output}"
+    false
+  }
+  notify flush
+  expect_status 0
   expect_texts m1 m2
+  [[ "$(request_count 200)" -eq 2 ]]
   expect_spool 0
+  expect_dead 0
   expect_no_leak
 }
 
@@ -346,18 +417,33 @@ assert waited >= 3.0, waited
   }
   # curl is now waiting on the receiver: read every process's command line.
   # The sentinel goes to the scanner through its environment, not its argv.
-  scan="$(SCAN_FOR="${RECEIVER_SENTINEL}" python3 -c '
+  # Only curls below our notifier count: another program may run curl now.
+  scan="$(SCAN_FOR="${RECEIVER_SENTINEL}" ROOT_PID="${pid}" python3 -c '
 import glob, os
 sentinel = os.environ["SCAN_FOR"].encode()
-curls = 0
-for path in glob.glob("/proc/[0-9]*/cmdline"):
+root = int(os.environ["ROOT_PID"])
+parent, argvs = {}, {}
+for path in glob.glob("/proc/[0-9]*"):
+    pid = int(path.rsplit("/", 1)[1])
     try:
-        argv = open(path, "rb").read()
+        argvs[pid] = open(path + "/cmdline", "rb").read()
+        stat = open(path + "/stat", "rb").read()
     except OSError:
         continue
+    parent[pid] = int(stat.rsplit(b")", 1)[1].split()[1])
+def ours(pid):
+    for _ in range(64):
+        if pid == root:
+            return True
+        pid = parent.get(pid, 0)
+        if pid <= 1:
+            return False
+    return False
+curls = 0
+for pid, argv in argvs.items():
     if sentinel in argv:
-        print("LEAK", path, argv.replace(b"\0", b" ")[:200])
-    if argv.startswith(b"curl\0") and b"--config\0" in argv:
+        print("LEAK", pid, argv.replace(b"\0", b" ")[:200])
+    if ours(pid) and argv.startswith(b"curl\0") and b"--config\0" in argv:
         curls += 1
 print("curls", curls)
 ')"
@@ -472,4 +558,347 @@ print("curls", curls)
   n="$(grep -c 'execve(' "${trace}")"
   ((n > 1))
   expect_texts m1
+}
+
+@test "slack: 404 channel_not_found on a channel override is re-sent once without it; the alert behind it goes out" {
+  receiver_start --mode nochannel
+  receiver_make_root
+  enqueue_channel "Ban tool (j1) jail has started" alerts
+  enqueue "disk alert"
+  notify flush
+  expect_status 0
+  [[ "${output}" == *"HTTP 404 channel_not_found for its channel override; re-sending it once to the webhook's own channel"* ]] || {
+    echo "${output}"
+    false
+  }
+  expect_texts "Ban tool (j1) jail has started" "disk alert"
+  [[ "$(request_count 404)" -eq 1 ]]
+  expect_spool 0
+  expect_dead 0
+  expect_no_leak
+}
+
+@test "slack: a message refused for good (400 invalid_payload, 400 user_not_found, 413) goes to the dead letters; the next goes on" {
+  receiver_start
+  receiver_make_root
+  local case word code text
+  for case in "A 400 invalid_payload" "B 400 user_not_found" "C 413 too_large"; do
+    read -r word code text <<<"${case}"
+    receiver_mode reject "poison${word}" "${code}" "${text}"
+    enqueue "poison${word}"
+    enqueue "after${word}"
+    notify flush
+    expect_status 0
+    [[ "${output}" == *"WARN dead letter msg-"*": HTTP ${code} ${text}; kept as "*"/dead-msg-"* ]] || {
+      echo "${output}"
+      false
+    }
+  done
+  # Each refused message was posted once, never again.
+  [[ "$(request_count 400)" -eq 2 && "$(request_count 413)" -eq 1 ]]
+  expect_texts afterA afterB afterC
+  expect_spool 0
+  expect_dead 3
+  [[ "$(dead_reasons)" == $'HTTP 400 invalid_payload\nHTTP 400 user_not_found\nHTTP 413 too_large' ]] || {
+    dead_reasons
+    false
+  }
+  # `text` says what became of its own message: 77, refused for good.
+  receiver_mode reject poisonD 400 invalid_payload
+  notify text poisonD
+  expect_status 77
+  expect_dead 4
+  notify status
+  expect_status 0
+  [[ "${output}" == *"dead letters: 4"* && "${output}" == *"HTTP 400 invalid_payload"* \
+    && "${output}" == *"last error: "*"HTTP 400 invalid_payload"* ]] || {
+    echo "${output}"
+    false
+  }
+  expect_no_leak
+}
+
+@test "spool: an empty, truncated or non-JSON spool file is dead-lettered with its reason, never sent" {
+  receiver_start
+  receiver_make_root
+  local spool="${HOSTGUARD_ROOT}/var/spool/hostguard"
+  enqueue m1
+  mkdir -p "${spool}"
+  : >"${spool}/msg-1000000000000001-000001-0001.json"
+  printf '{"text":"cut in the midd' >"${spool}/msg-1000000000000002-000001-0001.json"
+  printf 'not json at all\n' >"${spool}/msg-1000000000000003-000001-0001.json"
+  printf '{"text":"a "bare" quote"}\n' >"${spool}/msg-1000000000000004-000001-0001.json"
+  enqueue m2
+  notify flush
+  expect_status 0
+  expect_texts m1 m2
+  [[ "$(request_count 200)" -eq 2 ]]
+  expect_spool 0
+  expect_dead 4
+  [[ "$(dead_reasons)" == $'empty file\ntruncated (no final newline)\nnot a hostguard message (truncated or not JSON)\nnot valid JSON' ]] || {
+    dead_reasons
+    false
+  }
+}
+
+@test "slack: each refusal of the webhook itself keeps every message (exit 77), probes once per run with back-off, and a rotated webhook delivers them" {
+  receiver_start
+  receiver_make_root
+  local refusal code text
+  for refusal in "403 invalid_token" "403 action_prohibited" "404 no_service" "404 no_active_hooks" "410 channel_is_archived"; do
+    read -r code text <<<"${refusal}"
+    receiver_mode status "${code}" "${text}"
+    notify text "kept ${text}"
+    expect_status 77
+    [[ "${output}" == *"ERROR the chat service refuses the webhook itself (HTTP ${code} ${text})"*"rotate it with: install set-webhook"* ]] || {
+      echo "${output}"
+      false
+    }
+    expect_dead 0
+    # A new webhook file clears the state for the next refusal.
+    rotate_webhook
+  done
+  expect_spool 5
+  [[ "$(request_count 403)" -eq 2 && "$(request_count 404)" -eq 2 && "$(request_count 410)" -eq 1 ]]
+  # Same webhook, refused again: the next runs do not post at all.
+  receiver_mode status 403 invalid_token
+  notify flush
+  expect_status 77
+  notify flush
+  expect_status 77
+  notify text another
+  expect_status 77
+  [[ "${output}" == *"next probe in"* ]]
+  [[ "$(request_count 403)" -eq 3 ]]
+  expect_spool 6
+  notify status
+  [[ "${output}" == *"spool: 6 message(s) waiting"* && "${output}" == *"webhook: refused by the chat service since"*"(HTTP 403 invalid_token)"* ]] || {
+    echo "${output}"
+    false
+  }
+  # The probe is due (its time passed): one post, refused again, back-off doubled.
+  set_probe_due
+  notify flush
+  expect_status 77
+  [[ "$(request_count 403)" -eq 4 ]]
+  grep -Eq '^refused [0-9:.]+ [0-9]+ [0-9]+ 1200 ' "${HOSTGUARD_ROOT}/var/spool/hostguard/.notify-webhook"
+  # The operator rotates the webhook: everything goes out, in order, once.
+  receiver_mode ok
+  rotate_webhook
+  notify flush
+  expect_status 0
+  expect_texts "kept invalid_token" "kept action_prohibited" "kept no_service" "kept no_active_hooks" "kept channel_is_archived" another
+  expect_spool 0
+  expect_dead 0
+  notify status
+  [[ "${output}" == *"webhook: ok"* ]]
+  expect_no_leak
+}
+
+@test "slack: Retry-After 09 is nine seconds (not octal), an HTTP date is honoured, both within the budget" {
+  receiver_start
+  receiver_make_root NOTIFY_BUDGET=20
+  receiver_mode retryafter 1 09
+  local start end
+  start="$(now_ms)"
+  notify text m1
+  end="$(now_ms)"
+  expect_status 0
+  ((end - start >= 9000 && end - start < 14000)) || {
+    echo "took $((end - start)) ms; ${output}"
+    false
+  }
+  local when
+  when="$(date -u -d '+3 seconds' '+%a, %d %b %Y %H:%M:%S GMT')"
+  receiver_mode retryafter 1 "${when}"
+  start="$(now_ms)"
+  notify text m2
+  end="$(now_ms)"
+  expect_status 0
+  ((end - start >= 1500 && end - start < 8000)) || {
+    echo "took $((end - start)) ms; ${output}"
+    false
+  }
+  expect_texts m1 m2
+  [[ "$(request_count 429)" -eq 2 ]]
+  expect_no_leak
+}
+
+@test "fault: a reset before the answer and a hang are transient; the message stays and goes out once later" {
+  receiver_start
+  receiver_make_root NOTIFY_ATTEMPTS=2 NOTIFY_MAX_TIME=2 NOTIFY_BUDGET=8
+  receiver_mode reset
+  notify text m1
+  expect_status 75
+  [[ "${output}" == *"connection reset"* || "${output}" == *"empty reply"* ]] || {
+    echo "${output}"
+    false
+  }
+  [[ "$(grep -c '"status": "reset"' "${RECEIVER_REQUESTS}")" -eq 2 ]]
+  receiver_mode hang 30
+  notify flush
+  expect_status 75
+  [[ "${output}" == *"timed out"* ]]
+  expect_spool 1
+  receiver_mode ok
+  notify flush
+  expect_status 0
+  expect_texts m1
+  expect_dead 0
+  expect_no_leak
+}
+
+@test "url: curl's globbing is off: a webhook path with {a,b} and [1-2] is posted once, literally" {
+  receiver_start
+  receiver_make_root
+  printf 'url = "%s"\n' "${RECEIVER_URL}/x{a,b}y[1-2]" >"${HOSTGUARD_ROOT}/etc/hostguard/webhook.curlrc"
+  notify text m1
+  expect_status 0
+  expect_texts m1
+  [[ "$(wc -l <"${RECEIVER_REQUESTS}")" -eq 1 ]]
+  grep -qF "\"path\": \"${RECEIVER_SECRET_PATH}/x{a,b}y[1-2]\"" "${RECEIVER_REQUESTS}" || {
+    cat "${RECEIVER_REQUESTS}"
+    false
+  }
+}
+
+@test "json: invalid UTF-8 arrives as U+FFFD; a text over 40,000 characters is cut with a marker" {
+  receiver_start
+  receiver_make_root
+  notify text $'web\xff\xfe-\xe6\x97 ok \xc3\xa9'
+  expect_status 0
+  local long
+  long="$(python3 -c 'print("é" * 50000, end="")')"
+  notify text "${long}"
+  expect_status 0
+  python3 - "${RECEIVER_MESSAGES}" <<'PY'
+import json, sys
+msgs = [json.loads(l)["payload"]["text"] for l in open(sys.argv[1], encoding="utf-8")]
+assert msgs[0] == "web\ufffd\ufffd-\ufffd\ufffd ok \u00e9", ascii(msgs[0])
+marker = "\n[... cut: the message was longer than 40,000 characters]"
+assert len(msgs[1]) == 40000, len(msgs[1])
+assert msgs[1].endswith(marker) and set(msgs[1][: -len(marker)]) == {"\u00e9"}, msgs[1][-80:]
+PY
+}
+
+@test "time: a last post stamped an hour ahead (clock stepped back) costs at most one pace, not an hour" {
+  receiver_start
+  receiver_make_root
+  local spool="${HOSTGUARD_ROOT}/var/spool/hostguard" up rest start end
+  mkdir -p "${spool}"
+  read -r up rest </proc/uptime
+  printf '%d\n' "$(((${up%.*} + 3600) * 1000))" >"${spool}/.last-post"
+  start="$(now_ms)"
+  notify text m1
+  end="$(now_ms)"
+  expect_status 0
+  ((end - start < 3000)) || {
+    echo "took $((end - start)) ms"
+    false
+  }
+  # And a last post far in the past does not make a burst: two messages
+  # are still paced about a second apart.
+  printf '1\n' >"${spool}/.last-post"
+  enqueue m2
+  enqueue m3
+  notify flush
+  expect_status 0
+  expect_texts m1 m2 m3
+  python3 -c '
+import json, sys
+t = [json.loads(l)["time"] for l in open(sys.argv[1])]
+assert t[2] - t[1] >= 1.0, t
+' "${RECEIVER_MESSAGES}"
+}
+
+@test "spool: at most NOTIFY_SPOOL_MAX messages; the oldest are dropped, counted, and the next delivered one says so" {
+  receiver_start
+  receiver_make_root NOTIFY_SPOOL_MAX=3 NOTIFY_ATTEMPTS=1
+  local port="${RECEIVER_PORT}" i
+  receiver_stop
+  for i in 1 2 3 4 5; do
+    notify text "m${i}"
+    expect_status 75
+  done
+  expect_spool 3
+  [[ "$(cat "${HOSTGUARD_ROOT}/var/spool/hostguard/.notify-dropped")" -eq 2 ]]
+  notify status
+  [[ "${output}" == *"spool: 3 message(s) waiting (limit 3)"* && "${output}" == *"dropped: 2 alert(s)"* ]] || {
+    echo "${output}"
+    false
+  }
+  receiver_start --port "${port}"
+  notify flush
+  expect_status 0
+  expect_texts "m3\\n(2 alert(s) dropped while the chat service was unreachable)" m4 m5
+  [[ "$(cat "${HOSTGUARD_ROOT}/var/spool/hostguard/.notify-dropped")" -eq 0 ]]
+  expect_no_leak
+}
+
+@test "ban events return within 1 s with the webhook hung; the detached flush delivers each once when it answers" {
+  receiver_start --mode "hang 60"
+  receiver_make_root NOTIFY_MAX_TIME=2 NOTIFY_ATTEMPTS=9 NOTIFY_BUDGET=55
+  local i start end
+  for i in 1 2 3; do
+    start="$(now_ms)"
+    notify event ban --jail j1 --ip "192.0.2.${i}" --failures 10 --time 1700000000
+    end="$(now_ms)"
+    expect_status 0
+    ((end - start < 1000)) || {
+      echo "event ${i} took $((end - start)) ms"
+      false
+    }
+  done
+  receiver_wait_for_request hang 10
+  expect_spool 3
+  receiver_mode ok
+  receiver_wait_count 3 30
+  sleep 2
+  local -a bans=()
+  for i in 1 2 3; do
+    bans+=("Ban Alert(j1)\\n Banned IP: *192.0.2.${i}*\\n Failures: 10 failure(s)\\n Timestap: 1700000000")
+  done
+  expect_texts "${bans[@]}"
+  expect_spool 0
+  expect_no_leak
+}
+
+@test "disk full: the monitor cannot spool its disk alert, delivers it directly and says so" {
+  command -v unshare >/dev/null
+  receiver_start
+  receiver_make_root DISK_THRESHOLD=0 CPU_THRESHOLD=100 MEMORY_THRESHOLD=100
+  local monitor="${BATS_TEST_DIRNAME}/../../scripts/host-monitor"
+  # Warm-up run: the CPU sample exists, as under cron.
+  "${monitor}" >/dev/null
+  receiver_wait_count 1 10
+  # In a mount namespace of this test: a 64 KiB tmpfs over the spool and the
+  # state dir, filled up; the monitor's log goes to a file on it too.
+  run timeout 60 unshare -m --propagation private bash -c '
+    set -e
+    root="$1" monitor="$2"
+    for dir in var/spool/hostguard var/lib/hostguard; do
+      cp -a "${root}/${dir}" "${root}/${dir}.copy"
+      mount -t tmpfs -o size=64k,mode=0700 hg-full "${root}/${dir}"
+      cp -a "${root}/${dir}.copy/." "${root}/${dir}/"
+    done
+    mkdir -p "${root}/var/log"
+    mount -t tmpfs -o size=16k hg-full-log "${root}/var/log"
+    for dir in var/spool/hostguard var/lib/hostguard var/log; do
+      dd if=/dev/zero of="${root}/${dir}/fill" bs=4k 2>/dev/null || true
+    done
+    rc=0
+    "${monitor}" >"${root}/var/log/host-monitor.log" 2>&1 || rc=$?
+    echo "monitor exit ${rc}"
+    ls -A "${root}/var/spool/hostguard"
+  ' _ "${HOSTGUARD_ROOT}" "${monitor}"
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  [[ "${output}" == *"monitor exit 0"* ]]
+  [[ "${output}" != *msg-* ]]
+  receiver_wait_count 2 10
+  [[ "$(receiver_texts | tail -n1)" == "[Server Alert] \\nHigh Disk Usage Detected: "*"%\\nSystem Uptime: "* ]] || {
+    receiver_texts
+    false
+  }
+  [[ "$(receiver_count)" -eq 2 ]]
 }

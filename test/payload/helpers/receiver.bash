@@ -20,7 +20,10 @@
 #       RECEIVER_WRAP=(ip netns exec NS) receiver_start --bind 10.x.y.z ...
 #   receiver_stop                  stops it (safe to call twice; use in teardown)
 #   receiver_mode MODE [ARG...]    switches the fault mode atomically:
-#       ok | status500 | ratelimit N | pace [N] | slow N | badbody
+#       ok | status500 | ratelimit N | pace [N] | slow N | badbody |
+#       status CODE TEXT | reject WORD CODE TEXT | nochannel |
+#       retryafter N VALUE | hang [N] | reset | chaos SEED
+#       (Slack's answers; see test/helpers/webhook-receiver.py)
 #   receiver_texts                 prints each recorded payload.text, one per
 #                                  line, each newline inside shown as the two
 #                                  characters \n (the SPEC's notation), all

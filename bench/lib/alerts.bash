@@ -1,0 +1,318 @@
+# shellcheck shell=bash
+# Benchmarks 7-9 (issue 8): alert delivery that holds under every fault.
+#   7 ban100: a real fail2ban (sandbox of ban.bash) bans ATTACKERS distinct
+#     addresses whose 10th lines are written at once; time from that write
+#     until every REJECT rule is in the namespace's iptables, with the
+#     project's action and the webhook hung, and healthy, against a reference
+#     action posting synchronously with curl (bench/reference/
+#     slack-notify-curl.conf, the common community action) on the healthy
+#     webhook, and on the hung one within a cap.
+#   8 soak: COUNT messages through the receiver's `chaos` mode (random 500,
+#     429 + Retry-After, resets, hangs; a message holding PERMANENT gets 400):
+#     each delivered exactly once or dead-lettered with a reason; total time
+#     against the floor of one message per second.
+#   9 escape: hg_json_quote on 1 KiB and 64 KiB texts; time per KiB.
+# Sourced by run.sh after ban.bash (fail2ban sandbox and receiver helpers).
+
+readonly BENCH_BAN100_CAP_US=20000000
+
+# Kills the detached flush of ROOT, if one runs (by its pid file: only the
+# process this bench started).
+bench_kill_flush() {
+  local root="$1" flush_pid="" flush_start="" now_start=""
+  local file="${root}/var/spool/hostguard/.notify-flush.pid"
+  [[ -f "${file}" ]] || return 0
+  read -r flush_pid flush_start <"${file}" || return 0
+  [[ "${flush_pid}" =~ ^[0-9]+$ && -r "/proc/${flush_pid}/stat" ]] || return 0
+  now_start="$(awk '{ sub(/.*\) /, ""); print $20 }' "/proc/${flush_pid}/stat" 2>/dev/null || true)"
+  [[ "${now_start}" == "${flush_start}" ]] || return 0
+  kill -TERM "${flush_pid}" 2>/dev/null || true
+}
+
+bench_ban100_teardown() {
+  bench_kill_flush "${BENCH_BAN100_ROOT:-/nonexistent}"
+  fail2ban_stop
+  receiver_stop
+  fail2ban_sandbox_destroy
+}
+
+# 0 when each of the IPs has its REJECT rule.
+bench_all_rejected() {
+  local rules ip
+  rules="$(ip netns exec "${F2B_NS}" iptables -S "f2b-${BENCH_JAIL}" 2>/dev/null)" || return 1
+  for ip in "$@"; do
+    [[ "${rules}" == *"-s ${ip}/32 -j REJECT"* ]] || return 1
+  done
+}
+
+# VAR <- the number of IPs with a REJECT rule.
+bench_count_rejected() {
+  local -n _rejected="$1"
+  shift
+  local rules ip
+  _rejected=0
+  rules="$(ip netns exec "${F2B_NS}" iptables -S "f2b-${BENCH_JAIL}" 2>/dev/null)" || return 0
+  for ip in "$@"; do
+    [[ "${rules}" != *"-s ${ip}/32 -j REJECT"* ]] || _rejected=$((_rejected + 1))
+  done
+}
+
+# One trial: ACTION (hostguard | reference | none), MODE of the receiver while the
+# bans happen (ok | hang), ATTACKERS; VAR <- microseconds until every rule
+# (empty when the cap passed first), VAR_N <- rules in place at the end.
+bench_ban100_trial() {
+  local -n _us="$1" _n="$2"
+  local work="$3" action="$4" mode="$5" attackers="$6"
+  local dir="${work}/ban100-${action}-${mode}" root="${work}/ban100-${action}-${mode}-root"
+  local lib="${root}/usr/local/lib/hostguard"
+  _us="" _n=0
+  mkdir -p "${lib}/lib"
+  cp "${BENCH_REPO}/scripts/hostguard-notify" "${lib}/"
+  cp "${BENCH_REPO}"/scripts/lib/*.sh "${lib}/lib/"
+  BENCH_BAN100_ROOT="${root}"
+  bench_cleanup_add bench_ban100_teardown
+  fail2ban_sandbox_make "${dir}" "${lib}/hostguard-notify" \
+    banMaxRetry=10 banFindTime=10m banBanTime=10m banAction= slackChannel=bench
+  # shellcheck disable=SC2034 # both read by receiver_start (test/payload/helpers/receiver.bash)
+  RECEIVER_WRAP=(ip netns exec "${F2B_NS}")
+  receiver_start --dir "${dir}/receiver"
+  # shellcheck disable=SC2034 # read by receiver_start
+  RECEIVER_WRAP=()
+  receiver_make_root "${root}" NOTIFY_MAX_TIME=10 NOTIFY_BUDGET=40
+  if [[ "${action}" == reference ]]; then
+    cp "${BENCH_REPO}/bench/reference/slack-notify-curl.conf" "${F2B_CONF}/action.d/slack-notify.conf"
+    printf '[Init]\nca = %s\ncurlrc = %s\n' "${RECEIVER_CA}" \
+      "${root}/etc/hostguard/webhook.curlrc" >"${F2B_CONF}/action.d/slack-notify.local"
+  elif [[ "${action}" == none ]]; then
+    # The floor: fail2ban and the firewall alone, the chat action doing nothing.
+    printf '[Definition]\nactionstart =\nactionstop =\nactionban =\nactionunban =\n' \
+      >"${F2B_CONF}/action.d/slack-notify.local"
+  fi
+  fail2ban_start
+  [[ "${action}" != hostguard ]] || receiver_wait_count 1 15 \
+    || bench_error "ban100 (${action}, ${mode}): no start message"
+
+  local -a ips=()
+  local i ip now lines="" began ended
+  for ((i = 1; i <= attackers; i++)); do
+    ips+=("198.18.$((i / 250)).$((i % 250 + 1))")
+  done
+  printf -v now '%(%d/%b/%Y:%H:%M:%S %z)T' -1
+  for ((i = 1; i <= 9; i++)); do
+    for ip in "${ips[@]}"; do
+      lines+="${ip} - - [${now}] \"GET /bench-${i}.env HTTP/1.1\" 403 153 \"-\" \"bench\""$'\n'
+    done
+  done
+  printf '%s' "${lines}" >>"${F2B_ACCESS_LOG}"
+  if ! fail2ban_wait_for 60 bench_total_failed_is "$((9 * attackers))" >/dev/null; then
+    bench_error "ban100 (${action}, ${mode}): fail2ban did not count $((9 * attackers)) lines"
+    bench_ban100_teardown
+    BENCH_CLEANUPS=("${BENCH_CLEANUPS[@]:0:${#BENCH_CLEANUPS[@]}-1}")
+    return 0
+  fi
+  [[ "${mode}" == ok ]] || receiver_mode hang 600
+  lines=""
+  printf -v now '%(%d/%b/%Y:%H:%M:%S %z)T' -1
+  for ip in "${ips[@]}"; do
+    lines+="${ip} - - [${now}] \"GET /bench-10.env HTTP/1.1\" 403 153 \"-\" \"bench\""$'\n'
+  done
+  bench_now_us began
+  printf '%s' "${lines}" >>"${F2B_ACCESS_LOG}"
+  while :; do
+    if bench_all_rejected "${ips[@]}"; then
+      bench_now_us ended
+      _us=$((ended - began))
+      break
+    fi
+    bench_now_us ended
+    ((ended - began < BENCH_BAN100_CAP_US)) || break
+    sleep 0.05
+  done
+  bench_count_rejected _n "${ips[@]}"
+  bench_ban100_teardown
+  BENCH_CLEANUPS=("${BENCH_CLEANUPS[@]:0:${#BENCH_CLEANUPS[@]}-1}")
+}
+
+# Prints a trial's figure: its time, or how many rules by the cap.
+bench_ban100_fmt() {
+  local us="$1" n="$2" attackers="$3"
+  if [[ -n "${us}" ]]; then
+    bench_fmt_us "${us}"
+  else
+    printf '%s/%s rules in %s' "${n}" "${attackers}" "$(bench_fmt_us "${BENCH_BAN100_CAP_US}")"
+  fi
+}
+
+bench_ban100() {
+  local work="$1" attackers="$2"
+  bench_log "ban latency, ${attackers} attackers at once: hostguard hung and healthy, reference curl action"
+  if ! command -v fail2ban-server >/dev/null; then
+    bench_row "7 ban ${attackers}" "-" "-" "-" "-" "<= 5 s hung" "not measured: fail2ban is not installed"
+    return 0
+  fi
+  local hung hung_n healthy healthy_n ref ref_n refhung refhung_n floor floor_n
+  bench_ban100_trial floor floor_n "${work}" none ok "${attackers}"
+  bench_ban100_trial hung hung_n "${work}" hostguard hang "${attackers}"
+  bench_ban100_trial healthy healthy_n "${work}" hostguard ok "${attackers}"
+  bench_ban100_trial ref ref_n "${work}" reference ok "${attackers}"
+  bench_ban100_trial refhung refhung_n "${work}" reference hang "${attackers}"
+  local cap
+  cap="$(bench_fmt_us "${BENCH_BAN100_CAP_US}")"
+  local met="yes" ratio="-"
+  if [[ -z "${hung}" ]]; then
+    met="no: ${hung_n}/${attackers} rules after ${cap}"
+  else
+    [[ -z "${healthy}" ]] || ratio="$(bench_ratio "${hung}" "${healthy}")x hostguard healthy"
+    ((hung <= 5000000)) || met="no: over 5 s"
+    if [[ -n "${healthy}" ]] && ((hung * 10 > healthy * 15)); then
+      met="no: ${ratio}"
+    fi
+  fi
+  bench_row "7 ban ${attackers}" "10th lines of ${attackers} attackers at once -> every firewall rule, webhook hung (hostguard action)" \
+    "$(bench_ban100_fmt "${hung}" "${hung_n}" "${attackers}")" \
+    "$(bench_ban100_fmt "${healthy}" "${healthy_n}" "${attackers}") (hostguard, webhook healthy)" \
+    "${ratio}" "<= 5 s and <= 1.5x healthy" "${met}"
+  ratio="-"
+  [[ -z "${hung}" || -z "${floor}" ]] || ratio="$(bench_ratio "${hung}" "${floor}")x the floor"
+  bench_row "7 ban ${attackers}" "the same, webhook hung: hostguard action vs the floor (fail2ban and the firewall alone, the chat action doing nothing)" \
+    "$(bench_ban100_fmt "${hung}" "${hung_n}" "${attackers}")" \
+    "$(bench_ban100_fmt "${floor}" "${floor_n}" "${attackers}") (floor)" \
+    "${ratio}" "-" "-"
+  ratio="-"
+  [[ -z "${healthy}" || -z "${ref}" ]] || ratio="$(bench_ratio "${healthy}" "${ref}")"
+  bench_row "7 ban ${attackers}" "the same, webhook healthy: hostguard vs the reference synchronous curl action" \
+    "$(bench_ban100_fmt "${healthy}" "${healthy_n}" "${attackers}")" \
+    "$(bench_ban100_fmt "${ref}" "${ref_n}" "${attackers}")" \
+    "${ratio}" "-" "-"
+  ratio="-"
+  [[ -z "${hung}" ]] || ratio="reference got ${refhung_n}/${attackers} rules in ${cap}"
+  bench_row "7 ban ${attackers}" "webhook hung: hostguard vs the reference synchronous curl action (capped at ${cap})" \
+    "$(bench_ban100_fmt "${hung}" "${hung_n}" "${attackers}")" \
+    "$(bench_ban100_fmt "${refhung}" "${refhung_n}" "${attackers}")" \
+    "${ratio}" "-" "-"
+}
+
+bench_soak_teardown() {
+  receiver_stop
+}
+
+bench_soak() {
+  local work="$1" count="$2"
+  bench_log "fault soak: ${count} messages through a receiver injecting random faults"
+  local dir="${work}/soak" root="${work}/soak-root"
+  bench_cleanup_add bench_soak_teardown
+  receiver_start --dir "${dir}" --mode "chaos 8"
+  receiver_make_root "${root}" NOTIFY_MAX_TIME=3 NOTIFY_ATTEMPTS=3 NOTIFY_BUDGET=40
+  # Message 7 and every 97th are ones the chat service refuses for good.
+  (
+    # shellcheck source=../../scripts/lib/common.sh
+    source "${BENCH_REPO}/scripts/lib/common.sh"
+    # shellcheck source=../../scripts/lib/notify.sh
+    source "${BENCH_REPO}/scripts/lib/notify.sh"
+    # shellcheck disable=SC2119 # the default settings file of HOSTGUARD_ROOT
+    hg_load_settings
+    local i text
+    for ((i = 1; i <= count; i++)); do
+      printf -v text 'soak message %04d' "${i}"
+      ((i != 7 && i % 97 != 0)) || text+=" PERMANENT"
+      hg_notify_enqueue "${text}"
+    done
+  )
+  local began ended runs=0 rc max_runs=$((count / 10 + 20))
+  bench_now_us began
+  while ((runs < max_runs)); do
+    runs=$((runs + 1))
+    rc=0
+    "${BENCH_REPO}/scripts/hostguard-notify" flush >>"${work}/soak-flush.log" 2>&1 || rc=$?
+    ((rc == 0)) && break
+    ((rc == 75)) || { bench_error "soak: hostguard-notify flush exited ${rc}"; break; }
+  done
+  bench_now_us ended
+  bench_soak_teardown
+  BENCH_CLEANUPS=("${BENCH_CLEANUPS[@]:0:${#BENCH_CLEANUPS[@]}-1}")
+
+  local check faults
+  check="$(python3 - "${RECEIVER_MESSAGES}" "${root}/var/spool/hostguard" "${count}" <<'PY'
+import collections, glob, json, os, sys
+texts = [json.loads(l)["payload"]["text"] for l in open(sys.argv[1], encoding="utf-8")]
+spool, count = sys.argv[2], int(sys.argv[3])
+dead = {}
+for path in glob.glob(os.path.join(spool, "dead-msg-*.json")):
+    text = json.loads(open(path, encoding="utf-8").read())["text"]
+    reason = open(path + ".reason", encoding="utf-8").read().strip() if os.path.exists(path + ".reason") else ""
+    dead[text] = reason
+want = ["soak message %04d%s" % (i, " PERMANENT" if i == 7 or i % 97 == 0 else "") for i in range(1, count + 1)]
+seen = collections.Counter(texts)
+dup = sum(1 for n in seen.values() if n > 1)
+lost = [t for t in want if t not in seen and t not in dead]
+wrong_dead = [t for t in dead if "PERMANENT" not in t or "HTTP 400 invalid_payload" not in dead[t]]
+left = len(glob.glob(os.path.join(spool, "msg-*.json")))
+order = [t for t in want if t in seen]
+print("delivered=%d dead=%d duplicates=%d lost=%d left=%d wrong_dead=%d in_order=%s" % (
+    len(texts), len(dead), dup, len(lost), left, len(wrong_dead), "yes" if texts == order else "no"))
+PY
+)"
+  faults="$(python3 -c '
+import collections, json, sys
+c = collections.Counter(str(json.loads(l)["status"]) for l in open(sys.argv[1]))
+print(", ".join("%s x%d" % (k, v) for k, v in sorted(c.items())))' "${RECEIVER_REQUESTS}")"
+  local permanent=$((count / 97 + (count >= 7 ? 1 : 0))) total=$((ended - began)) floor=$((count * 1000000)) met ratio
+  ratio="$(bench_ratio "${total}" "${floor}")"
+  met="yes"
+  if [[ "${check}" != "delivered=$((count - permanent)) dead=${permanent} duplicates=0 lost=0 left=0 wrong_dead=0 in_order=yes" ]]; then
+    met="no: ${check}"
+    bench_error "soak: ${check}"
+  fi
+  bench_row "8 fault soak" "${count} messages (${permanent} refused for good), receiver answers at random (${faults}); ${runs} flush run(s); ${check}" \
+    "$(bench_fmt_us "${total}")" "$(bench_fmt_us "${floor}") (floor: ${count} x 1 s)" \
+    "${ratio}x the floor" "0 lost, 0 duplicated" "${met}"
+}
+
+# VAR <- median microseconds of hg_json_quote on the text in FILE, REPS runs.
+bench_escape_time() {
+  local -n _median="$1"
+  local file="$2" reps="$3"
+  _median="$(
+    # shellcheck source=../../scripts/lib/common.sh
+    source "${BENCH_REPO}/scripts/lib/common.sh"
+    text="$(cat "${file}"; printf x)"
+    text="${text%x}"
+    times=()
+    for ((r = 0; r < reps; r++)); do
+      t0="${EPOCHREALTIME//[!0-9]/}"
+      hg_json_quote quoted "${text}"
+      t1="${EPOCHREALTIME//[!0-9]/}"
+      times+=("$((t1 - t0))")
+    done
+    printf '%s\n' "${times[@]}" | sort -n | sed -n "$(((reps + 1) / 2))p"
+  )"
+}
+
+bench_escape() {
+  local work="$1" reps="$2"
+  bench_log "escaping: hg_json_quote on 1 KiB and 64 KiB texts"
+  # A container's error text: ASCII with quotes, backslashes, newlines and
+  # tabs, some UTF-8, and one control character (the slow case before).
+  python3 - "${work}" <<'PY'
+import os, sys
+unit = 'Error: "exec /app/start.sh": permission denied\\n\tat C:\\app\\run é 日本 🚀 \n'
+for kib in (1, 64):
+    n = kib * 1024
+    text = (unit * (n // len(unit.encode()) + 1)).encode()[: n - 1]
+    text = text.decode("utf-8", "ignore").encode()
+    text = text + b"\x01" + b"x" * (n - 1 - len(text))
+    open(os.path.join(sys.argv[1], "escape-%d.txt" % kib), "wb").write(text)
+PY
+  local small big per_small per_big ratio met
+  bench_escape_time small "${work}/escape-1.txt" "${reps}"
+  bench_escape_time big "${work}/escape-64.txt" "${reps}"
+  per_small=$((small))
+  per_big=$((big / 64))
+  ratio="$(bench_ratio "${per_big}" "${per_small}")"
+  met="yes"
+  ((big < 100000)) || met="no: 64 KiB took $(bench_fmt_us "${big}")"
+  ((per_big * 10 <= per_small * 15)) || met="no: ${ratio}x the time per KiB of 1 KiB"
+  bench_row "9 escaping" "hg_json_quote, time per KiB: 64 KiB text (total $(bench_fmt_us "${big}")) vs 1 KiB text, median of ${reps}" \
+    "$(bench_fmt_us "${per_big}") per KiB" "$(bench_fmt_us "${per_small}") per KiB (1 KiB)" \
+    "${ratio}" "constant per KiB (<= 1.5x), 64 KiB < 100 ms" "${met}"
+}
