@@ -73,7 +73,7 @@ bench_ban100_trial() {
   bench_cleanup_add bench_ban100_teardown
   fail2ban_sandbox_make "${dir}" "${lib}/hostguard-notify" \
     banMaxRetry=10 banFindTime=10m banBanTime=10m banAction= slackChannel=bench
-  # shellcheck disable=SC2034 # both read by receiver_start (test/payload/helpers/receiver.bash)
+  # shellcheck disable=SC2034 # both read by receiver_start (test/helpers/receiver.bash)
   RECEIVER_WRAP=(ip netns exec "${F2B_NS}")
   receiver_start --dir "${dir}/receiver"
   # shellcheck disable=SC2034 # read by receiver_start

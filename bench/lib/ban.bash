@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Benchmark 4: ban latency. A real fail2ban in its own network namespace
-# (test/payload/helpers/fail2ban-sandbox.bash) runs the project's jail,
+# (test/helpers/fail2ban-sandbox.bash) runs the project's jail,
 # filter and action; the HTTPS receiver runs in the same namespace. Per
 # trial: 9 matching lines for a fresh IP, wait until fail2ban counted them,
 # then time from writing the 10th line to (a) the REJECT rule in the
@@ -8,10 +8,10 @@
 # by the receiver (its own timestamp). Once per backend: auto (pyinotify when
 # python3-pyinotify is installed) and polling. Sourced by run.sh.
 
-# shellcheck source=../../test/payload/helpers/receiver.bash
-source "${BENCH_REPO}/test/payload/helpers/receiver.bash"
-# shellcheck source=../../test/payload/helpers/fail2ban-sandbox.bash
-source "${BENCH_REPO}/test/payload/helpers/fail2ban-sandbox.bash"
+# shellcheck source=../../test/helpers/receiver.bash
+source "${BENCH_REPO}/test/helpers/receiver.bash"
+# shellcheck source=../../test/helpers/fail2ban-sandbox.bash
+source "${BENCH_REPO}/test/helpers/fail2ban-sandbox.bash"
 
 readonly BENCH_JAIL=nginx-bad-request
 readonly BENCH_POLL_SECONDS=0.02

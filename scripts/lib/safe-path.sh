@@ -102,8 +102,9 @@ safe_as_owner() {
   if ((SAFE_UID == 0)); then
     "$@"
   else
+    # Without the install lock's descriptor (a directory of root's choosing).
     setpriv --reuid="${SAFE_UID}" --regid="${SAFE_GID}" --clear-groups --inh-caps=-all \
-      "${SAFE_ENV[@]}" "$@"
+      "${SAFE_ENV[@]}" "$@" {TXN_LOCK_FD}<&-
   fi
 }
 

@@ -61,7 +61,8 @@ svc_fail2ban_reload() {
   elif systemd_booted; then
     systemctl start fail2ban
   else
-    fail2ban-client start >/dev/null
+    # The server it starts lives on: it must not hold the install lock.
+    fail2ban-client start >/dev/null {TXN_LOCK_FD}<&-
   fi
 }
 

@@ -16,11 +16,12 @@
 #   edited PATH COPY              an admin's edit of PATH kept at COPY
 #   log PATH                      a log install created empty
 #   include PATH / prop ... / propadd ...   edits of user files (nginx, properties)
+#   reload pending                a change a service has not reloaded yet
 # HASHES is a comma list of sha256 sums of what install wrote there ("-": not
 # kept, e.g. the webhook); any of them means "not edited since".
 # Sourced by install, never run; needs lib/safe-path.sh.
 
-readonly TXN_STATE=/var/lib/hostguard
+readonly TXN_STATE="${HG_STATE_DIR#"${HG_ROOT}"}"
 readonly TXN_BACKUP_DIR="${TXN_STATE}/backup"
 readonly TXN_EDITED_DIR="${TXN_STATE}/edited"
 readonly TXN_WORK_NAME="${SAFE_TMP_PREFIX}work"
@@ -129,7 +130,21 @@ manifest_owns_file() {
   manifest_has file "$1" || manifest_has backup "$1" || manifest_has log "$1"
 }
 
-# ---- state directory, work directory, recovery --------------------------------
+# ---- lock, state directory, work directory, recovery ---------------------------
+
+readonly TXN_LOCK_WAIT=600
+TXN_LOCK_FD=""
+
+# One run at a time per root: a deploy runs the parts' installs in parallel
+# (they share directories, the state directory and its work directory, and
+# each run's recovery removes what a dead run left). The lock is flock(2) on
+# the root directory itself: nothing to create or clean, and a killed run's
+# lock goes with its processes.
+txn_lock() {
+  exec {TXN_LOCK_FD}<"${HG_ROOT:-/}"
+  flock -w "${TXN_LOCK_WAIT}" "${TXN_LOCK_FD}" \
+    || hg_die "another install run kept ${HG_ROOT:-/} locked for ${TXN_LOCK_WAIT} s"
+}
 
 # Removes what a killed run left: the work directory and a half-built or
 # half-removed state directory staged beside its topmost new ancestor.
@@ -380,6 +395,19 @@ txn_unedited() {
   [[ ",${hashes}," == *",${hash},"* ]]
 }
 
+# True when host paths A and B hold the same: equal regular files, or
+# symlinks with the same target.
+txn_same() {
+  local a="${HG_ROOT}$1" b="${HG_ROOT}$2"
+  if [[ -L "${a}" && -L "${b}" ]]; then
+    [[ "$(readlink -- "${a}")" == "$(readlink -- "${b}")" ]]
+  elif [[ -f "${a}" && ! -L "${a}" && -f "${b}" && ! -L "${b}" ]]; then
+    cmp -s -- "${a}" "${b}"
+  else
+    return 1
+  fi
+}
+
 # Places CONTENT (a prepared file) at host path DEST with MODE, root-owned.
 # Unchanged content, mode and owner: nothing is written (mtimes stay). What
 # was at DEST is kept first: a user's own file (or symlink, dangling or not)
@@ -408,7 +436,10 @@ install_file() {
     else
       IFS=$'\t' read -r _ _ hashes <<<"${MANIFEST[i]}"
     fi
-    if [[ -e "${path}" || -L "${path}" ]] && ! txn_unedited "${dest}" "${hashes}"; then
+    # Neither what install wrote nor (a run killed before its write) the
+    # original it kept: someone edited it.
+    if [[ -e "${path}" || -L "${path}" ]] && ! txn_unedited "${dest}" "${hashes}" \
+      && ! { [[ "${kind}" == backup ]] && txn_same "${dest}" "${copy}"; }; then
       txn_keep_edited "${dest}"
     fi
     # The new hash first, the previous one kept: a run killed between this
@@ -431,12 +462,22 @@ install_file() {
   hg_log INFO "installed ${dest}"
 }
 
+# backup/ and edited/ in the state directory are shared by the parts: in no
+# manifest (the part that made one may be uninstalled before another that
+# uses it); every part's uninstall removes them once empty.
+txn_state_subdir() {
+  local dir="${HG_ROOT}$1"
+  [[ -d "${dir}" ]] && return 0
+  JOURNAL+=("d"$'\t'"${dir}")
+  mkdir -m 0700 -- "${dir}"
+}
+
 # A user's own file at host path DEST, about to be replaced by content with
 # hash WANT: recorded as pending, copied, then recorded as the backup.
 txn_backup() {
   local dest="$1" want="$2" copy
   copy="$(txn_copy_path "${TXN_BACKUP_DIR}" "${dest}")"
-  ensure_dir "${TXN_BACKUP_DIR}" 0700
+  txn_state_subdir "${TXN_BACKUP_DIR}"
   manifest_add pending "${dest}" "${copy}"
   txn_save "${HG_ROOT}${copy}"
   txn_copy "${dest}" "${copy}"
@@ -448,7 +489,7 @@ txn_backup() {
 txn_keep_edited() {
   local dest="$1" copy
   copy="$(txn_copy_path "${TXN_EDITED_DIR}" "${dest}" "$(date -u +%Y%m%dT%H%M%SZ)")"
-  ensure_dir "${TXN_EDITED_DIR}" 0700
+  txn_state_subdir "${TXN_EDITED_DIR}"
   manifest_add edited "${dest}" "${copy}"
   txn_save "${HG_ROOT}${copy}"
   txn_copy "${dest}" "${copy}"
@@ -499,7 +540,8 @@ restore_backup() {
     hg_log WARN "backup of ${dest} is missing: left as it is"
     return 0
   fi
-  if [[ -e "${path}" || -L "${path}" ]] && ! txn_unedited "${dest}" "${hashes}"; then
+  if [[ -e "${path}" || -L "${path}" ]] && ! txn_unedited "${dest}" "${hashes}" \
+    && ! txn_same "${dest}" "${backup}"; then
     hg_log WARN "${dest} was edited since install: left in place; the original is kept at ${backup}"
     return 0
   fi
@@ -540,6 +582,7 @@ txn_close_uninstall() {
     manifest_drop "${i}"
   done
   txn_close_work
+  rmdir -- "${HG_ROOT}${TXN_BACKUP_DIR}" "${HG_ROOT}${TXN_EDITED_DIR}" 2>/dev/null || true
   # Topmost state directory of this part whose whole content is the chain
   # down to the state directory and this manifest.
   if [[ "$(ls -A -- "${HG_STATE_DIR}")" == "${file##*/}" ]]; then

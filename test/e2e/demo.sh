@@ -19,8 +19,8 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 readonly HERE
 # shellcheck source=lib/hosts.sh
 source "${HERE}/lib/hosts.sh"
-# shellcheck source=../payload/helpers/receiver.bash
-source "${HERE}/../payload/helpers/receiver.bash"
+# shellcheck source=../helpers/receiver.bash
+source "${HERE}/../helpers/receiver.bash"
 # shellcheck source=lib/stack.sh
 source "${HERE}/lib/stack.sh"
 # shellcheck source=../../tools/setup.bash

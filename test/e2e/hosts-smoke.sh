@@ -7,7 +7,7 @@
 #
 # Reads: nothing but the machine's packages; needs root. Uses
 # test/helpers/test-ca.sh and webhook-receiver.py through
-# test/payload/helpers/receiver.bash.
+# test/helpers/receiver.bash.
 set -euo pipefail
 umask 077
 
@@ -15,8 +15,8 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 readonly HERE
 # shellcheck source=lib/hosts.sh
 source "${HERE}/lib/hosts.sh"
-# shellcheck source=../payload/helpers/receiver.bash
-source "${HERE}/../payload/helpers/receiver.bash"
+# shellcheck source=../helpers/receiver.bash
+source "${HERE}/../helpers/receiver.bash"
 
 readonly JAIL=nginx-http-auth
 PASSED=0

@@ -3,7 +3,7 @@
 # on PATH as `docker`): alerts received byte for byte by the HTTPS test
 # receiver, runtime calls counted, hostile names and error texts.
 
-load helpers/receiver
+load ../helpers/receiver
 
 REPO="$(cd "${BATS_TEST_DIRNAME}/../.." && pwd)"
 MONITOR="${REPO}/scripts/container-monitor"

@@ -12,8 +12,8 @@ readonly JAIL=nginx-bad-request
 readonly CHANNEL=ops-bans
 
 setup() {
-  load helpers/receiver
-  load helpers/fail2ban-sandbox
+  load ../helpers/receiver
+  load ../helpers/fail2ban-sandbox
   command -v fail2ban-server >/dev/null || { echo "fail2ban is not installed (.ci/run installs it): the test cannot run" >&2; false; }
   REPO="$(cd "${BATS_TEST_DIRNAME}/../.." && pwd)"
   ROOT="${BATS_TEST_TMPDIR}/root"

@@ -3,7 +3,7 @@
 # the HTTPS test receiver; figures checked against free -m, uptime, uptime -p,
 # ps aux and df; child processes counted with strace.
 
-load helpers/receiver
+load ../helpers/receiver
 
 REPO="$(cd "${BATS_TEST_DIRNAME}/../.." && pwd)"
 MONITOR="${REPO}/scripts/host-monitor"

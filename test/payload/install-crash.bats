@@ -138,3 +138,25 @@ no_temp_left() {
   hg_install uninstall >/dev/null
   assert_pristine
 }
+
+@test "crash between keeping a user's file and writing over it: not taken for an admin's edit, file or dangling link" {
+  local dest sum
+  fresh_root
+  hg_install install --settings "${SETTINGS}" >/dev/null
+  # The state such a kill leaves: the backup made and recorded, the
+  # destination still the user's (a file, and a dangling symlink).
+  for dest in /etc/fail2ban/filter.d/nginx-bad-request.local /etc/logrotate.d/hostguard; do
+    sum="$(printf '%s' "${dest}" | sha256sum)"
+    rm -f "${ROOT}${dest}"
+    cp -a "${ROOT}/var/lib/hostguard/backup/${sum%% *}" "${ROOT}${dest}"
+  done
+  run hg_install install --settings "${SETTINGS}"
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  hg_assert_not_contains "${output}" "edited"
+  [[ ! -e "${ROOT}/var/lib/hostguard/edited" ]]
+  cmp "${PAYLOAD}/fail2ban/filter.d/nginx-bad-request.local" "${ROOT}/etc/fail2ban/filter.d/nginx-bad-request.local"
+  [[ -f "${ROOT}/etc/logrotate.d/hostguard" && ! -L "${ROOT}/etc/logrotate.d/hostguard" ]]
+  hg_install uninstall >/dev/null
+  assert_pristine
+}

@@ -86,6 +86,43 @@ EOF
   grep -qx 'spring.web.resources.add-mappings: false' "${ROOT}/opt/app/application.properties"
 }
 
+@test "parts installed and uninstalled in parallel, as a deploy runs them, end exactly as one run does" {
+  # Two parts that each back up a user's file (so both make the backup dir).
+  mkdir -p "${ROOT}/etc/logrotate.d" "${ROOT}/etc/fail2ban/filter.d"
+  printf '# the admin own rotation\n' >"${ROOT}/etc/logrotate.d/hostguard"
+  printf '# the admin own filter\n' >"${ROOT}/etc/fail2ban/filter.d/nginx-bad-request.local"
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
+  local round part pid
+  local -a pids
+  for round in 1 2 3; do
+    hg_install install --part base --settings "${SETTINGS}" >/dev/null
+    pids=()
+    for part in monitors bantool web; do
+      hg_install install --part "${part}" --settings "${SETTINGS}" >"${BATS_TEST_TMPDIR}/${part}.out" 2>&1 &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do
+      wait "${pid}" || { cat "${BATS_TEST_TMPDIR}"/*.out >&2; false; }
+    done
+    hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/parallel"
+    pids=()
+    for part in monitors bantool web; do
+      hg_install uninstall --part "${part}" >"${BATS_TEST_TMPDIR}/${part}.out" 2>&1 &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do
+      wait "${pid}" || { cat "${BATS_TEST_TMPDIR}"/*.out >&2; false; }
+    done
+    hg_install uninstall --part base >/dev/null
+    hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
+    hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+  done
+  # The same as one sequential install.
+  hg_install install --settings "${SETTINGS}" >/dev/null
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/sequential"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/sequential" "${BATS_TEST_TMPDIR}/parallel"
+}
+
 @test "a second install changes nothing: same listing, mtimes included, nothing reloaded" {
   hg_install install --settings "${SETTINGS}"
   hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/first"

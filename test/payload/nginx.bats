@@ -11,7 +11,7 @@
 bats_require_minimum_version 1.5.0
 
 setup_file() {
-  load helpers/nginx-sandbox
+  load ../helpers/nginx-sandbox
   REPO="$(cd "${BATS_TEST_DIRNAME}/../.." && pwd)"
   export REPO
   export SNIPPET="${REPO}/scripts/nginx/hostguard-deny.conf"
@@ -29,12 +29,12 @@ setup_file() {
 }
 
 teardown_file() {
-  load helpers/nginx-sandbox
+  load ../helpers/nginx-sandbox
   nginx_sandbox_stop
 }
 
 setup() {
-  load helpers/nginx-sandbox
+  load ../helpers/nginx-sandbox
   BASE="http://127.0.0.1:${NGINX_PORT}"
 }
 

@@ -8,7 +8,7 @@
 # file, one delivery per message, and what `status` reports.
 
 setup() {
-  load helpers/receiver
+  load ../helpers/receiver
   NOTIFY="${BATS_TEST_DIRNAME}/../../scripts/hostguard-notify"
   LIB="${BATS_TEST_DIRNAME}/../../scripts/lib"
   ALL_OUTPUT="${BATS_TEST_TMPDIR}/all-output"

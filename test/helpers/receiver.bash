@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Bats helpers around test/helpers/webhook-receiver.py, the HTTPS stand-in for
-# the chat webhook. Load with `load helpers/receiver` from test/payload/*.bats.
+# the chat webhook. Load with `load ../helpers/receiver` from test/payload/*.bats;
+# the end-to-end tests and the benchmark source it.
 #
 #   receiver_start [--dir DIR] [--bind ADDR] [--port N] [--mode MODE] [--ip IP]...
 #       Makes a test CA in DIR (default $BATS_TEST_TMPDIR/receiver; extra IPs
@@ -46,7 +47,7 @@ source "${BASH_SOURCE[0]%/*}/process.bash"
 
 RECEIVER_SENTINEL="SENTINELsecret"
 RECEIVER_SECRET_PATH="/services/T000/B000/${RECEIVER_SENTINEL}"
-RECEIVER_HELPERS="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../helpers" && pwd)"
+RECEIVER_HELPERS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 receiver_start() {
   local dir="" bind=127.0.0.1 mode=ok port=0

@@ -2,7 +2,7 @@
 # Bats helpers: a real fail2ban server in a sandbox. Its own network namespace
 # (the firewall ban action changes only that namespace's tables), its own
 # config dir (a copy of /etc/fail2ban's packaged files plus the project's),
-# socket, pid file, database and log. Load with `load helpers/fail2ban-sandbox`.
+# socket, pid file, database and log. Load with `load ../helpers/fail2ban-sandbox`.
 #
 #   fail2ban_sandbox_make DIR NOTIFIER settingKey=VALUE...
 #       Makes the namespace (F2B_NS) and the config dir DIR/etc (F2B_CONF)
@@ -24,10 +24,10 @@
 #   fail2ban_log_lines IP N [STATUS]      appends N matching access-log lines
 # shellcheck source=process.bash
 source "${BASH_SOURCE[0]%/*}/process.bash"
-# shellcheck source=../../helpers/render-payload.bash
-source "${BASH_SOURCE[0]%/*}/../../helpers/render-payload.bash"
+# shellcheck source=render-payload.bash
+source "${BASH_SOURCE[0]%/*}/render-payload.bash"
 
-F2B_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+F2B_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 F2B_JAIL=nginx-bad-request
 
 fail2ban_sandbox_make() {

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Bats helpers: a real nginx on 127.0.0.1 with a temporary prefix, config,
 # pid, logs and temp dirs (nothing under /etc/nginx or /var is touched).
-# Load with `load helpers/nginx-sandbox`.
+# Load with `load ../helpers/nginx-sandbox`.
 #
 #   nginx_sandbox_http_head DIR      prints the http block's common head
 #   nginx_sandbox_write_sites DIR SNIPPET   writes DIR/nginx.conf (combined
