@@ -5,7 +5,7 @@
 # duration arithmetic of the repeat interval.
 
 setup() {
-  load helpers/receiver
+  load ../helpers/receiver
   REPO="$(cd "${BATS_TEST_DIRNAME}/../.." && pwd)"
   NOTIFY="${REPO}/scripts/hostguard-notify"
 }

@@ -10,8 +10,8 @@ bats_require_minimum_version 1.5.0
 readonly JAIL=nginx-bad-request
 
 setup() {
-  load helpers/receiver
-  load helpers/fail2ban-sandbox
+  load ../helpers/receiver
+  load ../helpers/fail2ban-sandbox
   command -v fail2ban-server >/dev/null || { echo "fail2ban is not installed (.ci/run installs it): the test cannot run" >&2; false; }
   REPO="$(cd "${BATS_TEST_DIRNAME}/../.." && pwd)"
   ROOT="${BATS_TEST_TMPDIR}/root"
