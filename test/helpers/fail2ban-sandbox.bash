@@ -4,6 +4,9 @@
 # config dir (a copy of /etc/fail2ban's packaged files plus the project's),
 # socket, pid file, database and log. Load with `load ../helpers/fail2ban-sandbox`.
 #
+#   fail2ban_notifier_in ROOT   copies the notifier and its libraries into
+#       the temp root ROOT (as install places them) and sets F2B_NOTIFIER to
+#       the copy: the action's notifier then runs with HOSTGUARD_ROOT=ROOT
 #   fail2ban_sandbox_make DIR NOTIFIER settingKey=VALUE...
 #       Makes the namespace (F2B_NS) and the config dir DIR/etc (F2B_CONF)
 #       with the project's filter, action and the jail rendered from the
@@ -29,6 +32,15 @@ source "${BASH_SOURCE[0]%/*}/render-payload.bash"
 
 F2B_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 F2B_JAIL=nginx-bad-request
+
+fail2ban_notifier_in() {
+  local lib="$1/usr/local/lib/hostguard"
+  mkdir -p "${lib}/lib"
+  cp "${F2B_REPO}/scripts/hostguard-notify" "${lib}/"
+  cp "${F2B_REPO}"/scripts/lib/*.sh "${lib}/lib/"
+  # shellcheck disable=SC2034 # read by the tests that load this helper
+  F2B_NOTIFIER="${lib}/hostguard-notify"
+}
 
 fail2ban_sandbox_make() {
   local dir="$1" notifier="$2"

@@ -13,13 +13,9 @@ setup() {
   load ../helpers/receiver
   load ../helpers/fail2ban-sandbox
   command -v fail2ban-server >/dev/null || { echo "fail2ban is not installed (.ci/run installs it): the test cannot run" >&2; false; }
-  REPO="$(cd "${BATS_TEST_DIRNAME}/../.." && pwd)"
   ROOT="${BATS_TEST_TMPDIR}/root"
-  local lib="${ROOT}/usr/local/lib/hostguard"
-  mkdir -p "${lib}/lib"
-  cp "${REPO}/scripts/hostguard-notify" "${lib}/"
-  cp "${REPO}"/scripts/lib/*.sh "${lib}/lib/"
-  NOTIFIER="${lib}/hostguard-notify"
+  fail2ban_notifier_in "${ROOT}"
+  NOTIFIER="${F2B_NOTIFIER}"
 }
 
 # Starts the sandbox with the jail rendered from settingKey=VALUE args.

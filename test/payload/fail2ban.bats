@@ -17,11 +17,8 @@ setup() {
   command -v fail2ban-server >/dev/null || { echo "fail2ban is not installed (.ci/run installs it): the test cannot run" >&2; false; }
   REPO="$(cd "${BATS_TEST_DIRNAME}/../.." && pwd)"
   ROOT="${BATS_TEST_TMPDIR}/root"
-  local lib="${ROOT}/usr/local/lib/hostguard"
-  mkdir -p "${lib}/lib"
-  cp "${REPO}/scripts/hostguard-notify" "${lib}/"
-  cp "${REPO}"/scripts/lib/*.sh "${lib}/lib/"
-  fail2ban_sandbox_make "${BATS_TEST_TMPDIR}/f2b" "${lib}/hostguard-notify" \
+  fail2ban_notifier_in "${ROOT}"
+  fail2ban_sandbox_make "${BATS_TEST_TMPDIR}/f2b" "${F2B_NOTIFIER}" \
     banMaxRetry=10 banFindTime=1m banBanTime=5 banAction= "slackChannel=${CHANNEL}"
   RECEIVER_WRAP=(ip netns exec "${F2B_NS}")
   receiver_start
