@@ -113,6 +113,7 @@ raw_request() {
     "/app/.ENV;jsessionid=0123" "/x.bak;v=1" "/.git;x/HEAD" "/app/.env;" "/app/.env%3bx"
     "/a/.git;x" "/repo/.git;/objects/ab" "/app/.env/" "/app/.git/" "/db.bak//" "/app/.env;x/"
     "/app/.aws/credentials/" "/x.local/" "/x.OLD;/"
+    "/app/.env/;x" "/app/.env;a/;b" "/db.bak//;jsessionid=1" "/app/.aws/credentials/;"
   )
   run expect_everywhere 403 "${paths[@]}"
   [[ -z "${output}" ]] || { printf 'not denied as expected:\n%s\n' "${output}" >&2; false; }
