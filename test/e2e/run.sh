@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# End-to-end scenarios of issue 4 with the real Pulumi engine and the real
+# End-to-end scenarios of issues 4 and 11 with the real Pulumi engine and the real
 # command provider over SSH against disposable test hosts (test/e2e/lib/hosts.sh)
 # and an HTTPS webhook receiver in the test's lan namespace. The program is the
 # repository's own, copied to a temp project and switched by config
 # (hostguard:aws false, hosts from the harness, fixed cronMinute).
-# Scenarios run in the order 1 4 5 6 2 3 10 7, then 8 (a 3-host fleet) and 9
-# (no webhook in any CLI output or the exported state); each is timed and
+# Scenarios run in the order 1 4 5 6 2 3 10 11 12 7, then 8 (a 3-host fleet)
+# and 9 (no webhook in any CLI output or the exported state); each is timed and
 # asserted on the hosts or the receiver. Prints a summary; exits 1 if any
 # scenario failed. When this machine cannot deploy (no root, no engine, no
 # command plugin 1.2.1) it prints a loud NOT RUN banner and exits 0.
 #
+# Usage: run.sh [N...] runs only scenarios N... (default all, or HG_E2E_ONLY).
 # Reads: tools/pulumi-env.sh and the engine cache; HG_E2E_ONLY (space-separated
 # scenario numbers to run, default all); HG_KEEP_RUN_DIR=1 keeps logs.
 set -euo pipefail
@@ -40,6 +41,8 @@ readonly -a TITLES=(""
   "a fleet of 3 hosts in one stack"
   "no webhook URL in the exported state or any CLI output"
   "sshd killed during an up: clear failure, rerun converges, no half-written file"
+  "rotation to a webhook answering 404 no_service fails the up; a good one posts the test message"
+  "heartbeat URL: one request per monitor run"
 )
 
 WORK=""
@@ -389,6 +392,72 @@ s9_no_secret() {
   printf '  checked %d exports and %d CLI logs\n' "${n}" "$(find "${E2E_LOG_DIR}" -type f | wc -l)"
 }
 
+# verifyWebhook (the default) posts the connectivity test on each rotation.
+# A refused webhook fails the webhook resource with the status and Slack's
+# error text, never the URL; the good one after it passes and gets the test.
+s11_verify_webhook() {
+  local since log=11-up-refused
+  since="$(date +%s.%N)"
+  receiver_mode status 404 no_service
+  e2e_set_webhook "${STACK}" "${E2E_URL_REFUSED}" || { e2e_show_log "config-webhook-${STACK}"; fail "config set failed"; }
+  if e2e_pulumi "${log}" up --stack "${STACK}" --yes --skip-preview; then
+    receiver_mode ok
+    e2e_show_log "${log}"
+    fail "up succeeded with a webhook answering 404 no_service"
+  fi
+  receiver_mode ok
+  printf '  up failed with:\n'
+  { grep -E 'updating failed|refused' "${E2E_LOG_DIR}/${log}.log" || true; } | cut -c1-120 | head -n 4 | sed 's/^/    /'
+  grep -qE "h1-webhook .*updating failed" "${E2E_LOG_DIR}/${log}.log" ||
+    { e2e_show_log "${log}"; fail "the failure does not name h1-webhook"; }
+  grep -qF "HTTP 404 no_service" "${E2E_LOG_DIR}/${log}.log" ||
+    { e2e_show_log "${log}"; fail "the failure does not show the status and Slack's error text"; }
+  if grep -qF -e "${RECEIVER_SENTINEL}" -e "/services/T000/" -e "$(lan_addr):${RECEIVER_PORT}" "${E2E_LOG_DIR}/${log}.log"; then
+    fail "the failed up shows the webhook URL"
+  fi
+  expect_eq "test messages refused with 404" "$(refusals_since "${since}")" 1
+  since="$(date +%s.%N)"
+  e2e_set_webhook "${STACK}" "${E2E_URL3}" || { e2e_show_log "config-webhook-${STACK}"; fail "config set failed"; }
+  up 11-up-good
+  e2e_wait_message "${since}" 20 '^url3	\[Server Alert\] \\nConnectivity test from [^	]+: webhook OK(	.*)?$' >/dev/null
+  host_exec h1 grep -qF "/B003/" /etc/hostguard/webhook.curlrc || fail "h1 webhook file not rotated to the good URL"
+  export_state 11-export
+}
+
+# Each monitor run that completed pings the heartbeat URL once (a GET the
+# receiver records in its request log only).
+s12_heartbeat() {
+  local since runs=3 i got
+  printf '%s' "${E2E_HEARTBEAT_URL}" |
+    e2e_pulumi "12-set-heartbeat" config set --stack "${STACK}" --secret hostguard:heartbeatUrl ||
+    { e2e_show_log 12-set-heartbeat; fail "config set heartbeatUrl failed"; }
+  assert_plan 12-preview "create h1-heartbeat"
+  up 12-up
+  expect_eq "h1: heartbeat.curlrc" "$(host_exec h1 stat -c '%a %U:%G' /etc/hostguard/heartbeat.curlrc)" "600 root:root"
+  since="$(date +%s.%N)"
+  for ((i = 1; i <= runs; i++)); do
+    host_exec h1 "${INSTALL_DIR}/host-monitor" >"${E2E_LOG_DIR}/12-host-monitor-${i}.log" 2>&1 ||
+      fail "host-monitor run ${i} exited non-zero: $(cat "${E2E_LOG_DIR}/12-host-monitor-${i}.log")"
+    got="$(heartbeats_since "${since}")"
+    expect_eq "heartbeat requests after monitor run ${i}" "${got}" "${i}"
+  done
+  export_state 12-export
+}
+
+# POSTs answered 404 since EPOCH (the connectivity test the receiver refused).
+refusals_since() {
+  jq -s --argjson since "$1" '[.[] | select(.time > $since and .method == null and .status == 404)] | length' \
+    "${RECEIVER_REQUESTS}"
+}
+
+# GET requests with status 200 on the heartbeat path since EPOCH (the path
+# is matched by its tail, so the URL stays out of argv).
+heartbeats_since() {
+  jq -s --argjson since "$1" \
+    '[.[] | select(.time > $since and .method == "GET" and .status == 200 and (.path | endswith("-heartbeat")))] | length' \
+    "${RECEIVER_REQUESTS}"
+}
+
 # --- setup, teardown, summary --------------------------------------------------
 
 setup() {
@@ -402,6 +471,9 @@ setup() {
   receiver_start --dir "${HG_RUN_DIR}/receiver" --bind "$(lan_addr)"
   E2E_URL1="${RECEIVER_URL}"
   E2E_URL2="https://$(lan_addr):${RECEIVER_PORT}/services/T000/B001/${RECEIVER_SENTINEL}-rotated"
+  E2E_URL3="https://$(lan_addr):${RECEIVER_PORT}/services/T000/B003/${RECEIVER_SENTINEL}-verified"
+  E2E_URL_REFUSED="https://$(lan_addr):${RECEIVER_PORT}/services/T000/B404/${RECEIVER_SENTINEL}-refused"
+  E2E_HEARTBEAT_URL="https://$(lan_addr):${RECEIVER_PORT}/ping/${RECEIVER_SENTINEL}-heartbeat"
   e2e_host_prepare h1
   host_snapshot h1 >"${WORK}/h1.before"
   e2e_project_init "${WORK}"
@@ -428,7 +500,7 @@ summary() {
   local n passed=0 failed=0 other=0
   echo
   echo "e2e summary (scenario, result, time):"
-  for n in 1 2 3 4 5 6 7 8 9 10; do
+  for n in 1 2 3 4 5 6 7 8 9 10 11 12; do
     wanted "${n}" || continue
     case "${RESULT[${n}]:-not run}" in
       pass) passed=$((passed + 1)) ;;
@@ -444,6 +516,9 @@ summary() {
 
 main() {
   local missing
+  if (($#)); then
+    HG_E2E_ONLY="$*"
+  fi
   if ((EUID != 0)); then
     e2e_skip_banner "npm run test:e2e" "root (the test hosts need network and mount namespaces)"
     exit 0
@@ -464,6 +539,8 @@ main() {
   scenario 2 s2_thresholds 1
   scenario 3 s3_ban 1
   scenario 10 s10_sshd_killed 1
+  scenario 11 s11_verify_webhook 1
+  scenario 12 s12_heartbeat 1
   scenario 7 s7_destroy 1
   scenario 8 s8_fleet
   scenario 9 s9_no_secret

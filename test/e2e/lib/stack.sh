@@ -136,15 +136,15 @@ e2e_pulumi_json() {
 
 # e2e_messages_since EPOCH: `URL<TAB>TEXT[<TAB>CHANNEL]` of each message the
 # receiver got after EPOCH; URL is a label, never the secret path: `url1` for
-# the path of E2E_URL1, `url2` for E2E_URL2, else `other`. Newlines in TEXT
+# the path of E2E_URL1, `url2` for E2E_URL2, `url3` for E2E_URL3, else `other`. Newlines in TEXT
 # are shown as \n (the SPEC's notation).
 e2e_messages_since() {
   # Given to python only, not exported to pulumi and the rest.
-  E2E_URL1="${E2E_URL1:-}" E2E_URL2="${E2E_URL2:-}" python3 -c '
+  E2E_URL1="${E2E_URL1:-}" E2E_URL2="${E2E_URL2:-}" E2E_URL3="${E2E_URL3:-}" python3 -c '
 import json, os, sys
 since = float(sys.argv[2])
 labels = {}
-for name in ("E2E_URL1", "E2E_URL2"):
+for name in ("E2E_URL1", "E2E_URL2", "E2E_URL3"):
     url = os.environ.get(name, "")
     if url:
         labels["/" + url.split("/", 3)[3]] = name[4:].lower()
