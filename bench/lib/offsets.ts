@@ -21,6 +21,8 @@ const TABLE = [
 /** A tiny payload: the bench measures the draw, not the tar of scripts/. */
 const PAYLOAD = [payloadFile("install", "#!/bin/sh\n", 0o755), payloadFile("files.table", TABLE), payloadFile("lib/common.sh", "#\n")];
 const KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nbench\n-----END OPENSSH PRIVATE KEY-----\n";
+/** Host keys are required (issue 12); the mocks never dial, so any well-formed key does. */
+const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBenchHostKey";
 
 /** The largest number of hosts that post in the same second. */
 function largestPerSecond(seconds: number[]): number {
@@ -38,7 +40,7 @@ function median(values: number[]): number {
 
 async function programFleet(hosts: number): Promise<number[]> {
     const raw: RawConfig = {
-        hosts: JSON.stringify(Array.from({ length: hosts }, (_, i) => ({ name: `h${i}`, host: `10.0.${Math.floor(i / 250)}.${(i % 250) + 1}` }))),
+        hosts: JSON.stringify(Array.from({ length: hosts }, (_, i) => ({ name: `h${i}`, host: `10.0.${Math.floor(i / 250)}.${(i % 250) + 1}`, hostKey: HOST_KEY }))),
         aws: "false", webhookUrl: "https://hooks.example.test/bench", sshPrivateKey: KEY,
     };
     pulumi.runtime.setAllConfig(Object.fromEntries(Object.entries(raw).map(([k, v]) => [`hostguard:${k}`, String(v)])),
