@@ -15,7 +15,7 @@
 export type SettingType = "percent" | "integer" | "duration" | "word" | "path" | "names" | "boolean";
 
 /** Which part's install step reads a setting (besides the scripts at run time). */
-export type InstallPart = "web";
+export type InstallPart = "web" | "monitors";
 
 /** Where a setting that no host script reads takes effect. */
 export type SettingUse = "jail" | "deploy";
@@ -67,7 +67,7 @@ export const SETTINGS = [
         allowed: "a percentage 0-100, at most 2 decimals", doc: "root filesystem percent; fires when strictly greater",
     },
     {
-        key: "containerRuntime", host: "CONTAINER_RUNTIME", type: "word", default: "docker",
+        key: "containerRuntime", host: "CONTAINER_RUNTIME", type: "word", default: "docker", install: "monitors",
         pattern: `^([A-Za-z0-9_][A-Za-z0-9._-]{0,63}|(${SEGMENT})+)$`,
         allowed: "a command name or an absolute path", doc: "the container runtime command",
     },

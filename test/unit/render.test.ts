@@ -174,6 +174,7 @@ describe("parts", () => {
         assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, banMaxRetry: 5 }, 1, payload)), ["bantool"], "the jail is the bantool part's");
         assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, slackChannel: "ops" }, 1, payload)), ["base", "bantool"]);
         assert.deepEqual(changed(a, renderHost(DEFAULT_SETTINGS, 2, payload)), ["monitors"]);
+        assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, containerRuntime: "podman" }, 1, payload)), ["base", "monitors"], "monitors' install step checks the runtime");
         assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, nginxServerConf: "/etc/nginx/x" }, 1, payload)), ["base", "web"], "web's install step reads it");
         const edited = payload.map((f) => (f.path === "host-monitor" ? file("host-monitor", "m2", 0o755) : f));
         assert.deepEqual(changed(a, renderHost(DEFAULT_SETTINGS, 1, edited)), ["monitors"]);
@@ -187,7 +188,7 @@ describe("parts", () => {
         assert.deepEqual(names("web"), ["files.table", "hostguard.conf", "install", "lib/common.sh", "nginx/hostguard-deny.conf"]);
         const conf = (p: string) => r.bundles.find((b) => b.part === p)!.files.find((f) => f.path === "hostguard.conf")!.content.toString();
         assert.deepEqual(conf("web").split("\n").filter((l) => /^[A-Z]/.test(l)), ["NGINX_SERVER_CONF=", "APP_PROPERTIES=/opt/app/a.properties"]);
-        assert.deepEqual(conf("monitors").split("\n").filter((l) => /^[A-Z]/.test(l)), []);
+        assert.deepEqual(conf("monitors").split("\n").filter((l) => /^[A-Z]/.test(l)), ["CONTAINER_RUNTIME=docker"], "install checks the runtime is there");
         assert.equal(conf("base"), r.settingsText);
     });
 });

@@ -12,6 +12,36 @@ source "${HG_REPO}/test/helpers/render-payload.bash"
 hg_make_payload() {
   PAYLOAD="${BATS_TEST_TMPDIR}/payload"
   render_payload "${PAYLOAD}" "$@"
+  hg_runtime_on_path
+}
+
+# Installing the monitors part needs the container runtime (docker by
+# default) on PATH (lib/programs.sh), and this machine may have none: the
+# installer tests find the test stand-in (test/helpers/fake-docker) first.
+# They only need it to be there; container-monitor.bats drives it.
+hg_runtime_on_path() {
+  local dir="${BATS_TEST_TMPDIR}/runtime-bin"
+  mkdir -p "${dir}"
+  ln -sfn "${HG_REPO}/test/helpers/fake-docker" "${dir}/docker"
+  [[ ":${PATH}:" == *":${dir}:"* ]] || PATH="${dir}:${PATH}"
+}
+
+# Makes $PATH_WITHOUT a directory of links to every program of this
+# machine's usual PATH except the ones named (and the stand-in runtime,
+# unless docker is named): PATH="${PATH_WITHOUT}" is a host without them.
+hg_path_without() {
+  local dir name
+  PATH_WITHOUT="${BATS_TEST_TMPDIR}/path-without"
+  rm -rf "${PATH_WITHOUT}"
+  mkdir -p "${PATH_WITHOUT}"
+  # Lowest priority first: a later directory's program replaces the link.
+  for dir in /bin /sbin /usr/bin /usr/sbin /usr/local/bin /usr/local/sbin "${BATS_TEST_TMPDIR}/runtime-bin"; do
+    [[ -d "${dir}" ]] || continue
+    find "${dir}" -maxdepth 1 -mindepth 1 \( -type f -o -type l \) -exec ln -sfn -t "${PATH_WITHOUT}" {} +
+  done
+  for name in "$@"; do
+    rm -f "${PATH_WITHOUT:?}/${name}"
+  done
 }
 
 hg_make_root() {

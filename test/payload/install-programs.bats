@@ -1,0 +1,155 @@
+#!/usr/bin/env bats
+# The programs each part needs (scripts/lib/programs.sh): install, run with a
+# PATH without one of them, refuses the part before it writes anything, names
+# the program and the Debian/Ubuntu package that provides it, and exits 1;
+# the jail's banaction decides which firewall program is needed; a part not
+# being installed is not checked. Real installer, temp root, real programs
+# of this machine (linked) minus the ones a case removes.
+
+load helpers/install
+
+setup() {
+  hg_make_payload
+  hg_make_root
+  # What a Debian host with fail2ban has: jail.conf's default banaction.
+  mkdir -p "${ROOT}/etc/fail2ban/jail.d"
+  printf '[DEFAULT]\nbanaction = iptables-multiport\nbanaction_allports = iptables-allports\n' \
+    >"${ROOT}/etc/fail2ban/jail.conf"
+}
+
+# run: install install ARGS... with PATH="${PATH_WITHOUT}".
+install_without() {
+  run env PATH="${PATH_WITHOUT}" "${PAYLOAD}/install" install --root "${ROOT}" "$@"
+  echo "${output}"
+}
+
+# Asserts the last run exited 1 naming each "needle" and the root's listing
+# (mtimes included) is still the one in $BATS_TEST_TMPDIR/before.
+assert_refused() {
+  local needle
+  [[ "${status}" -eq 1 ]] || { echo "exit ${status}, want 1" >&2; return 1; }
+  for needle in "$@"; do
+    hg_assert_contains "${output}" "${needle}"
+  done
+  hg_assert_contains "${output}" "install refused before any change"
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
+@test "no fail2ban: the bantool part (and a whole install) is refused naming fail2ban-client and its package; nothing written" {
+  hg_path_without fail2ban-client
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
+  install_without --part bantool --settings "${PAYLOAD}/hostguard.conf"
+  assert_refused "part bantool needs fail2ban-client for the nginx-bad-request jail: not installed" \
+    "Debian/Ubuntu package: fail2ban"
+  # All parts in one run: refused as a whole, before the first of them.
+  install_without --settings "${PAYLOAD}/hostguard.conf"
+  assert_refused "part bantool needs fail2ban-client" "Debian/Ubuntu package: fail2ban"
+  hg_assert_not_contains "${output}" "part base needs"
+  # A host that has the part installed already: the next install of it
+  # changes nothing either (no write, no recovery step, no reload).
+  hg_install install --settings "${PAYLOAD}/hostguard.conf" >/dev/null
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
+  install_without --part bantool --settings "${PAYLOAD}/hostguard.conf"
+  assert_refused "part bantool needs fail2ban-client" "Debian/Ubuntu package: fail2ban"
+}
+
+@test "each part names its own missing program and the package that provides it" {
+  local case part hidden want package
+  for case in \
+    "web|nginx|needs nginx for the deny rule|nginx" \
+    "web|setpriv|needs setpriv for edits in a directory a user owns|util-linux" \
+    "monitors|docker|needs docker for the container monitor (CONTAINER_RUNTIME)|docker.io" \
+    "monitors|cron crond|needs cron or crond for the monitors' schedule (/etc/cron.d/hostguard)|cron" \
+    "base|curl|needs curl for every chat message|curl" \
+    "bantool|curl|needs curl for every chat message|curl" \
+    "base|flock|needs flock for the installer's lock|util-linux" \
+    "web|flock|needs flock for the installer's lock|util-linux" \
+    "bantool|ip6tables|needs ip6tables for the jail's bans (its banaction): banaction iptables-multiport|iptables"; do
+    IFS='|' read -r part hidden want package <<<"${case}"
+    # shellcheck disable=SC2086 # a list of names
+    hg_path_without ${hidden}
+    hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
+    install_without --part "${part}" --settings "${PAYLOAD}/hostguard.conf"
+    assert_refused "part ${part} ${want}" "Debian/Ubuntu package: ${package}"
+  done
+}
+
+@test "the container runtime of the stack's containerRuntime, by name or path, is the one required" {
+  hg_make_payload containerRuntime=/opt/podman/bin/podman
+  hg_path_without
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
+  install_without --part monitors --settings "${PAYLOAD}/hostguard.conf"
+  assert_refused "part monitors needs /opt/podman/bin/podman for the container monitor" \
+    "Debian/Ubuntu package: podman"
+  # There, it is enough (the runtime's version is not this check's business).
+  install -D -m 0755 "${HG_REPO}/test/helpers/fake-docker" "${BATS_TEST_TMPDIR}/podman"
+  hg_make_payload "containerRuntime=${BATS_TEST_TMPDIR}/podman"
+  install_without --part monitors --settings "${PAYLOAD}/hostguard.conf"
+  [[ "${status}" -eq 0 ]]
+  hg_assert_contains "$(cat "${ROOT}/etc/cron.d/hostguard")" "container-monitor"
+}
+
+@test "the jail's banaction decides the firewall program: the stack's, the jail section's, else the distribution's default" {
+  # Debian 13 style: a jail.d/*.conf makes nftables the default; jail.conf's
+  # iptables no longer counts.
+  printf '[DEFAULT]\nbanaction = nftables\nbanaction_allports = nftables[type=allports]\n' \
+    >"${ROOT}/etc/fail2ban/jail.d/defaults-debian.conf"
+  hg_path_without nft iptables ip6tables ipset
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
+  install_without --part bantool --settings "${PAYLOAD}/hostguard.conf"
+  assert_refused "needs nft for the jail's bans (its banaction): banaction nftables" "Debian/Ubuntu package: nftables"
+  hg_assert_not_contains "${output}" "needs iptables"
+  # The admin's jail.local sets the jail's own banaction: that one counts.
+  printf '[nginx-bad-request]\nbanaction = iptables-multiport   # ours\n' >"${ROOT}/etc/fail2ban/jail.local"
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
+  install_without --part bantool --settings "${PAYLOAD}/hostguard.conf"
+  assert_refused "needs iptables for the jail's bans (its banaction): banaction iptables-multiport" \
+    "needs ip6tables for" "Debian/Ubuntu package: iptables"
+  hg_assert_not_contains "${output}" "needs nft"
+  # The stack's banAction (in the rendered jail) beats both.
+  hg_make_payload banAction=nftables-multiport
+  install_without --part bantool --settings "${PAYLOAD}/hostguard.conf"
+  assert_refused "needs nft for the jail's bans (its banaction): banaction nftables-multiport"
+  hg_assert_not_contains "${output}" "needs iptables"
+  # With the program there, the part installs.
+  hg_path_without iptables ip6tables ipset
+  install_without --part bantool --settings "${PAYLOAD}/hostguard.conf"
+  [[ "${status}" -eq 0 ]]
+  [[ -f "${ROOT}/etc/fail2ban/jail.d/hostguard-nginx-bad-request.local" ]]
+  # A banaction hostguard does not know is not checked, and it says so.
+  hg_make_payload banAction=my-own-action
+  install_without --part bantool --settings "${PAYLOAD}/hostguard.conf"
+  [[ "${status}" -eq 0 ]]
+  hg_assert_contains "${output}" "banaction my-own-action: hostguard does not know its firewall programs; not checked"
+}
+
+@test "a part not being installed is not checked" {
+  hg_path_without fail2ban-client nginx setpriv
+  install_without --part base --settings "${PAYLOAD}/hostguard.conf"
+  [[ "${status}" -eq 0 ]]
+  install_without --part monitors --settings "${PAYLOAD}/hostguard.conf"
+  [[ "${status}" -eq 0 ]]
+  hg_assert_not_contains "${output}" "needs"
+  # Uninstall checks nothing: a host that lost a program can still be cleaned.
+  hg_path_without fail2ban-client nginx setpriv docker cron crond curl
+  run env PATH="${PATH_WITHOUT}" "${PAYLOAD}/install" uninstall --root "${ROOT}"
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  [[ ! -e "${ROOT}/etc/cron.d/hostguard" ]]
+}
+
+@test "scripts/README.md lists every row of the programs table" {
+  local row parts programs package why readme
+  readme="$(cat "${HG_REPO}/scripts/README.md")"
+  # shellcheck source=../../scripts/lib/programs.sh
+  source "${HG_REPO}/scripts/lib/programs.sh"
+  for row in "${PROGRAMS_TABLE[@]}"; do
+    IFS='|' read -r parts programs package why <<<"${row}"
+    hg_assert_contains "${readme}" "| ${parts//,/, } | \`${programs//,/\` or \`}\` | ${package} | ${why} |"
+  done
+  for row in "${BANACTION_PROGRAMS[@]}"; do
+    IFS='|' read -r parts programs package <<<"${row}"
+    hg_assert_contains "${readme}" "| \`${parts}\` | \`${programs}\` | ${package} |"
+  done
+}
