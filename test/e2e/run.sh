@@ -4,8 +4,9 @@
 # and an HTTPS webhook receiver in the test's lan namespace. The program is the
 # repository's own, copied to a temp project and switched by config
 # (hostguard:aws false, hosts from the harness, fixed cronMinute).
-# Scenarios run in the order 1 4 5 6 2 3 10 11 12 7, then 8 (a 3-host fleet)
-# and 9 (no webhook in any CLI output or the exported state); each is timed and
+# Scenarios run in the order 1 4 5 6 2 3 10 11 12 7, then 8 (a 3-host fleet),
+# 9 (no webhook in any CLI output or the exported state) and 14 (a host
+# without fail2ban, a stack of its own); each is timed and
 # asserted on the hosts or the receiver. Prints a summary; exits 1 if any
 # scenario failed. When this machine cannot deploy (no root, no engine, no
 # command plugin 1.2.1) it prints a loud NOT RUN banner and exits 0.
@@ -43,6 +44,7 @@ readonly -a TITLES=(""
   "sshd killed during an up: clear failure, rerun converges, no half-written file"
   "rotation to a webhook answering 404 no_service fails the up; a good one posts the test message"
   "heartbeat URL: one request per monitor run"
+  [14]="a host without fail2ban: up fails naming it; no jail; with it back, up installs"
 )
 
 WORK=""
@@ -444,6 +446,60 @@ s12_heartbeat() {
   export_state 12-export
 }
 
+# A host whose fail2ban was removed (programs hidden, daemon stopped, its
+# /etc config kept, as after apt-get remove). install refuses the bantool
+# part before writing anything, so the up fails naming fail2ban-client and
+# its package, and /etc/fail2ban stays byte for byte as it was. Each part is
+# its own install run (scripts/README.md): base, the webhook, monitors and
+# web have their programs and are installed, so the host is monitored and
+# the deny rule answers. With fail2ban back, the next up installs the jail;
+# destroy leaves the host as before the first up.
+s14_missing_program() {
+  local name=h14 stack=nofail2ban log=14-up-no-fail2ban f2b_before path i
+  host_up "${name}" 14
+  e2e_host_prepare "${name}"
+  host_exec "${name}" timeout 30 service fail2ban stop >/dev/null 2>&1 3>&- || fail "${name}: fail2ban stop"
+  host_hide_package "${name}" fail2ban
+  host_exec "${name}" bash -c '! type -P fail2ban-client' >/dev/null || fail "${name}: fail2ban-client still on PATH"
+  host_snapshot "${name}" >"${WORK}/${name}.before"
+  f2b_before="$(host_snapshot "${name}" /etc/fail2ban)"
+  e2e_stack_init "${stack}" "" "${name}:${MINUTE}" || { e2e_show_log "stack-init-${stack}"; fail "stack init"; }
+  e2e_set_webhook "${stack}" "${E2E_URL1}" || fail "webhook"
+  if e2e_pulumi "${log}" up --stack "${stack}" --yes --skip-preview; then
+    e2e_show_log "${log}"
+    fail "up succeeded on a host without fail2ban"
+  fi
+  printf '  up failed with:\n'
+  { grep -E 'creating failed|needs|refused' "${E2E_LOG_DIR}/${log}.log" || true; } | cut -c1-160 | head -n 4 | sed 's/^/    /'
+  grep -qE "${name}-bantool .*creating failed" "${E2E_LOG_DIR}/${log}.log" ||
+    { e2e_show_log "${log}"; fail "the failure does not name ${name}-bantool"; }
+  grep -qF "part bantool needs fail2ban-client for the nginx-bad-request jail: not installed" "${E2E_LOG_DIR}/${log}.log" ||
+    { e2e_show_log "${log}"; fail "the failure does not name fail2ban-client"; }
+  grep -qF "Debian/Ubuntu package: fail2ban" "${E2E_LOG_DIR}/${log}.log" ||
+    { e2e_show_log "${log}"; fail "the failure does not name the package"; }
+  # Nothing of the refused part: no jail, filter or action, no manifest.
+  expect_eq "${name}: /etc/fail2ban after the refused part" "$(host_snapshot "${name}" /etc/fail2ban)" "${f2b_before}"
+  host_exec "${name}" test ! -e /var/lib/hostguard/install-bantool.manifest || fail "${name}: a bantool manifest was written"
+  # The other parts, as documented: installed.
+  for path in "${INSTALL_DIR}/install" /etc/hostguard/webhook.curlrc /etc/cron.d/hostguard /etc/nginx/snippets/hostguard-deny.conf; do
+    host_exec "${name}" test -f "${path}" || fail "${name}: ${path} (a part with its programs) not installed"
+  done
+  assert_deny "${name}"
+  # fail2ban installed again: the next up adds the jail.
+  host_unhide_package "${name}"
+  host_exec "${name}" timeout 30 service fail2ban start >/dev/null 2>&1 3>&- || fail "${name}: fail2ban start"
+  for ((i = 0; i < 100; i++)); do
+    host_exec "${name}" fail2ban-client ping >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  up 14-up-fail2ban-back "${stack}"
+  assert_installed "${name}"
+  assert_jail "${name}"
+  e2e_pulumi 14-destroy destroy --stack "${stack}" --yes || { e2e_show_log 14-destroy; fail "destroy failed"; }
+  assert_snapshot_restored "${name}"
+  host_down "${name}"
+}
+
 # POSTs answered 404 since EPOCH (the connectivity test the receiver refused).
 refusals_since() {
   jq -s --argjson since "$1" '[.[] | select(.time > $since and .method == null and .status == 404)] | length' \
@@ -500,7 +556,7 @@ summary() {
   local n passed=0 failed=0 other=0
   echo
   echo "e2e summary (scenario, result, time):"
-  for n in 1 2 3 4 5 6 7 8 9 10 11 12; do
+  for n in 1 2 3 4 5 6 7 8 9 10 11 12 14; do
     wanted "${n}" || continue
     case "${RESULT[${n}]:-not run}" in
       pass) passed=$((passed + 1)) ;;
@@ -544,6 +600,7 @@ main() {
   scenario 7 s7_destroy 1
   scenario 8 s8_fleet
   scenario 9 s9_no_secret
+  scenario 14 s14_missing_program
   summary
 }
 

@@ -414,6 +414,33 @@ host_start_sshd() {
   return 1
 }
 
+# host_hide_package NAME PACKAGE: inside host NAME only, every program of
+# PACKAGE (its files in bin/ and sbin/ directories, from dpkg -L) is covered
+# by an empty, non-executable file (a bind mount in the host's private mount
+# namespace): PATH lookups no longer find them, as after `apt-get remove`
+# (its configuration in /etc stays, as then). Stop its daemon first.
+# host_unhide_package NAME undoes every hide of that host.
+host_hide_package() {
+  local name="$1" package="$2"
+  # shellcheck disable=SC2016 # expanded by the host's bash
+  host_exec "${name}" bash -euo pipefail -c '
+    install -m 0644 /dev/null /run/hg-hidden-program
+    dpkg -L "$1" | grep -E "^(/usr)?/s?bin/[^/]+$" | while IFS= read -r file; do
+      [[ -f "${file}" && -x "${file}" ]] || continue
+      mount --bind /run/hg-hidden-program "${file}"
+      printf "%s\n" "${file}" >>/run/hg-hidden-programs
+    done
+    [[ -s /run/hg-hidden-programs ]] || { echo "no program of $1 to hide" >&2; exit 1; }' _ "${package}"
+}
+
+host_unhide_package() {
+  # shellcheck disable=SC2016 # expanded by the host's bash
+  host_exec "$1" bash -euo pipefail -c '
+    [[ -f /run/hg-hidden-programs ]] || exit 0
+    tac /run/hg-hidden-programs | while IFS= read -r file; do umount "${file}"; done
+    rm -f /run/hg-hidden-programs /run/hg-hidden-program'
+}
+
 # host_down NAME: kills every process of the host, deletes its namespaces
 # (its mounts go with them) and its directory. Safe on a half-made host.
 host_down() {

@@ -113,9 +113,13 @@ e2e_set_webhook() {
   printf '%s' "${url}" | e2e_pulumi "config-webhook-${stack}" config set --stack "${stack}" --secret hostguard:webhookUrl
 }
 
-# e2e_host_prepare NAME: the receiver's CA where the stack's notifyCaFile points.
+# e2e_host_prepare NAME: the receiver's CA where the stack's notifyCaFile
+# points; and, on a machine without docker, the test stand-in as the host's
+# docker (install refuses the monitors part without a container runtime).
 e2e_host_prepare() {
   host_exec "$1" install -D -m 0644 /dev/stdin "${E2E_HOST_CA}" <"${RECEIVER_CA}"
+  host_exec "$1" bash -c 'type -P docker' >/dev/null ||
+    host_exec "$1" install -D -m 0755 /dev/stdin /usr/local/bin/docker <"${E2E_REPO_ROOT}/test/helpers/fake-docker"
 }
 
 # A minute offset whose next firing is as late as possible (about 10 minutes
