@@ -77,17 +77,34 @@ programs_check() {
     || hg_die "install refused before any change: ${missing} program(s) missing (above); install the package(s) named and run it again"
 }
 
-# Succeeds when one of the comma-separated PROGRAMS is on PATH (type -P: a
-# file, never one of install's own functions); else names them and PACKAGE.
+# Succeeds when one of the comma-separated PROGRAMS is on PATH; else names
+# them and PACKAGE.
 programs_need() {
   local part="$1" programs="$2" package="$3" why="$4" program
   local -a any
   IFS=, read -r -a any <<<"${programs}"
   for program in "${any[@]}"; do
-    type -P -- "${program}" >/dev/null && return 0
+    programs_found "${program}" && return 0
   done
   printf 'hostguard: part %s needs %s for %s: not installed (not on PATH); Debian/Ubuntu package: %s\n' \
     "${part}" "${programs//,/ or }" "${why}" "${package}" >&2
+  return 1
+}
+
+# Succeeds when PROGRAM (a name, or a path as is) is an executable file on
+# PATH. Not `type -P` or `command -v`: when nothing executable is found they
+# answer with a file that is not, and `command -v` with a function.
+programs_found() {
+  local program="$1" dir
+  local -a dirs
+  if [[ "${program}" == */* ]]; then
+    [[ -f "${program}" && -x "${program}" ]]
+    return
+  fi
+  IFS=: read -r -a dirs <<<"${PATH}"
+  for dir in "${dirs[@]}"; do
+    [[ -f "${dir:-.}/${program}" && -x "${dir:-.}/${program}" ]] && return 0
+  done
   return 1
 }
 

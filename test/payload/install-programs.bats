@@ -124,6 +124,16 @@ assert_refused() {
   hg_assert_contains "${output}" "banaction my-own-action: hostguard does not know its firewall programs; not checked"
 }
 
+@test "a file that is not executable does not count as the program" {
+  # Where a removed package left a file behind, or an admin disabled a
+  # program with chmod -x: bash's own lookup would still name that file.
+  hg_path_without fail2ban-client
+  install -m 0644 /dev/null "${PATH_WITHOUT}/fail2ban-client"
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
+  install_without --part bantool --settings "${PAYLOAD}/hostguard.conf"
+  assert_refused "part bantool needs fail2ban-client" "Debian/Ubuntu package: fail2ban"
+}
+
 @test "a part not being installed is not checked" {
   hg_path_without fail2ban-client nginx setpriv
   install_without --part base --settings "${PAYLOAD}/hostguard.conf"

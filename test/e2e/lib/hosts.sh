@@ -415,30 +415,38 @@ host_start_sshd() {
 }
 
 # host_hide_package NAME PACKAGE: inside host NAME only, every program of
-# PACKAGE (its files in bin/ and sbin/ directories, from dpkg -L) is covered
-# by an empty, non-executable file (a bind mount in the host's private mount
-# namespace): PATH lookups no longer find them, as after `apt-get remove`
-# (its configuration in /etc stays, as then). Stop its daemon first.
-# host_unhide_package NAME undoes every hide of that host.
+# PACKAGE (its files in bin/ and sbin/ directories, from dpkg -L) is gone,
+# as after `apt-get remove` (its configuration in /etc stays, as then): each
+# such directory gets an overlay in the host's private mount namespace with a
+# whiteout per program (upper and work directories in the host's /run). The
+# machine's own directories are untouched. Stop the package's daemon first;
+# one package per host at a time. host_unhide_package NAME undoes it.
 host_hide_package() {
   local name="$1" package="$2"
   # shellcheck disable=SC2016 # expanded by the host's bash
   host_exec "${name}" bash -euo pipefail -c '
-    install -m 0644 /dev/null /run/hg-hidden-program
+    [[ ! -e /run/hg-hide ]] || { echo "a package is hidden already" >&2; exit 1; }
+    mkdir -m 0700 /run/hg-hide
     dpkg -L "$1" | grep -E "^(/usr)?/s?bin/[^/]+$" | while IFS= read -r file; do
-      [[ -f "${file}" && -x "${file}" ]] || continue
-      mount --bind /run/hg-hidden-program "${file}"
-      printf "%s\n" "${file}" >>/run/hg-hidden-programs
+      [[ -e "${file}" || -L "${file}" ]] || continue
+      dir="$(readlink -f -- "${file%/*}")"
+      mkdir -p "/run/hg-hide${dir}/upper" "/run/hg-hide${dir}/work"
+      [[ -e "/run/hg-hide${dir}/upper/${file##*/}" ]] || mknod "/run/hg-hide${dir}/upper/${file##*/}" c 0 0
+      grep -qxF -- "${dir}" /run/hg-hide/dirs 2>/dev/null || printf "%s\n" "${dir}" >>/run/hg-hide/dirs
     done
-    [[ -s /run/hg-hidden-programs ]] || { echo "no program of $1 to hide" >&2; exit 1; }' _ "${package}"
+    [[ -s /run/hg-hide/dirs ]] || { echo "no program of $1 to hide" >&2; exit 1; }
+    while IFS= read -r dir; do
+      mount -t overlay overlay -o "lowerdir=${dir},upperdir=/run/hg-hide${dir}/upper,workdir=/run/hg-hide${dir}/work" "${dir}"
+    done </run/hg-hide/dirs' _ "${package}"
 }
 
 host_unhide_package() {
   # shellcheck disable=SC2016 # expanded by the host's bash
   host_exec "$1" bash -euo pipefail -c '
-    [[ -f /run/hg-hidden-programs ]] || exit 0
-    tac /run/hg-hidden-programs | while IFS= read -r file; do umount "${file}"; done
-    rm -f /run/hg-hidden-programs /run/hg-hidden-program'
+    [[ -f /run/hg-hide/dirs ]] || exit 0
+    # Lazy: this very bash runs from the overlay.
+    tac /run/hg-hide/dirs | while IFS= read -r dir; do umount --lazy "${dir}"; done
+    rm -rf /run/hg-hide'
 }
 
 # host_down NAME: kills every process of the host, deletes its namespaces
