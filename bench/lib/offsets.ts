@@ -22,7 +22,7 @@ const TABLE = [
 const PAYLOAD = [payloadFile("install", "#!/bin/sh\n", 0o755), payloadFile("files.table", TABLE), payloadFile("lib/common.sh", "#\n")];
 const KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nbench\n-----END OPENSSH PRIVATE KEY-----\n";
 /** Host keys are required (issue 12); the mocks never dial, so any well-formed key does. */
-const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBenchHostKey";
+const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBenchHostKey000000000000000000000000000000A";
 
 /** The largest number of hosts that post in the same second. */
 function largestPerSecond(seconds: number[]): number {

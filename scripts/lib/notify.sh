@@ -36,8 +36,6 @@ readonly HG_NOTIFY_PROBE_FIRST=600
 readonly HG_NOTIFY_PROBE_MAX=3600
 # The error text of the chat service is shown cut to this many bytes.
 readonly HG_NOTIFY_ERROR_MAX=200
-# A curlrc line holding an https URL and nothing else curl would act on.
-readonly HG_WEBHOOK_LINE_RE='^[[:space:]]*(--)?url[[:space:]]*[=:]?[[:space:]]*"?(https://[^"[:space:][:cntrl:]]+)"?[[:space:]]*$'
 # The channel override at the end of a message as hg_notify_json writes it.
 readonly HG_NOTIFY_CHANNEL_RE=',"channel":"#[a-z0-9._-]{1,80}"\}$'
 # The webhook's own refusals (Slack's answers): the webhook, not the
@@ -236,7 +234,7 @@ hg_notify_check_webhook() {
   fi
   while IFS= read -r line || [[ -n "${line}" ]]; do
     [[ "${line}" =~ ^[[:space:]]*(#.*)?$ ]] && continue
-    if [[ "${line}" =~ ${HG_WEBHOOK_LINE_RE} ]]; then
+    if [[ "${line}" =~ ${HG_URL_LINE_RE} ]]; then
       urls=$((urls + 1))
       continue
     fi

@@ -33,7 +33,7 @@ after(() => {
 });
 
 function baseConfig(overrides: RawConfig): RawConfig {
-    return { aws: "false", hosts: JSON.stringify([{ name: "h", host: "127.0.0.1", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIContractTestFake" }]), ...overrides };
+    return { aws: "false", hosts: JSON.stringify([{ name: "h", host: "127.0.0.1", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIContractTestFake00000000000000000000000000A" }]), ...overrides };
 }
 
 type Preview = { ok: true; config: ReturnType<typeof validateConfig> } | { ok: false; key: string; message: string };
