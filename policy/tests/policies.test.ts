@@ -166,7 +166,7 @@ describe("ssh-sources-limited", () => {
     it("flags 0.0.0.0/1 + 128.0.0.0/1 on SSH, inline or split over standalone rules", async () => {
         const v = await stackViolations(p, [{ type: SG, props: { ingress: [ssh(["0.0.0.0/1", "128.0.0.0/1"])] } }]);
         assert.equal(v.length, 1);
-        assert.match(v[0], /together cover 4294967296 public IPv4 addresses .*more than a \/16/);
+        assert.match(v[0], /together cover 4239261696 public IPv4 addresses \(98\.7% of IPv4\), more than a \/16/);
         assert.equal((await stackViolations(p, [
             { type: RULE, props: { type: "ingress", protocol: "tcp", fromPort: 22, toPort: 22, cidrBlocks: ["0.0.0.0/1"] } },
             { type: VPC, props: { ipProtocol: "tcp", fromPort: 0, toPort: 1024, cidrIpv4: "128.0.0.0/1" } },
