@@ -209,7 +209,9 @@ hg_notify_read_dropped() {
 # VAR <- the webhook file's identity (inode, mtime, size): set-webhook writes
 # a new file, so a refused webhook counts as rotated once this changes.
 # Refuses a webhook file that others can read, that is not ours, or whose
-# URL is not https. Never prints the URL or the file's lines.
+# URL breaks the one URL rule (HG_URL_LINE_RE: https, RFC 3986 characters, no
+# glob braces or brackets, the rule install set-webhook applies). Never
+# prints the URL or the file's lines.
 hg_notify_check_webhook() {
   local file="${HG_WEBHOOK_FILE}" stat_line owner mode line urls=0
   if [[ ! -f "${file}" || ! -r "${file}" ]]; then
@@ -239,7 +241,7 @@ hg_notify_check_webhook() {
       continue
     fi
     if [[ "${line}" =~ ^[[:space:]]*(--)?url[[:space:]=:] ]]; then
-      hg_log ERROR "webhook URL in ${file} is not https:// (refused; URL not shown)" >&2
+      hg_log ERROR "webhook URL in ${file} is refused: not one https:// URL of the characters install set-webhook allows (URL not shown)" >&2
     else
       hg_log ERROR "webhook file ${file} may hold only one url = \"https://...\" line" >&2
     fi
