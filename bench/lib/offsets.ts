@@ -11,7 +11,7 @@ import { randomInt } from "node:crypto";
 import * as pulumi from "@pulumi/pulumi";
 import { validateConfig, type RawConfig } from "../../components/config";
 import { payloadFile } from "../../components/render";
-import { buildStack } from "../../components/stack";
+import { buildStack, rawStackConfig, stackSecretKeys } from "../../components/stack";
 
 const TABLE = [
     "base install /usr/local/lib/hostguard/install 0755", "base files.table /usr/local/lib/hostguard/files.table 0644",
@@ -45,7 +45,7 @@ async function programFleet(hosts: number): Promise<number[]> {
     };
     pulumi.runtime.setAllConfig(Object.fromEntries(Object.entries(raw).map(([k, v]) => [`hostguard:${k}`, String(v)])),
         ["hostguard:webhookUrl", "hostguard:sshPrivateKey"]);
-    const out = buildStack(validateConfig(raw), PAYLOAD);
+    const out = buildStack(validateConfig(rawStackConfig(), { secretKeys: stackSecretKeys() }), PAYLOAD);
     return Promise.all(Object.values(out.hosts).map((h) => new Promise<number>((r) => h.cronOffset.apply(r))));
 }
 

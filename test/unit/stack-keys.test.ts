@@ -11,6 +11,8 @@ import * as path from "node:path";
 import { describe, it } from "node:test";
 import { ConfigError, KNOWN_KEYS, SECRET_KEYS, validateConfig, type RawConfig } from "../../components/config";
 import { STACK_KEYS } from "../../components/settings";
+import * as pulumi from "@pulumi/pulumi";
+import { rawStackConfig, stackSecretKeys } from "../../components/stack";
 import { renderStack } from "../../tools/render";
 
 const ROOT = path.resolve(__dirname, "../..");
@@ -195,6 +197,26 @@ describe("16.3: secrets must be secret", () => {
         } finally {
             fs.rmSync(dir, { recursive: true, force: true });
         }
+    });
+});
+
+describe("16.2 and 16.3 at preview: what the engine hands the program", () => {
+    const config = {
+        "aws:region": "eu-west-1", "hostguard:aws": "false", "hostguard:hosts": JSON.stringify([{ name: "t1", host: "127.0.0.1", hostKey: ED }]),
+        "hostguard:webhookUrl": SENTINEL, "hostguard:sshPrivateKey": PEM,
+    };
+    it("the keys the engine marks secret pass; one it does not mark is refused", () => {
+        pulumi.runtime.setAllConfig(config, ["hostguard:webhookUrl", "hostguard:sshPrivateKey"]);
+        assert.deepEqual(stackSecretKeys()?.sort(), ["sshPrivateKey", "webhookUrl"]);
+        assert.equal(validateConfig(rawStackConfig(), { secretKeys: stackSecretKeys() }).hasWebhookUrl, true);
+        pulumi.runtime.setAllConfig(config, ["hostguard:sshPrivateKey"]);
+        assert.equal(refusal(rawStackConfig(), { secretKeys: stackSecretKeys() }).key, "webhookUrl");
+    });
+    it("a namespace typo among all the stack's keys is refused; aws: and pulumi: pass", () => {
+        pulumi.runtime.setAllConfig({ ...config, "pulumi:disable-default-providers": "[]", "hostgaurd:cpuThreshold": "70" }, []);
+        assert.throws(() => rawStackConfig(), /^ConfigError: hostgaurd:cpuThreshold is not in the hostguard namespace and would be ignored: did you mean hostguard:cpuThreshold\?$/);
+        pulumi.runtime.setAllConfig({ ...config, "pulumi:disable-default-providers": "[]" }, []);
+        assert.equal(rawStackConfig().aws, "false");
     });
 });
 
