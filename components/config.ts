@@ -175,7 +175,7 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
     const warnings: string[] = [];
     plainSecrets(raw, opts.secretKeys, warnings);
     const settings = settingsOf(raw);
-    warnings.push(...settingWarnings(settings));
+    warnings.push(...settingWarnings(settings), ...overlapWarnings("banIgnoreIps", settings.banIgnoreIps));
 
     const sshUser = text(raw, "sshUser") ?? DEFAULT_SSH_USER;
     const hosts = hostList(raw, sshUser);
@@ -473,8 +473,10 @@ function addressList(raw: RawConfig, key: "privateCidrs" | "adminCidrs", dflt: s
 
 function overlapWarnings(key: string, list: readonly string[]): string[] {
     return overlaps(list).map(({ i, j, how }) => {
-        const [a, b] = [`${NAMESPACE}:${key}[${i}] ${list[i]}`, `${key}[${j}] ${list[j]}`];
-        return how === "repeats" ? `${b} repeats ${a}` : how === "inside" ? `${b} lies inside ${a}` : how === "contains" ? `${b} contains ${a}` : `${b} overlaps ${a}`;
+        const [a, b] = [`${key}[${i}] ${list[i]}`, `${NAMESPACE}:${key}[${j}] ${list[j]}`];
+        const verb = { repeats: "repeats", inside: "lies inside", contains: "contains", overlaps: "overlaps" }[how];
+        const hint = { repeats: "remove one", inside: "one entry is enough", contains: "one entry is enough", overlaps: "they share addresses" }[how];
+        return `${b} ${verb} ${a} (${hint})`;
     });
 }
 
