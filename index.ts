@@ -2,9 +2,9 @@
 // ban jail and the nginx deny rule shipped over SSH. Config is validated in full
 // before any resource exists; a bad value stops `pulumi preview` naming its key.
 import { validateConfig } from "./components/config";
-import { buildStack, rawStackConfig } from "./components/stack";
+import { buildStack, rawStackConfig, stackSecretKeys } from "./components/stack";
 
-const config = validateConfig(rawStackConfig());
+const config = validateConfig(rawStackConfig(), { secretKeys: stackSecretKeys() });
 const stack = buildStack(config);
 
 export const securityGroupId = stack.securityGroupId;

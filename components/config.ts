@@ -3,14 +3,16 @@
 // is created. Pure: no Pulumi runtime needed, so `tools/render.ts` and the unit
 // tests use exactly the same checks as `pulumi preview`.
 import * as net from "node:net";
-import { DEFAULT_SETTINGS, SETTING_KEYS, SettingError, validateSettings, type PayloadSettings } from "./settings";
+import { addressKey, overlaps, widePublicReason } from "./cidr";
+import { hostKeyRefusal } from "./hostKey";
+import {
+    DEFAULT_SETTINGS, RULES, ruleRegExp, SETTING_KEYS, SettingError, settingWarnings, STACK_KEYS, stackKeyRow, validateSettings,
+    type PayloadSettings, type RuleName, type StackKey, type StackKeyRow,
+} from "./settings";
 
 export { DEFAULT_SETTINGS, type PayloadSettings };
 
 export const NAMESPACE = "hostguard";
-
-/** Keys whose values are secrets: a validation error names them, never shows them. */
-export const SECRET_KEYS = ["webhookUrl", "heartbeatUrl", "sshPrivateKey", "bastionPrivateKey"] as const;
 
 export interface BastionSettings {
     host: string;
@@ -47,8 +49,14 @@ export interface HostguardConfig {
     securityGroupId?: string;
     securityGroupName?: string;
     securityGroupDescription?: string;
+    /** EC2 instances outside the stack allowed to share an adopted group (issue 15). */
+    sharedSecurityGroupInstances: string[];
+    /** Groups kept on the instance's interface beside hostguard's (issue 15). */
+    keepSecurityGroupIds: string[];
     privateCidrs: string[];
     adminCidrs: string[];
+    /** Legal values that are surely a mistake, one line each naming the key: printed by preview and render. */
+    warnings: string[];
     /** Presence only: the values themselves are read with requireSecret/getSecret. */
     hasWebhookUrl: boolean;
     hasHeartbeatUrl: boolean;
@@ -70,26 +78,16 @@ const HOST_KEY_HOWTO = "get it over a trusted path with `ssh-keyscan -t ed25519 
 export const DEFAULT_PRIVATE_CIDRS = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"];
 export const DEFAULT_SECURITY_GROUP_DESCRIPTION = "hostguard: HTTPS public, 8080 private, SSH for deployment";
 
-/** Every key the namespace accepts; anything else is a typo and is rejected. */
-export const KNOWN_KEYS: readonly string[] = [
-    ...SETTING_KEYS,
-    "hosts",
-    "sshUser",
-    "bastion",
-    "aws",
-    "vpcId",
-    "securityGroupId",
-    "securityGroupName",
-    "securityGroupDescription",
-    "privateCidrs",
-    "adminCidrs",
-    INSECURE_HOST_KEY_OPT_OUT,
-    ...SECRET_KEYS,
-];
+/** Every key the namespace accepts (both tables); anything else is a typo and is refused, naming the closest. */
+export const KNOWN_KEYS: readonly string[] = [...SETTING_KEYS, ...STACK_KEYS.map((r) => r.key)];
+
+/** Keys whose values are secrets: set with `pulumi config set --secret`, never shown in a message. */
+export const SECRET_KEYS: readonly string[] = (STACK_KEYS as readonly StackKeyRow[]).filter((r) => r.secret).map((r) => r.key);
 
 export class ConfigError extends Error {
-    constructor(readonly key: string, message: string) {
-        super(`${NAMESPACE}:${key} ${message}`);
+    /** KEY is named as `hostguard:KEY`; a key of another namespace passes its own prefix (or ""). */
+    constructor(readonly key: string, message: string, prefix = `${NAMESPACE}:`) {
+        super(`${prefix}${key} ${message}`);
         this.name = "ConfigError";
     }
 }
@@ -100,23 +98,86 @@ export type RawConfig = Record<string, unknown>;
 export interface ValidateOptions {
     /** The render tool has no secrets: it only needs them to be declared, not readable. */
     requireSecrets?: boolean;
+    /**
+     * The keys the source marks secret (Pulumi's secret config keys). A secret key
+     * whose value is neither `{secure: ...}` nor listed here was set in plain text
+     * and is refused. Undefined: the source cannot tell (then a warning says so).
+     */
+    secretKeys?: readonly string[];
+}
+
+// ---- typos --------------------------------------------------------------
+
+/** Optimal string alignment distance (edits, and a swap of neighbours counts one). */
+export function editDistance(a: string, b: string): number {
+    const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+    for (let i = 1; i <= a.length; i++) {
+        for (let j = 1; j <= b.length; j++) {
+            const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+            d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
+            if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+                d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    return d[a.length][b.length];
+}
+
+/** The candidate closest to WORD (case-insensitive edits). */
+export function closest(word: string, candidates: readonly string[]): string {
+    const w = word.toLowerCase();
+    return [...candidates].sort((x, y) => editDistance(w, x.toLowerCase()) - editDistance(w, y.toLowerCase()))[0];
+}
+
+/** True when NS is not `hostguard` but surely meant it: case, separators, or one or two edits. */
+export function isNamespaceTypo(ns: string): boolean {
+    if (ns === NAMESPACE) {
+        return false;
+    }
+    const plain = ns.toLowerCase().replace(/[-_. ]/g, "");
+    return plain === NAMESPACE || editDistance(plain, NAMESPACE) <= 2;
+}
+
+/**
+ * Refuses a config key whose namespace is a typo of `hostguard` (it would be
+ * ignored, and its setting silently left at the default). KEYS are the stack's
+ * full keys (`aws:region`, `hostgaurd:cpuThreshold`); other namespaces pass.
+ */
+export function refuseNamespaceTypos(keys: readonly string[]): void {
+    for (const full of keys) {
+        const i = full.indexOf(":");
+        const ns = i < 0 ? "" : full.slice(0, i);
+        if (i > 0 && isNamespaceTypo(ns)) {
+            const name = full.slice(i + 1);
+            const known = KNOWN_KEYS.includes(name) ? name : closest(name, KNOWN_KEYS);
+            throw new ConfigError(full, `is not in the ${NAMESPACE} namespace and would be ignored: did you mean ${NAMESPACE}:${known}?`, "");
+        }
+    }
+}
+
+function unknownKeyError(key: string): ConfigError {
+    return new ConfigError(key, `is not a known key: did you mean ${NAMESPACE}:${closest(key, KNOWN_KEYS)}? (README.md lists every key)`);
 }
 
 /**
  * Validates the raw config of the namespace (keys without the `hostguard:` prefix)
  * and returns typed settings with defaults applied. Throws ConfigError naming the key.
- * A secret's value never appears in a message.
+ * A secret's value never appears in a message. The rules are the rows of
+ * components/settings.ts (SETTINGS and STACK_KEYS).
  */
 export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): HostguardConfig {
     const requireSecrets = opts.requireSecrets ?? true;
     for (const key of Object.keys(raw)) {
         if (!KNOWN_KEYS.includes(key)) {
-            throw new ConfigError(key, `is not a known key (known: ${[...KNOWN_KEYS].sort().join(", ")})`);
+            throw unknownKeyError(key);
         }
     }
+    const warnings: string[] = [];
+    plainSecrets(raw, opts.secretKeys, warnings);
     const settings = settingsOf(raw);
+    warnings.push(...settingWarnings(settings), ...overlapWarnings("banIgnoreIps", settings.banIgnoreIps));
 
-    const sshUser = word(raw, "sshUser", DEFAULT_SSH_USER, /^[a-z_][a-z0-9_-]{0,31}$/);
+    const sshUser = text(raw, "sshUser") ?? DEFAULT_SSH_USER;
     const hosts = hostList(raw, sshUser);
     const bastion = bastionSettings(raw, sshUser);
     const insecureAcceptAnyHostKey = bool(raw, INSECURE_HOST_KEY_OPT_OUT, false);
@@ -135,23 +196,20 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
             throw new ConfigError(`hosts[${i}].instanceId`, "is only used when hostguard:aws is true (it attaches the created security group); remove it");
         }
     }
-    const privateCidrs = cidrList(raw, "privateCidrs", DEFAULT_PRIVATE_CIDRS);
-    const adminCidrs = cidrList(raw, "adminCidrs", []);
-    adminCidrs.forEach((c, i) => {
-        if (isWholeInternet(c)) {
-            throw new ConfigError(`adminCidrs[${i}]`, `opens SSH to the whole internet (${c}); list admin networks or use hostguard:bastion`);
-        }
+    const privateCidrs = addressList(raw, "privateCidrs", DEFAULT_PRIVATE_CIDRS, warnings, {
+        whole: (c) => `must be a private network, not ${c}`, wide: "must be private networks (they may reach port 8080)",
     });
-    privateCidrs.forEach((c, i) => {
-        if (isWholeInternet(c)) {
-            throw new ConfigError(`privateCidrs[${i}]`, `must be a private network, not ${c}`);
-        }
+    const adminCidrs = addressList(raw, "adminCidrs", [], warnings, {
+        whole: (c) => `opens SSH to the whole internet (${c}); list admin networks or use hostguard:bastion`,
+        wide: "open SSH to too much of the internet; list admin networks or use hostguard:bastion",
     });
 
-    const vpcId = optionalWord(raw, "vpcId", /^vpc-[0-9a-f]{8,17}$/);
-    const securityGroupId = optionalWord(raw, "securityGroupId", /^sg-[0-9a-f]{8,17}$/);
-    const securityGroupName = optionalWord(raw, "securityGroupName", /^[\x20-\x7e]{1,255}$/);
-    const securityGroupDescription = optionalWord(raw, "securityGroupDescription", /^[\x20-\x7e]{1,255}$/);
+    const vpcId = text(raw, "vpcId");
+    const securityGroupId = text(raw, "securityGroupId");
+    const securityGroupName = text(raw, "securityGroupName");
+    const securityGroupDescription = text(raw, "securityGroupDescription");
+    const sharedSecurityGroupInstances = idList(raw, "sharedSecurityGroupInstances");
+    const keepSecurityGroupIds = idList(raw, "keepSecurityGroupIds");
     if (useAws) {
         if (!vpcId) {
             throw new ConfigError("vpcId", "is required when hostguard:aws is true (the group is created or adopted in it)");
@@ -164,14 +222,15 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
         }
     }
 
-    const hasWebhookUrl = httpsSecret(raw, "webhookUrl", requireSecrets);
-    const hasHeartbeatUrl = httpsSecret(raw, "heartbeatUrl", false);
-    const hasSshPrivateKey = secretPresent(raw, "sshPrivateKey", requireSecrets, (v) => /-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(v), "must be a PEM or OpenSSH private key");
-    const hasBastionPrivateKey = secretPresent(raw, "bastionPrivateKey", false, (v) => /-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(v), "must be a PEM or OpenSSH private key");
+    const hasWebhookUrl = secretPresent(raw, "webhookUrl", requireSecrets);
+    const hasHeartbeatUrl = secretPresent(raw, "heartbeatUrl", false);
+    const hasSshPrivateKey = secretPresent(raw, "sshPrivateKey", requireSecrets);
+    const hasBastionPrivateKey = secretPresent(raw, "bastionPrivateKey", false);
 
     return {
         settings, hosts, bastion, aws: useAws, insecureAcceptAnyHostKey, vpcId, securityGroupId, securityGroupName, securityGroupDescription,
-        privateCidrs, adminCidrs, hasWebhookUrl, hasHeartbeatUrl, hasSshPrivateKey, hasBastionPrivateKey,
+        sharedSecurityGroupInstances, keepSecurityGroupIds, privateCidrs, adminCidrs, hasWebhookUrl, hasHeartbeatUrl, hasSshPrivateKey,
+        hasBastionPrivateKey, warnings,
     };
 }
 
@@ -187,6 +246,10 @@ function settingsOf(raw: RawConfig): PayloadSettings {
                 throw new SettingError(`banIgnoreIps[${i}]`, `must be an IP address or a CIDR block such as 192.0.2.0/24, got ${JSON.stringify(a)}`);
             }
         });
+        const wide = widePublicReason(settings.banIgnoreIps);
+        if (wide !== null) {
+            throw new SettingError("banIgnoreIps", `${wide}: the jail would never ban them`);
+        }
         return settings;
     } catch (e) {
         if (e instanceof SettingError) {
@@ -196,8 +259,6 @@ function settingsOf(raw: RawConfig): PayloadSettings {
     }
 }
 
-
-
 // ---- secrets -------------------------------------------------------------
 
 /** A value from the stack YAML that is still encrypted (`{secure: ...}`): present, unreadable. */
@@ -205,19 +266,25 @@ function isEncrypted(v: unknown): boolean {
     return typeof v === "object" && v !== null && "secure" in v;
 }
 
-/** The webhook and the heartbeat URL: https only, checked without ever showing the value. */
-function httpsSecret(raw: RawConfig, key: "webhookUrl" | "heartbeatUrl", required: boolean): boolean {
-    return secretPresent(raw, key, required, (v) => {
-        try {
-            const u = new URL(v.trim());
-            return u.protocol === "https:" && u.hostname.length > 0 && !/\s/.test(v.trim());
-        } catch {
-            return false;
+/** Refuses a secret key set in plain text (in the stack file, or `pulumi config set` without --secret). */
+function plainSecrets(raw: RawConfig, secretKeys: readonly string[] | undefined, warnings: string[]): void {
+    for (const key of SECRET_KEYS) {
+        const v = raw[key];
+        if (v === undefined || v === "" || isEncrypted(v)) {
+            continue;
         }
-    }, "must be an https:// URL (the value is not shown because it is a secret)");
+        if (secretKeys === undefined) {
+            warnings.push(`${NAMESPACE}:${key}: the engine did not say whether it is secret; make sure it was set with \`pulumi config set --secret ${NAMESPACE}:${key} ...\``);
+        } else if (!secretKeys.includes(key)) {
+            throw new ConfigError(key, `is set in plain text (anyone who reads the stack file or its history has it): `
+                + `remove it and set it with \`pulumi config set --secret ${NAMESPACE}:${key} ...\` (the value is not shown)`);
+        }
+    }
 }
 
-function secretPresent(raw: RawConfig, key: string, required: boolean, ok: (v: string) => boolean, what: string): boolean {
+/** Checks a secret by its row's rule without ever showing the value; returns whether it is present. */
+function secretPresent(raw: RawConfig, key: StackKey, required: boolean): boolean {
+    const row = stackKeyRow(key);
     const v = raw[key];
     if (v === undefined || v === "") {
         if (required) {
@@ -228,47 +295,86 @@ function secretPresent(raw: RawConfig, key: string, required: boolean, ok: (v: s
     if (isEncrypted(v)) {
         return true;
     }
-    if (typeof v !== "string" || !ok(v)) {
-        throw new ConfigError(key, what);
+    // The URL is sent trimmed (webhookStdin); the host checks the same rule on it.
+    const value = typeof v === "string" && row.rule === "httpsUrl" ? v.trim() : v;
+    if (typeof value !== "string" || !ruleRegExp(row.rule!).test(value)) {
+        throw new ConfigError(key, `must be ${RULES[row.rule!].allowed} (the value is not shown because it is a secret)`);
     }
     return true;
 }
 
 // ---- hosts and bastion ---------------------------------------------------
 
+/** One structured value's fields by the row's field table; unknown fields refused naming the closest. */
+function fieldsOf(key: string, row: StackKeyRow, v: unknown, sshUser: string): Record<string, unknown> {
+    const fields = row.fields!;
+    const names = fields.map((f) => f.name);
+    const shape = `{${fields.map((f) => (f.default === "(required)" ? f.name : `${f.name}?`)).join(", ")}}`;
+    if (typeof v !== "object" || v === null || Array.isArray(v)) {
+        throw new ConfigError(key, `must be an object ${shape}`);
+    }
+    const o = v as Record<string, unknown>;
+    for (const k of Object.keys(o)) {
+        if (!names.includes(k)) {
+            throw new ConfigError(`${key}.${k}`, `is not a known field: did you mean ${closest(k, names)}? (fields: ${names.join(", ")})`);
+        }
+    }
+    const out: Record<string, unknown> = {};
+    for (const f of fields) {
+        const at = `${key}.${f.name}`;
+        const x = o[f.name];
+        if (x === undefined) {
+            if (f.default === "(required)" && f.name !== "hostKey") {
+                throw new ConfigError(at, `is required: ${f.doc}`);
+            }
+            continue;
+        }
+        if (f.rule === "hostKey") {
+            out[f.name] = hostKey(at, x);
+        } else if (f.rule !== undefined) {
+            out[f.name] = matches(at, x, f.rule);
+        } else {
+            out[f.name] = intValue(at, x, f.min!, f.max!);
+        }
+    }
+    out.port ??= 22;
+    if (names.includes("user")) {
+        out.user ??= sshUser;
+    }
+    return out;
+}
+
 function hostList(raw: RawConfig, sshUser: string): HostSettings[] {
+    const row = stackKeyRow("hosts");
     const list = structured(raw, "hosts", undefined);
     if (!Array.isArray(list) || list.length === 0) {
-        throw new ConfigError("hosts", "must list at least one host ({name, host, port?, user?, hostKey, cronMinute?, instanceId?})");
+        throw new ConfigError("hosts", `must list at least one host {${row.fields!.map((f) => f.name).join(", ")}}`);
     }
-    const seen = new Set<string>();
+    const names = new Map<string, number>();
+    const targets = new Map<string, number>();
     return list.map((h, i) => {
         const key = `hosts[${i}]`;
-        if (typeof h !== "object" || h === null || Array.isArray(h)) {
-            throw new ConfigError(key, "must be an object {name, host, port?, user?, hostKey, cronMinute?, instanceId?}");
+        const o = fieldsOf(key, row, h, sshUser);
+        const name = o.name as string;
+        if (names.has(name)) {
+            throw new ConfigError(`${key}.name`, `repeats the name ${name} of hosts[${names.get(name)}]`);
         }
-        const o = h as Record<string, unknown>;
-        for (const k of Object.keys(o)) {
-            if (!["name", "host", "port", "user", "hostKey", "cronMinute", "instanceId"].includes(k)) {
-                throw new ConfigError(`${key}.${k}`, "is not a known host field (name, host, port, user, hostKey, cronMinute, instanceId)");
-            }
+        names.set(name, i);
+        const target = `${addressKey(o.host as string)}:${o.port as number}`;
+        if (targets.has(target)) {
+            throw new ConfigError(`${key}.host`, `is the same machine as hosts[${targets.get(target)}] (address ${o.host as string} and port ${o.port as number}): `
+                + "two deployments would fight over one host; list it once");
         }
-        const name = matches(`${key}.name`, o.name, /^[a-z0-9][a-z0-9-]{0,39}$/, "must be lower-case letters, digits and dashes (it names resources)");
-        if (seen.has(name)) {
-            throw new ConfigError(`${key}.name`, `repeats the name ${name}`);
-        }
-        seen.add(name);
+        targets.set(target, i);
         return {
             name,
-            host: matches(`${key}.host`, o.host, /^[A-Za-z0-9.:_-]+$/, "must be a host name or IP address"),
-            port: o.port === undefined ? 22 : intValue(`${key}.port`, o.port, 1, 65535),
-            user: o.user === undefined ? sshUser : matches(`${key}.user`, o.user, /^[a-z_][a-z0-9_-]{0,31}$/, "must be a user name"),
-            hostKey: o.hostKey === undefined ? undefined : hostKey(`${key}.hostKey`, o.hostKey),
-            // Only present when given, so hosts without it compare equal to before.
-            ...(o.cronMinute === undefined ? {} : { cronMinute: intValue(`${key}.cronMinute`, o.cronMinute, 0, 9) }),
-            ...(o.instanceId === undefined ? {} : {
-                instanceId: matches(`${key}.instanceId`, o.instanceId, /^i-([0-9a-f]{8}|[0-9a-f]{17})$/, "must be an EC2 instance id (i- and 8 or 17 hex digits)"),
-            }),
+            host: o.host as string,
+            port: o.port as number,
+            user: o.user as string,
+            hostKey: o.hostKey as string | undefined,
+            // Only present when given, so hosts without them compare equal to before.
+            ...(o.cronMinute === undefined ? {} : { cronMinute: o.cronMinute as number }),
+            ...(o.instanceId === undefined ? {} : { instanceId: o.instanceId as string }),
         };
     });
 }
@@ -278,22 +384,10 @@ function bastionSettings(raw: RawConfig, sshUser: string): BastionSettings | und
     if (b === undefined) {
         return undefined;
     }
-    if (typeof b !== "object" || b === null || Array.isArray(b)) {
-        throw new ConfigError("bastion", "must be an object {host, port?, user?, hostKey, securityGroupId?}");
-    }
-    const o = b as Record<string, unknown>;
-    for (const k of Object.keys(o)) {
-        if (!["host", "port", "user", "hostKey", "securityGroupId"].includes(k)) {
-            throw new ConfigError(`bastion.${k}`, "is not a known bastion field (host, port, user, hostKey, securityGroupId)");
-        }
-    }
+    const o = fieldsOf("bastion", stackKeyRow("bastion"), b, sshUser);
     return {
-        host: matches("bastion.host", o.host, /^[A-Za-z0-9.:_-]+$/, "must be a host name or IP address"),
-        port: o.port === undefined ? 22 : intValue("bastion.port", o.port, 1, 65535),
-        user: o.user === undefined ? sshUser : matches("bastion.user", o.user, /^[a-z_][a-z0-9_-]{0,31}$/, "must be a user name"),
-        hostKey: o.hostKey === undefined ? undefined : hostKey("bastion.hostKey", o.hostKey),
-        securityGroupId: o.securityGroupId === undefined ? undefined
-            : matches("bastion.securityGroupId", o.securityGroupId, /^sg-[0-9a-f]{8,17}$/, "must be a security group id (sg-...)"),
+        host: o.host as string, port: o.port as number, user: o.user as string,
+        hostKey: o.hostKey as string | undefined, securityGroupId: o.securityGroupId as string | undefined,
     };
 }
 
@@ -306,8 +400,25 @@ export function uncheckedHostKeys(c: Pick<HostguardConfig, "hosts" | "bastion">)
     return out;
 }
 
+/** The opt-out's warning, on every preview and up while it is set; empty when it is not. */
+export function hostKeyWarning(config: Pick<HostguardConfig, "insecureAcceptAnyHostKey" | "hosts" | "bastion">): string {
+    if (!config.insecureAcceptAnyHostKey) {
+        return "";
+    }
+    const unchecked = uncheckedHostKeys(config);
+    const which = unchecked.length === 0 ? "no connection at the moment (every host key is set; remove the key)"
+        : unchecked.map((u) => `${NAMESPACE}:${u.key} of ${u.target}`).join(", ");
+    return `INSECURE: ${NAMESPACE}:${INSECURE_HOST_KEY_OPT_OUT} is true. SSH accepts ANY server key for ${which}: ` +
+        "anyone on the network path can pose as the server and receive the webhook URL and every script. " +
+        `Set the host keys (\`ssh-keyscan -t ed25519 HOST\` over a trusted path) and remove ${NAMESPACE}:${INSECURE_HOST_KEY_OPT_OUT}.`;
+}
+
 function hostKey(key: string, v: unknown): string {
-    return matches(key, v, /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+={0,3}$/, "must be a public host key line such as `ssh-ed25519 AAAA...`");
+    const why = typeof v === "string" ? hostKeyRefusal(v) : `must be ${RULES.hostKey.allowed}`;
+    if (why !== null) {
+        throw new ConfigError(key, why);
+    }
+    return v as string;
 }
 
 // ---- scalar helpers ------------------------------------------------------
@@ -336,13 +447,43 @@ function stringList(raw: RawConfig, key: string, dflt: string[]): string[] {
     return v as string[];
 }
 
-function cidrList(raw: RawConfig, key: string, dflt: string[]): string[] {
-    return stringList(raw, key, dflt).map((c, i) => {
+/**
+ * A list of CIDR blocks: each well-formed, together within the public limit
+ * (components/cidr.ts states it), repeats and overlaps reported as warnings.
+ */
+function addressList(raw: RawConfig, key: "privateCidrs" | "adminCidrs", dflt: string[], warnings: string[],
+    say: { whole: (c: string) => string; wide: string }): string[] {
+    const list = stringList(raw, key, dflt).map((c, i) => {
         if (!isCidr(c)) {
-            throw new ConfigError(`${key}[${i}]`, `must be a CIDR block such as 10.0.0.0/16 or 2001:db8::/32, got ${JSON.stringify(c)}`);
+            throw new ConfigError(`${key}[${i}]`, `must be ${RULES.cidr.allowed}, got ${JSON.stringify(c)}`);
         }
         return c;
     });
+    const whole = list.findIndex(isWholeInternet);
+    if (whole >= 0) {
+        throw new ConfigError(`${key}[${whole}]`, say.whole(list[whole]));
+    }
+    const wide = widePublicReason(list);
+    if (wide !== null) {
+        throw new ConfigError(key, `${wide}: they ${say.wide}`);
+    }
+    warnings.push(...overlapWarnings(key, list));
+    return list;
+}
+
+function overlapWarnings(key: string, list: readonly string[]): string[] {
+    return overlaps(list).map(({ i, j, how }) => {
+        const [a, b] = [`${key}[${i}] ${list[i]}`, `${NAMESPACE}:${key}[${j}] ${list[j]}`];
+        const verb = { repeats: "repeats", inside: "lies inside", contains: "contains", overlaps: "overlaps" }[how];
+        const hint = { repeats: "remove one", inside: "one entry is enough", contains: "one entry is enough", overlaps: "they share addresses" }[how];
+        return `${b} ${verb} ${a} (${hint})`;
+    });
+}
+
+/** A list of AWS ids by the row's rule. */
+function idList(raw: RawConfig, key: "sharedSecurityGroupInstances" | "keepSecurityGroupIds"): string[] {
+    const rule = stackKeyRow(key).rule!;
+    return stringList(raw, key, []).map((v, i) => matches(`${key}[${i}]`, v, rule));
 }
 
 export function isCidr(c: string): boolean {
@@ -390,21 +531,15 @@ function bool(raw: RawConfig, key: string, dflt: boolean): boolean {
     throw new ConfigError(key, `must be true or false, got ${JSON.stringify(v)}`);
 }
 
-function matches(key: string, v: unknown, re: RegExp, what: string): string {
-    if (typeof v !== "string" || !re.test(v)) {
-        throw new ConfigError(key, `${what}, got ${JSON.stringify(v)}`);
+function matches(key: string, v: unknown, rule: RuleName): string {
+    if (typeof v !== "string" || !ruleRegExp(rule).test(v)) {
+        throw new ConfigError(key, `must be ${RULES[rule].allowed}, got ${JSON.stringify(v)}`);
     }
     return v;
 }
 
-function word(raw: RawConfig, key: string, dflt: string, re: RegExp): string {
+/** A text stack key by its row's rule; undefined when unset or empty. */
+function text(raw: RawConfig, key: StackKey): string | undefined {
     const v = scalar(raw, key);
-    return v === undefined ? dflt : matches(key, v, re, `must match ${re}`);
+    return v === undefined || v === "" ? undefined : matches(key, v, stackKeyRow(key).rule!);
 }
-
-function optionalWord(raw: RawConfig, key: string, re: RegExp): string | undefined {
-    const v = scalar(raw, key);
-    return v === undefined || v === "" ? undefined : matches(key, v, re, `must match ${re}`);
-}
-
-

@@ -53,6 +53,168 @@ const DURATION = `^(${INT}|(${INT}[smhdw])+)$`;
 /** An IPv4 or IPv6 address with an optional prefix length (config.ts then checks it with node:net). */
 const ADDRESS = "^([0-9]{1,3}([.][0-9]{1,3}){3}|[0-9A-Fa-f]{0,4}(:[0-9A-Fa-f]{0,4}){2,7})(/[0-9]{1,3})?$";
 
+// ---- value rules shared by stack keys, host fields and the host -----------
+
+/** A host-name label: letters, digits and inner dashes, at most 63. */
+const LABEL = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+/** Characters RFC 3986 allows in a URL's userinfo, path and query (no quote, space, #, braces or brackets). */
+const URL_CHARS = "A-Za-z0-9._~%!$&'()*+,;=:";
+const PORT = "([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])";
+/**
+ * The one URL rule of the webhook and the heartbeat, unanchored: https only,
+ * optional userinfo@, a host name (dot-separated labels) or an [IPv6] literal,
+ * an optional port 1-65535, a path and a query of RFC 3986 characters, no
+ * fragment. Nothing curl would glob ({ } [ ]), nothing that ends its config
+ * line (a quote) or starts a comment (#), no space or control character.
+ * Generated into bash (HG_URL_RE, HG_URL_LINE_RE in scripts/lib/common.sh) for
+ * `install set-webhook/set-heartbeat`, notify.sh and heartbeat.sh.
+ */
+export const URL_BODY = `https://([${URL_CHARS}-]+@)?(${LABEL}([.]${LABEL})*[.]?|\\[[0-9A-Fa-f:.]+\\])(:${PORT})?(/[${URL_CHARS}@/-]*)?([?][${URL_CHARS}@/?-]*)?`;
+
+export interface ValueRule {
+    /** JavaScript pattern (anchored unless the rule says otherwise). */
+    readonly pattern: string;
+    /** What is allowed, in words: the error texts and the README say this, never the pattern. */
+    readonly allowed: string;
+}
+
+const HOST_NAME_BODY = "[a-z0-9][a-z0-9-]{0,39}";
+
+/** The rules of the stack keys that are not host settings (and of the webhook and heartbeat URL on the host). */
+export const RULES = {
+    userName: {
+        pattern: "^[a-z_][a-z0-9_-]{0,31}$",
+        allowed: "a user name: a lower-case letter or _, then at most 31 lower-case letters, digits, _ or -",
+    },
+    hostName: {
+        pattern: `^${HOST_NAME_BODY}$`,
+        allowed: "lower-case letters, digits and dashes, at most 40, not starting with a dash (it names resources)",
+    },
+    address: {
+        pattern: "^[A-Za-z0-9.:_-]{1,253}$",
+        allowed: "a host name or IP address (letters, digits and . : _ -)",
+    },
+    vpcId: { pattern: "^vpc-[0-9a-f]{8,17}$", allowed: "a VPC id: vpc- and 8 to 17 lower-case hex digits" },
+    securityGroupId: { pattern: "^sg-[0-9a-f]{8,17}$", allowed: "a security group id: sg- and 8 to 17 lower-case hex digits" },
+    instanceId: { pattern: "^i-([0-9a-f]{8}|[0-9a-f]{17})$", allowed: "an EC2 instance id: i- and 8 or 17 lower-case hex digits" },
+    awsText: { pattern: "^[\\x20-\\x7e]{1,255}$", allowed: "1 to 255 printable ASCII characters" },
+    cidr: { pattern: "^[0-9A-Fa-f.:]+/[0-9]{1,3}$", allowed: "a CIDR block such as 10.0.0.0/16 or 2001:db8::/32" },
+    hostKey: {
+        pattern: "^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+={0,2}$",
+        allowed: "a public host key `TYPE BASE64` such as `ssh-ed25519 AAAA...` (ssh-ed25519, ecdsa-sha2-nistp256/384/521, or ssh-rsa of at least 2048 bits)",
+    },
+    /** Not anchored: the key's armour line somewhere in the text. */
+    privateKey: { pattern: "-----BEGIN [A-Z ]*PRIVATE KEY-----", allowed: "a PEM or OpenSSH private key" },
+    httpsUrl: {
+        pattern: `^${URL_BODY}$`,
+        allowed: "one https:// URL: a host name or [IPv6] address, an optional port, path and query of RFC 3986 characters; "
+            + "no fragment (#), quote, space, { } [ ] | ^ ` < > or control character",
+    },
+} as const satisfies Record<string, ValueRule>;
+
+export type RuleName = keyof typeof RULES;
+
+export function ruleRegExp(rule: RuleName): RegExp {
+    return new RegExp(RULES[rule].pattern);
+}
+
+/** A field of a structured stack key (a host of `hosts`, the `bastion`). */
+export interface FieldRow {
+    readonly name: string;
+    /** A rule, or a range of integers. */
+    readonly rule?: RuleName;
+    readonly min?: number;
+    readonly max?: number;
+    readonly default: string;
+    readonly doc: string;
+}
+
+export type StackKeyType = "objects" | "object" | "text" | "boolean" | "list" | "secret";
+
+/** A stack key that is not a host setting: hosts, SSH, AWS and the secrets. */
+export interface StackKeyRow {
+    readonly key: string;
+    readonly type: StackKeyType;
+    /** The rule of the value (a list's: each item's). */
+    readonly rule?: RuleName;
+    /** The default in words (for the README); the validator's own defaults are in components/config.ts. */
+    readonly default: string;
+    readonly doc: string;
+    /** Set with `pulumi config set --secret`; a plain value is refused. */
+    readonly secret?: boolean;
+    readonly fields?: readonly FieldRow[];
+}
+
+const HOST_KEY_DOC = "the server's SSH host key, required (see SSH host keys)";
+
+export const STACK_KEYS = [
+    {
+        key: "hosts", type: "objects", default: "(required)",
+        doc: "the hosts to harden, at least one; a host's address and port appear once",
+        fields: [
+            { name: "name", rule: "hostName", default: "(required)", doc: "short name, unique: resource names and the render folder" },
+            { name: "host", rule: "address", default: "(required)", doc: "address SSH connects to" },
+            { name: "port", min: 1, max: 65535, default: "`22`", doc: "SSH port" },
+            { name: "user", rule: "userName", default: "`sshUser`", doc: "SSH user" },
+            { name: "hostKey", rule: "hostKey", default: "(required)", doc: HOST_KEY_DOC },
+            { name: "cronMinute", min: 0, max: 9, default: "drawn", doc: "pins the monitors to this minute (second 0) instead of drawing the offset" },
+            {
+                name: "instanceId", rule: "instanceId", default: "none",
+                doc: "attaches a *created* group to this EC2 instance's primary network interface (nothing to attach when adopting; refused when `aws` is `false`)",
+            },
+        ],
+    },
+    { key: "sshUser", type: "text", rule: "userName", default: "`admin`", doc: "SSH user; `sudo -n` is used when it is not `root`" },
+    { key: "sshPrivateKey", type: "secret", rule: "privateKey", secret: true, default: "(required)", doc: "the deployment's SSH key, read from its file (`... < key`)" },
+    {
+        key: "bastion", type: "object", default: "none", doc: "SSH goes through this host",
+        fields: [
+            { name: "host", rule: "address", default: "(required)", doc: "address of the bastion" },
+            { name: "port", min: 1, max: 65535, default: "`22`", doc: "SSH port" },
+            { name: "user", rule: "userName", default: "`sshUser`", doc: "SSH user" },
+            { name: "hostKey", rule: "hostKey", default: "(required)", doc: HOST_KEY_DOC },
+            { name: "securityGroupId", rule: "securityGroupId", default: "none", doc: "(AWS) SSH into the hosts is allowed from this group only" },
+        ],
+    },
+    { key: "bastionPrivateKey", type: "secret", rule: "privateKey", secret: true, default: "`sshPrivateKey`", doc: "the bastion's SSH key" },
+    {
+        key: "insecureAcceptAnyHostKey", type: "boolean", default: "`false`",
+        doc: "`true` lets hosts and bastion go without `hostKey` (any server accepted); warned about on every run",
+    },
+    { key: "webhookUrl", type: "secret", rule: "httpsUrl", secret: true, default: "(required)", doc: "the chat webhook every alert is posted to" },
+    {
+        key: "heartbeatUrl", type: "secret", rule: "httpsUrl", secret: true, default: "none",
+        doc: "a dead man's switch (a healthchecks-style ping URL) requested after each monitor run that completed and left nothing undelivered; kept like the webhook (`/etc/hostguard/heartbeat.curlrc`, 0600)",
+    },
+    { key: "aws", type: "boolean", default: "`true`", doc: "`false` leaves the security group out (non-AWS or test hosts)" },
+    { key: "vpcId", type: "text", rule: "vpcId", default: "(required when `aws`)", doc: "VPC of the group" },
+    { key: "securityGroupId", type: "text", rule: "securityGroupId", default: "none", doc: "adopt this existing group instead of creating one" },
+    { key: "securityGroupName", type: "text", rule: "awsText", default: "auto name", doc: "must equal the adopted group's own name (required with `securityGroupId`)" },
+    {
+        key: "securityGroupDescription", type: "text", rule: "awsText", default: "`hostguard: HTTPS public, 8080 private, SSH for deployment`",
+        doc: "must equal the adopted group's own description",
+    },
+    {
+        key: "sharedSecurityGroupInstances", type: "list", rule: "instanceId", default: "`[]`",
+        doc: "EC2 instances outside the stack allowed to share an adopted group",
+    },
+    {
+        key: "keepSecurityGroupIds", type: "list", rule: "securityGroupId", default: "`[]`",
+        doc: "security groups kept on the instance's interface beside hostguard's group",
+    },
+    { key: "privateCidrs", type: "list", rule: "cidr", default: "`10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16`", doc: "may reach 8080; never the whole internet" },
+    {
+        key: "adminCidrs", type: "list", rule: "cidr", default: "`[]`",
+        doc: "may reach 22; together at most a /16 of public IPv4 and a /32 of public IPv6 (private ranges do not count); required unless `bastion.securityGroupId` is set",
+    },
+] as const satisfies readonly StackKeyRow[];
+
+export type StackKey = (typeof STACK_KEYS)[number]["key"];
+
+export function stackKeyRow(key: StackKey): StackKeyRow {
+    return (STACK_KEYS as readonly StackKeyRow[]).find((r) => r.key === key)!;
+}
+
 export const SETTINGS = [
     {
         key: "cpuThreshold", host: "CPU_THRESHOLD", type: "percent", default: "80", pattern: PERCENT, min: 0, max: 100,
@@ -125,7 +287,7 @@ export const SETTINGS = [
     },
     {
         key: "banIgnoreIps", host: null, type: "names", default: "", pattern: ADDRESS,
-        allowed: "a list of IP addresses or CIDRs",
+        allowed: "a list of IP addresses or CIDRs, together at most a /16 of public IPv4 and a /32 of public IPv6 (private ranges do not count)",
         doc: "addresses the jail never bans, besides loopback and adminCidrs (always ignored)",
     },
     {
@@ -155,12 +317,13 @@ export const SETTINGS = [
     },
     {
         key: "nginxServerConf", host: "NGINX_SERVER_CONF", type: "path", default: "", pattern: OPTIONAL_PATH, install: "web",
-        allowed: "empty or an absolute path",
+        allowed: "empty or a file nginx reads: a *.conf file under /etc/nginx/ or a site file in /etc/nginx/sites-*/ (an absolute path)",
         doc: "site file (or nginx.conf) whose every `server` block of the http context gets the deny include",
     },
     {
         key: "appProperties", host: "APP_PROPERTIES", type: "path", default: "", pattern: OPTIONAL_PATH, install: "web",
-        allowed: "empty or an absolute path", doc: "Spring application.properties to set spring.web.resources.add-mappings=false in",
+        allowed: "empty or a Spring *.properties file (an absolute path) outside /etc, /usr, /bin, /sbin, /lib*, /boot, /proc, /sys, /dev, /root and /run; not YAML (the host does not edit YAML)",
+        doc: "Spring application.properties to set spring.web.resources.add-mappings=false in",
     },
 ] as const satisfies readonly SettingRow[];
 
@@ -183,7 +346,7 @@ export const HOST_SETTINGS: readonly SettingRow[] = SETTINGS.filter((r) => r.hos
  */
 export const PER_HOST_SETTINGS: readonly SettingRow[] = [
     {
-        key: "hosts[].name", host: "HOST_NAME", type: "word", default: "", pattern: "^([a-z0-9][a-z0-9-]{0,39})?$",
+        key: "hosts[].name", host: "HOST_NAME", type: "word", default: "", pattern: `^(${HOST_NAME_BODY})?$`,
         allowed: "empty or a host name of hostguard:hosts",
         doc: "the host's name in labelled messages (empty: the kernel's host name)",
     },
@@ -233,10 +396,30 @@ export function trimName(name: string): string {
     return name.replace(/^[ \t\n\v\f\r]+|[ \t\n\v\f\r]+$/g, "");
 }
 
+/** Why a text is not an absolute path of plain segments, in words (for a path row's refusal). */
+function pathReason(text: string): string {
+    if (/[\x00-\x1f\x7f]/.test(text)) {
+        return "it holds a control character";
+    }
+    if (/\s/.test(text)) {
+        return "it holds a space (the host reads the path as one word, and a space would split it)";
+    }
+    if (!text.startsWith("/")) {
+        return "it does not start with /";
+    }
+    if (text.endsWith("/")) {
+        return "it ends with / (a directory); name the file";
+    }
+    if (text.split("/").some((seg, i) => i > 0 && (seg === "" || seg === "." || seg === ".."))) {
+        return "it has an empty, . or .. segment; write the plain path";
+    }
+    return "only letters, digits and . _ - are allowed in a segment, which must not start with - or two dots";
+}
+
 /** Checks one text form (a single trimmed name for `names`) against the row; returns why not, or null. */
 export function refusal(row: SettingRow, text: string): string | null {
     if (!jsPattern(row).test(text)) {
-        return `must be ${row.allowed}`;
+        return row.type === "path" && text !== "" ? `must be ${row.allowed}: ${pathReason(text)}` : `must be ${row.allowed}`;
     }
     if (row.min !== undefined && row.max !== undefined && text !== "") {
         const n = magnitude(row, text);
@@ -246,6 +429,61 @@ export function refusal(row: SettingRow, text: string): string | null {
     }
     return null;
 }
+
+/** Directories no application's configuration file lives in; appProperties there is refused. */
+export const SYSTEM_DIRS = ["/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/proc", "/sys", "/dev", "/root", "/run", "/var/lib/hostguard"];
+
+/**
+ * Checks the pattern cannot make, on a value the pattern accepts: which files
+ * the installer may edit. Preview applies them; the host's parser does not
+ * (the settings contract test knows this list). Returns why not, or null.
+ */
+export function semanticRefusal(key: string, text: string): string | null {
+    if (text === "") {
+        return null;
+    }
+    if (key === "appProperties") {
+        if (/\.ya?ml$/.test(text)) {
+            return "must be a Spring .properties file: the installer writes properties lines and does not edit YAML, so a .yml/.yaml file would be corrupted; "
+                + "set spring.web.resources.add-mappings: false in it yourself and leave appProperties empty";
+        }
+        if (!text.endsWith(".properties")) {
+            return `must be a Spring configuration file ending in .properties, got ${JSON.stringify(text)}`;
+        }
+        const dir = SYSTEM_DIRS.find((d) => text.startsWith(`${d}/`));
+        if (dir) {
+            return `must be outside the system directory ${dir} (the installer appends a line to it), got ${JSON.stringify(text)}`;
+        }
+    }
+    if (key === "nginxServerConf") {
+        if (!text.startsWith("/etc/nginx/") || !(text.endsWith(".conf") || /^\/etc\/nginx\/sites-[a-z]+\/[^/]+$/.test(text))) {
+            return "must be a file nginx reads: a *.conf file under /etc/nginx/ (such as /etc/nginx/nginx.conf or /etc/nginx/conf.d/app.conf) "
+                + `or a site file in /etc/nginx/sites-available/ or sites-enabled/, got ${JSON.stringify(text)}`;
+        }
+    }
+    return null;
+}
+
+/** Values the rules accept but that are surely a mistake: one line each, naming the key. */
+export function settingWarnings(s: PayloadSettings): string[] {
+    const out: string[] = [];
+    for (const key of ["cpuThreshold", "memoryThreshold", "diskThreshold"] as const) {
+        if (s[key] === 0) {
+            out.push(`hostguard:${key} is 0: it fires on every run (a measure is never at or below 0)`);
+        } else if (s[key] === 100) {
+            out.push(`hostguard:${key} is 100: it can never fire (it fires only above the threshold)`);
+        }
+    }
+    const repeat = durationSeconds(s.alertRepeatInterval);
+    if (repeat > 0 && repeat < MONITOR_INTERVAL_SECONDS) {
+        out.push(`hostguard:alertRepeatInterval is ${s.alertRepeatInterval}, shorter than the monitors' ${MONITOR_INTERVAL_SECONDS / 60} minutes between runs: `
+            + "it changes nothing (every run posts); use 0 or at least 10m");
+    }
+    return out;
+}
+
+/** Seconds between two monitor runs (the cron line runs them every 10 minutes). */
+export const MONITOR_INTERVAL_SECONDS = 600;
 
 /** A raw config value as its text form: numbers as JavaScript writes them, strings as given. */
 function textOf(key: string, raw: unknown): string {
@@ -330,6 +568,12 @@ export function validateSettings(raw: Record<string, unknown>): PayloadSettings 
         out[row.key] = validateSetting(row, raw[row.key]);
     }
     const s = out as PayloadSettings;
+    for (const key of ["appProperties", "nginxServerConf"] as const) {
+        const why = semanticRefusal(key, s[key]);
+        if (why !== null) {
+            throw new SettingError(key, why);
+        }
+    }
     if (s.notifyMaxTime > s.notifyBudget) {
         throw new SettingError("notifyMaxTime", "must not exceed hostguard:notifyBudget");
     }
@@ -348,7 +592,12 @@ function sq(text: string): string {
     return `'${text.replace(/'/g, "'\\''")}'`;
 }
 
-/** The HG_DEFAULTS / HG_PATTERNS / HG_RANGES block of scripts/lib/common.sh. */
+/** A curl config line `url = "URL"` (or `--url`, `:`, no quotes) of one URL of the rule; bash ERE and JavaScript alike. */
+export function urlLinePattern(): string {
+    return `^[[:space:]]*(--)?url[[:space:]]*[=:]?[[:space:]]*("${URL_BODY}"|${URL_BODY})[[:space:]]*$`;
+}
+
+/** The HG_DEFAULTS / HG_PATTERNS / HG_RANGES block (and the URL rule) of scripts/lib/common.sh. */
 export function renderHostBlock(): string {
     // hg_setting_ok checks a duration's range in seconds (hg_duration_seconds),
     // so a host-read duration row (alertRepeatInterval) has the same rules on
@@ -376,6 +625,11 @@ export function renderHostBlock(): string {
         ...host.filter((r) => r.min !== undefined).map((r) => `  [${r.host}]=${sq(`${r.min} ${r.max}`)}`),
         ")",
         "readonly HG_RANGES",
+        "# The one URL rule of the webhook and the heartbeat URL (RULES.httpsUrl): the stack",
+        "# validator, install set-webhook/set-heartbeat, notify.sh and heartbeat.sh all use it.",
+        `readonly HG_URL_RE=${sq(RULES.httpsUrl.pattern)}`,
+        "# A curl config line holding one such URL (quoted or not) and nothing else curl would act on.",
+        `readonly HG_URL_LINE_RE=${sq(urlLinePattern())}`,
         HOST_BLOCK_END,
     ];
     return lines.join("\n");
@@ -400,6 +654,27 @@ export function renderConfigReadmeTable(): string {
         ...SETTINGS.map((r: SettingRow) => `| \`${r.key}\` | ${mdDefault(r)} | ${r.allowed} | ${r.doc}${r.host ? "" : r.use === "deploy" ? " (used by the deploy)" : " (rendered into the jail)"} |`),
         README_END,
     ].join("\n");
+}
+
+export const STACK_README_BEGIN = "<!-- BEGIN stack keys (generated by `npm run settings:gen` from components/settings.ts) -->";
+export const STACK_README_END = "<!-- END stack keys -->";
+
+function fieldAllowed(f: FieldRow): string {
+    return f.rule !== undefined ? RULES[f.rule].allowed : `an integer ${f.min}-${f.max}`;
+}
+
+/** The README's table of the stack keys that are not host settings (STACK_KEYS). */
+export function renderStackKeysReadmeTable(): string {
+    const rows = (STACK_KEYS as readonly StackKeyRow[]).map((r) => {
+        const allowed = r.fields
+            ? `${r.type === "objects" ? "a list of objects" : "an object"}: ${r.fields.map((f) => `\`${f.name}\` (${f.default === "(required)" ? "required" : `default ${f.default}`}): ${fieldAllowed(f)}; ${f.doc}`).join("; ")}`
+            : r.type === "boolean" ? "true or false"
+                : r.type === "list" ? `a list, each ${RULES[r.rule!].allowed}`
+                    : RULES[r.rule!].allowed;
+        const secret = r.secret ? ` (**secret**: \`pulumi config set --secret hostguard:${r.key}\`; a plain value is refused)` : "";
+        return `| \`${r.key}\` | ${r.default} | ${allowed} | ${r.doc}${secret} |`;
+    });
+    return [STACK_README_BEGIN, "| Key | Default | Allowed | Meaning |", "|---|---|---|---|", ...rows, STACK_README_END].join("\n");
 }
 
 /** The table of scripts/README.md: the keys of hostguard.conf. */

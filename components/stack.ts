@@ -2,17 +2,42 @@
 // (unless hostguard:aws is false) and one HostDeployment per host. index.ts and
 // the mock tests both call buildStack, so the tests exercise the real wiring.
 import * as pulumi from "@pulumi/pulumi";
-import { HostguardConfig, INSECURE_HOST_KEY_OPT_OUT, NAMESPACE, RawConfig, uncheckedHostKeys } from "./config";
+import * as runtimeConfig from "@pulumi/pulumi/runtime/config";
+import * as runtimeState from "@pulumi/pulumi/runtime/state";
+import { HostguardConfig, hostKeyWarning, NAMESPACE, RawConfig, refuseNamespaceTypos, SECRET_KEYS } from "./config";
+
+export { hostKeyWarning };
 import { HostDeployment, type InstalledFile } from "./hostDeployment";
 import { IngressRule, SecurityGroup } from "./securityGroup";
 import { PayloadFile } from "./render";
 
-/** The namespace's raw values (secrets included, decrypted by the engine): validated, never printed. */
+/**
+ * The namespace's raw values (secrets included, decrypted by the engine): validated, never printed.
+ * Every key of the stack is looked at first: a namespace that is a typo of `hostguard` is refused.
+ */
 export function rawStackConfig(): RawConfig {
+    const all = pulumi.runtime.allConfig();
+    refuseNamespaceTypos(Object.keys(all));
     const prefix = `${NAMESPACE}:`;
-    return Object.fromEntries(Object.entries(pulumi.runtime.allConfig())
+    return Object.fromEntries(Object.entries(all)
         .filter(([k]) => k.startsWith(prefix))
         .map(([k, v]) => [k.slice(prefix.length), v]));
+}
+
+/**
+ * The namespace's keys the engine marks secret (it passes them in
+ * PULUMI_CONFIG_SECRET_KEYS; the SDK reads them with its internal
+ * isConfigSecret). Undefined when the engine said nothing (an old engine).
+ */
+export function stackSecretKeys(): string[] | undefined {
+    // The SDK's store holds what the engine passed (the environment of a CLI run, or setAllConfig's keys).
+    const store = (runtimeState as unknown as { getStore?: () => { config?: Record<string, string> } }).getStore?.();
+    const list = store?.config?.PULUMI_CONFIG_SECRET_KEYS ?? process.env.PULUMI_CONFIG_SECRET_KEYS;
+    const isSecret = (runtimeConfig as unknown as { isConfigSecret?: (k: string) => boolean }).isConfigSecret;
+    if (list === undefined || list === "" || isSecret === undefined) {
+        return undefined;
+    }
+    return SECRET_KEYS.filter((k) => isSecret(`${NAMESPACE}:${k}`));
 }
 
 export interface HostOutputs {
@@ -32,22 +57,8 @@ export interface StackOutputs {
     hosts: Record<string, HostOutputs>;
 }
 
-/** The opt-out's warning, on every preview and up while it is set; empty when it is not. */
-export function hostKeyWarning(config: Pick<HostguardConfig, "insecureAcceptAnyHostKey" | "hosts" | "bastion">): string {
-    if (!config.insecureAcceptAnyHostKey) {
-        return "";
-    }
-    const unchecked = uncheckedHostKeys(config);
-    const which = unchecked.length === 0 ? "no connection at the moment (every host key is set; remove the key)"
-        : unchecked.map((u) => `${NAMESPACE}:${u.key} of ${u.target}`).join(", ");
-    return `INSECURE: ${NAMESPACE}:${INSECURE_HOST_KEY_OPT_OUT} is true. SSH accepts ANY server key for ${which}: ` +
-        "anyone on the network path can pose as the server and receive the webhook URL and every script. " +
-        `Set the host keys (\`ssh-keyscan -t ed25519 HOST\` over a trusted path) and remove ${NAMESPACE}:${INSECURE_HOST_KEY_OPT_OUT}.`;
-}
-
 export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): StackOutputs {
-    const warning = hostKeyWarning(config);
-    if (warning) {
+    for (const warning of [hostKeyWarning(config), ...config.warnings].filter((w) => w !== "")) {
         pulumi.log.warn(warning);
     }
     const cfg = new pulumi.Config(NAMESPACE);

@@ -1,7 +1,8 @@
 // The policies of the hostguard pack, one factory each (model:
 // pulumi/pulumi-policy-aws src/network.ts). Types are matched by their token,
 // so the pack needs no provider SDK. Exported for the tests in tests/.
-import { EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy } from "@pulumi/policy";
+import { EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
+import { widePublicReason } from "../components/cidr";
 
 const WORLD = new Set(["0.0.0.0/0", "::/0"]);
 const SG = "aws:ec2/securityGroup:SecurityGroup";
@@ -151,6 +152,32 @@ export function remoteCommandHostKey(level: EnforcementLevel = "mandatory"): Res
             }
             if (c.proxy !== undefined && c.proxy !== null && !hasHostKey(c.proxy)) {
                 report(`proxy ${String(c.proxy.host ?? "?")} has no hostKey: any bastion is accepted; set hostguard:bastion.hostKey.`);
+            }
+        },
+    };
+}
+
+/** True when the rule lets TCP port 22 in (a range holding it, or every protocol). */
+const reachesSsh = (r: Inbound) => isAllProtocols(r)
+    || (["tcp", "6"].includes(r.protocol.toLowerCase()) && typeof r.fromPort === "number" && typeof r.toPort === "number" && r.fromPort <= 22 && 22 <= r.toPort);
+
+/**
+ * The validator's adminCidrs rule, on what the stack really creates: the
+ * union of every source that reaches SSH, over all security-group resources
+ * of the stack (inline rules and standalone ones alike), may cover at most a
+ * /16 of public IPv4 and a /32 of public IPv6 (components/cidr.ts). Several
+ * narrower rules that add up to half the internet are caught too.
+ */
+export function sshSourcesLimited(level: EnforcementLevel = "mandatory"): StackValidationPolicy {
+    return {
+        name: "ssh-sources-limited",
+        description: "All inbound SSH sources of the stack together cover at most a /16 of public IPv4 and a /32 of public IPv6.",
+        enforcementLevel: level,
+        validateStack: (args, report) => {
+            const sources = args.resources.flatMap((res) => inboundRules(res).filter(reachesSsh).flatMap((r) => r.sources));
+            const why = widePublicReason(sources);
+            if (why !== null) {
+                report(`the inbound SSH sources of the stack (${sources.join(", ")}) ${why}.`);
             }
         },
     };

@@ -7,7 +7,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import {
     HOST_BLOCK_BEGIN, HOST_BLOCK_END, README_BEGIN, README_END, renderConfigReadmeTable, renderHostBlock,
-    renderHostReadmeTable, replaceBlock,
+    renderHostReadmeTable, renderStackKeysReadmeTable, replaceBlock, STACK_README_BEGIN, STACK_README_END,
 } from "../components/settings";
 
 export const ROOT = path.resolve(__dirname, "..");
@@ -17,11 +17,15 @@ export function generatedFiles(root: string = ROOT): Array<{ file: string; curre
     const targets: Array<[string, string, string, string]> = [
         ["scripts/lib/common.sh", HOST_BLOCK_BEGIN, HOST_BLOCK_END, renderHostBlock()],
         ["README.md", README_BEGIN, README_END, renderConfigReadmeTable()],
+        ["README.md", STACK_README_BEGIN, STACK_README_END, renderStackKeysReadmeTable()],
         ["scripts/README.md", README_BEGIN, README_END, renderHostReadmeTable()],
     ];
-    return targets.map(([rel, begin, end, block]) => {
+    // A file with two blocks (README.md) gets both replaced in one text.
+    const files = [...new Set(targets.map(([rel]) => rel))];
+    return files.map((rel) => {
         const current = fs.readFileSync(path.join(root, rel), "utf8");
-        return { file: rel, current, wanted: replaceBlock(current, begin, end, block) };
+        const wanted = targets.filter(([r]) => r === rel).reduce((doc, [, begin, end, block]) => replaceBlock(doc, begin, end, block), current);
+        return { file: rel, current, wanted };
     });
 }
 

@@ -13,7 +13,9 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as yaml from "js-yaml";
-import { NAMESPACE, validateConfig, type RawConfig } from "../components/config";
+import {
+    hostKeyWarning, NAMESPACE, refuseNamespaceTypos, validateConfig, type HostguardConfig, type RawConfig,
+} from "../components/config";
 import {
     cronSchedule, JAIL_NAME, partCreateCommand, partDeleteCommand, removeHeartbeatCommand, renderHost, SETTINGS_PATH,
     setHeartbeatCommand, setWebhookCommand, webhookStdin,
@@ -26,18 +28,29 @@ const USAGE = "usage: npm run render -- --stack NAME [--out DIR] [--cron-minute 
 
 interface Options { stack: string; out: string; payload: string; cronMinute: number; cronSecond: number; settings: RawConfig }
 
+/** A flag's integer value in MIN..MAX, or one line saying what is wrong. */
+function intFlag(flag: string, value: string, min: number, max: number): number {
+    if (!/^[0-9]{1,2}$/.test(value) || Number(value) < min || Number(value) > max) {
+        throw new Error(`${flag} must be an integer ${min}-${max}, got ${JSON.stringify(value)}`);
+    }
+    return Number(value);
+}
+
 function parseArgs(argv: string[]): Options {
     const opts: Options = { stack: "", out: "render", payload: "", cronMinute: 0, cronSecond: 0, settings: {} };
     for (let i = 0; i < argv.length; i++) {
         const [flag, value] = [argv[i], argv[i + 1]];
         const setting = /^([A-Za-z]+)=(.*)$/s.exec(flag);
-        if (flag === "--stack" && value) { opts.stack = value; i++; }
-        else if (flag === "--out" && value) { opts.out = value; i++; }
-        else if (flag === "--payload" && value) { opts.payload = value; i++; }
-        else if (flag === "--cron-minute" && value) { opts.cronMinute = Number(value); i++; }
-        else if (flag === "--cron-second" && value) { opts.cronSecond = Number(value); i++; }
+        if (["--stack", "--out", "--payload", "--cron-minute", "--cron-second"].includes(flag) && value === undefined) {
+            throw new Error(`${flag} needs a value (${USAGE.split("\n")[0]})`);
+        }
+        if (flag === "--stack") { opts.stack = value; i++; }
+        else if (flag === "--out") { opts.out = value; i++; }
+        else if (flag === "--payload") { opts.payload = value; i++; }
+        else if (flag === "--cron-minute") { opts.cronMinute = intFlag(flag, value, 0, 9); i++; }
+        else if (flag === "--cron-second") { opts.cronSecond = intFlag(flag, value, 0, 59); i++; }
         else if (setting && SETTING_KEYS.includes(setting[1] as never)) { opts.settings[setting[1]] = setting[2]; }
-        else { throw new Error(`${USAGE}\n(unexpected ${flag})`); }
+        else { throw new Error(`unexpected ${JSON.stringify(flag)} (${USAGE.split("\n")[0]})`); }
     }
     const oneMode = (opts.stack === "") !== (opts.payload === "");
     if (!oneMode || (opts.stack !== "" && !/^[A-Za-z0-9_.-]+$/.test(opts.stack))
@@ -47,13 +60,32 @@ function parseArgs(argv: string[]): Options {
     return opts;
 }
 
-/** The namespace's keys from Pulumi.<stack>.yaml; encrypted values stay `{secure: ...}` and are never decrypted. */
+/**
+ * The namespace's keys from Pulumi.<stack>.yaml; encrypted values stay `{secure: ...}` and are never decrypted.
+ * A key whose namespace is a typo of `hostguard` is refused, as at preview.
+ */
 export function readStackFile(file: string): RawConfig {
+    if (!fs.existsSync(file)) {
+        const stacks = fs.readdirSync(path.dirname(file)).flatMap((f) => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1] ?? []);
+        throw new Error(`no stack file ${path.basename(file)} in ${path.dirname(file)} (stacks: ${stacks.join(", ") || "none"})`);
+    }
     const doc = yaml.load(fs.readFileSync(file, "utf8")) as { config?: Record<string, unknown> } | undefined;
+    const all = doc?.config ?? {};
+    refuseNamespaceTypos(Object.keys(all));
     const prefix = `${NAMESPACE}:`;
-    return Object.fromEntries(Object.entries(doc?.config ?? {})
+    return Object.fromEntries(Object.entries(all)
         .filter(([k]) => k.startsWith(prefix))
         .map(([k, v]) => [k.slice(prefix.length), v]));
+}
+
+/** The stack file's config validated as at preview: a secret in plain text in the file is refused. */
+export function stackConfig(root: string, stack: string): HostguardConfig {
+    return validateConfig(readStackFile(path.join(root, `Pulumi.${stack}.yaml`)), { requireSecrets: false, secretKeys: [] });
+}
+
+/** What preview would warn about for the stack: the INSECURE host-key opt-out and values surely wrong. */
+export function stackWarnings(config: HostguardConfig): string[] {
+    return [hostKeyWarning(config), ...config.warnings].filter((w) => w !== "");
 }
 
 function write(file: string, content: string | Buffer, mode = 0o644): void {
@@ -63,7 +95,7 @@ function write(file: string, content: string | Buffer, mode = 0o644): void {
 }
 
 export function renderStack(root: string, stack: string, outDir: string, cronMinute: number, cronSecond = 0): string[] {
-    const config = validateConfig(readStackFile(path.join(root, `Pulumi.${stack}.yaml`)), { requireSecrets: false });
+    const config = stackConfig(root, stack);
     const stackDir = path.join(outDir, stack);
     fs.rmSync(stackDir, { recursive: true, force: true });
     const written: string[] = [];
@@ -130,6 +162,9 @@ function main(): void {
     if (opts.payload !== "") {
         renderPayload(path.resolve(opts.payload), opts.settings, opts.cronMinute, opts.cronSecond);
         return;
+    }
+    for (const warning of stackWarnings(stackConfig(root, opts.stack))) {
+        console.error(`render: warning: ${warning}`);
     }
     for (const dir of renderStack(root, opts.stack, path.resolve(root, opts.out), opts.cronMinute, opts.cronSecond)) {
         console.log(`rendered ${path.relative(root, dir)}`);

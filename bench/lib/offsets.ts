@@ -11,7 +11,7 @@ import { randomInt } from "node:crypto";
 import * as pulumi from "@pulumi/pulumi";
 import { validateConfig, type RawConfig } from "../../components/config";
 import { payloadFile } from "../../components/render";
-import { buildStack } from "../../components/stack";
+import { buildStack, rawStackConfig, stackSecretKeys } from "../../components/stack";
 
 const TABLE = [
     "base install /usr/local/lib/hostguard/install 0755", "base files.table /usr/local/lib/hostguard/files.table 0644",
@@ -22,7 +22,7 @@ const TABLE = [
 const PAYLOAD = [payloadFile("install", "#!/bin/sh\n", 0o755), payloadFile("files.table", TABLE), payloadFile("lib/common.sh", "#\n")];
 const KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nbench\n-----END OPENSSH PRIVATE KEY-----\n";
 /** Host keys are required (issue 12); the mocks never dial, so any well-formed key does. */
-const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBenchHostKey";
+const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBenchHostKey000000000000000000000000000000A";
 
 /** The largest number of hosts that post in the same second. */
 function largestPerSecond(seconds: number[]): number {
@@ -45,7 +45,7 @@ async function programFleet(hosts: number): Promise<number[]> {
     };
     pulumi.runtime.setAllConfig(Object.fromEntries(Object.entries(raw).map(([k, v]) => [`hostguard:${k}`, String(v)])),
         ["hostguard:webhookUrl", "hostguard:sshPrivateKey"]);
-    const out = buildStack(validateConfig(raw), PAYLOAD);
+    const out = buildStack(validateConfig(rawStackConfig(), { secretKeys: stackSecretKeys() }), PAYLOAD);
     return Promise.all(Object.values(out.hosts).map((h) => new Promise<number>((r) => h.cronOffset.apply(r))));
 }
 

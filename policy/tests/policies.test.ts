@@ -3,8 +3,8 @@
 // missing property.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ResourceValidationArgs, ResourceValidationPolicy } from "@pulumi/policy";
-import { noAllProtocolsInbound, noWorldInboundExceptHttps, remoteCommandHostKey, webhookInputsSecret } from "../policies";
+import { ResourceValidationArgs, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
+import { noAllProtocolsInbound, noWorldInboundExceptHttps, remoteCommandHostKey, sshSourcesLimited, webhookInputsSecret } from "../policies";
 
 function args(type: string, props: Record<string, any>, additionalSecretOutputs: string[] = []): ResourceValidationArgs {
     return {
@@ -148,5 +148,37 @@ describe("remote-command-host-key", () => {
     it("ignores local commands and other types", async () => {
         assert.deepEqual(await violations(p, args("command:local:Command", { create: "true" })), []);
         assert.deepEqual(await violations(p, args(SG, { connection: { host: "h" } })), []);
+    });
+});
+
+async function stackViolations(policy: StackValidationPolicy, resources: Array<{ type: string; props: Record<string, any> }>): Promise<string[]> {
+    const out: string[] = [];
+    await policy.validateStack!({ resources: resources.map((r) => ({ ...r, urn: `urn:${r.type}`, name: "r" })), getConfig: () => ({}) } as any, (m) => out.push(m));
+    return out;
+}
+
+describe("ssh-sources-limited", () => {
+    const p = sshSourcesLimited();
+    const ssh = (cidrBlocks: string[], ipv6CidrBlocks: string[] = []) => ({ protocol: "tcp", fromPort: 22, toPort: 22, cidrBlocks, ipv6CidrBlocks });
+    it("passes the hostguard group: SSH from one admin /24, 443 public", async () => {
+        assert.deepEqual(await stackViolations(p, [{ type: SG, props: { ingress: [https, ssh(["203.0.113.0/24"])] } }]), []);
+    });
+    it("flags 0.0.0.0/1 + 128.0.0.0/1 on SSH, inline or split over standalone rules", async () => {
+        const v = await stackViolations(p, [{ type: SG, props: { ingress: [ssh(["0.0.0.0/1", "128.0.0.0/1"])] } }]);
+        assert.equal(v.length, 1);
+        assert.match(v[0], /together cover 4239261696 public IPv4 addresses \(98\.7% of IPv4\), more than a \/16/);
+        assert.equal((await stackViolations(p, [
+            { type: RULE, props: { type: "ingress", protocol: "tcp", fromPort: 22, toPort: 22, cidrBlocks: ["0.0.0.0/1"] } },
+            { type: VPC, props: { ipProtocol: "tcp", fromPort: 0, toPort: 1024, cidrIpv4: "128.0.0.0/1" } },
+        ])).length, 1);
+    });
+    it("counts IPv6 and all-protocol rules; private ranges do not count; 443 alone is not SSH", async () => {
+        assert.equal((await stackViolations(p, [{ type: SG, props: { ingress: [ssh([], ["2000::/3"])] } }])).length, 1);
+        assert.equal((await stackViolations(p, [{ type: VPC, props: { ipProtocol: "-1", cidrIpv4: "11.0.0.0/8" } }])).length, 1);
+        assert.deepEqual(await stackViolations(p, [{ type: SG, props: { ingress: [ssh(["10.0.0.0/8", "172.16.0.0/12"])] } }]), []);
+        assert.deepEqual(await stackViolations(p, [{ type: SG, props: { ingress: [{ ...https, cidrBlocks: ["0.0.0.0/1", "128.0.0.0/1"] }] } }]), []);
+    });
+    it("passes resources with the properties missing", async () => {
+        assert.deepEqual(await stackViolations(p, [{ type: SG, props: {} }, { type: VPC, props: { ipProtocol: "tcp" } }]), []);
     });
 });

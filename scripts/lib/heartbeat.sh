@@ -5,7 +5,7 @@
 # notices a host, a cron or a notifier that stopped, which no alert of the
 # host itself can report. No file, no heartbeat (the default).
 #
-# Sourced after notify.sh (hg_curl_reason, HG_WEBHOOK_LINE_RE) and
+# Sourced after notify.sh (hg_curl_reason; HG_URL_LINE_RE is common.sh's) and
 # hg_load_settings (NOTIFY_CA_FILE, NOTIFY_MAX_TIME). The URL is a secret
 # like the webhook: the file is root's, 0600, one `url = "https://..."`
 # line, read only by curl --config; it is never in argv, the environment or
@@ -22,7 +22,7 @@ hg_heartbeat_check_file() {
   fi
   while IFS= read -r line || [[ -n "${line}" ]]; do
     [[ "${line}" =~ ^[[:space:]]*(#.*)?$ ]] && continue
-    if [[ ! "${line}" =~ ${HG_WEBHOOK_LINE_RE} ]]; then
+    if [[ ! "${line}" =~ ${HG_URL_LINE_RE} ]]; then
       hg_log ERROR "heartbeat file ${file} may hold only one url = \"https://...\" line; no heartbeat sent"
       return 1
     fi

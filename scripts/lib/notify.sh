@@ -36,8 +36,6 @@ readonly HG_NOTIFY_PROBE_FIRST=600
 readonly HG_NOTIFY_PROBE_MAX=3600
 # The error text of the chat service is shown cut to this many bytes.
 readonly HG_NOTIFY_ERROR_MAX=200
-# A curlrc line holding an https URL and nothing else curl would act on.
-readonly HG_WEBHOOK_LINE_RE='^[[:space:]]*(--)?url[[:space:]]*[=:]?[[:space:]]*"?(https://[^"[:space:][:cntrl:]]+)"?[[:space:]]*$'
 # The channel override at the end of a message as hg_notify_json writes it.
 readonly HG_NOTIFY_CHANNEL_RE=',"channel":"#[a-z0-9._-]{1,80}"\}$'
 # The webhook's own refusals (Slack's answers): the webhook, not the
@@ -211,7 +209,9 @@ hg_notify_read_dropped() {
 # VAR <- the webhook file's identity (inode, mtime, size): set-webhook writes
 # a new file, so a refused webhook counts as rotated once this changes.
 # Refuses a webhook file that others can read, that is not ours, or whose
-# URL is not https. Never prints the URL or the file's lines.
+# URL breaks the one URL rule (HG_URL_LINE_RE: https, RFC 3986 characters, no
+# glob braces or brackets, the rule install set-webhook applies). Never
+# prints the URL or the file's lines.
 hg_notify_check_webhook() {
   local file="${HG_WEBHOOK_FILE}" stat_line owner mode line urls=0
   if [[ ! -f "${file}" || ! -r "${file}" ]]; then
@@ -236,12 +236,12 @@ hg_notify_check_webhook() {
   fi
   while IFS= read -r line || [[ -n "${line}" ]]; do
     [[ "${line}" =~ ^[[:space:]]*(#.*)?$ ]] && continue
-    if [[ "${line}" =~ ${HG_WEBHOOK_LINE_RE} ]]; then
+    if [[ "${line}" =~ ${HG_URL_LINE_RE} ]]; then
       urls=$((urls + 1))
       continue
     fi
     if [[ "${line}" =~ ^[[:space:]]*(--)?url[[:space:]=:] ]]; then
-      hg_log ERROR "webhook URL in ${file} is not https:// (refused; URL not shown)" >&2
+      hg_log ERROR "webhook URL in ${file} is refused: not one https:// URL of the characters install set-webhook allows (URL not shown)" >&2
     else
       hg_log ERROR "webhook file ${file} may hold only one url = \"https://...\" line" >&2
     fi

@@ -6,7 +6,7 @@ import { ConfigError, DEFAULT_SETTINGS, validateConfig, type RawConfig } from ".
 
 const SENTINEL = "https://hooks.example.test/services/T000/B000/SENTINEL-not-a-real-hook";
 const KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAAfake\n-----END OPENSSH PRIVATE KEY-----\n";
-const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake";
+const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake00000000000000000000000000000000000000A";
 /** Host list JSON with every host's key set (the key is required). */
 function hostsJson(...hosts: Array<Record<string, unknown>>): string {
     return JSON.stringify(hosts.map((h) => ({ hostKey: HOST_KEY, ...h })));
@@ -57,7 +57,7 @@ describe("validateConfig", () => {
 
     it("parses values given as YAML types (render tool) and as strings (Pulumi)", () => {
         const c = validateConfig(good({
-            hosts: [{ name: "a", host: "a.example.test", port: 2222, user: "deploy", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake" }],
+            hosts: [{ name: "a", host: "a.example.test", port: 2222, user: "deploy", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake00000000000000000000000000000000000000A" }],
             cpuThreshold: 70, memoryThreshold: "85.5", containerWatch: '["api","db"]', aws: "false", vpcId: undefined,
         }));
         assert.equal(c.hosts[0].port, 2222);

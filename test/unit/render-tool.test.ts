@@ -84,7 +84,7 @@ describe("render tool", () => {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hg-render-stack-"));
         try {
             fs.writeFileSync(path.join(dir, "Pulumi.t.yaml"), [
-                "config:", "  hostguard:aws: false", "  hostguard:hosts:", "    - {name: t1, host: 127.0.0.1, user: root, hostKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake}",
+                "config:", "  hostguard:aws: false", "  hostguard:hosts:", "    - {name: t1, host: 127.0.0.1, user: root, hostKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake00000000000000000000000000000000000000A}",
                 "  hostguard:webhookUrl:", "    secure: v1:SENTINELCIPHERTEXT", "",
             ].join("\n"));
             const [hostDir] = renderStack(dir, "t", path.join(dir, "out"), 0);
@@ -100,7 +100,7 @@ describe("render tool", () => {
     it("fails on a bad stack file naming the key, as the CLI entry point", () => {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hg-render-bad-"));
         try {
-            fs.writeFileSync(path.join(dir, "Pulumi.bad.yaml"), "config:\n  hostguard:aws: false\n  hostguard:hosts: [{name: b, host: h, hostKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake}]\n  hostguard:banBanTime: ten minutes\n");
+            fs.writeFileSync(path.join(dir, "Pulumi.bad.yaml"), "config:\n  hostguard:aws: false\n  hostguard:hosts: [{name: b, host: h, hostKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake00000000000000000000000000000000000000A}]\n  hostguard:banBanTime: ten minutes\n");
             assert.throws(() => renderStack(dir, "bad", path.join(dir, "out"), 0), /hostguard:banBanTime must be a duration/);
             let stderr = "";
             try {

@@ -9,17 +9,19 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it, mock } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
-import { validateConfig, type RawConfig } from "../../components/config";
+import { SECRET_KEYS, validateConfig, type RawConfig } from "../../components/config";
 import { setWebhookCommand, sha256, type PayloadFile } from "../../components/render";
 import { buildStack, type StackOutputs } from "../../components/stack";
 import { readStackFile, renderStack } from "../../tools/render";
 
 const ROOT = path.resolve(__dirname, "../..");
+/** The secrets below stand for values the engine decrypted: it marks their keys secret. */
+const AS_SECRETS = { secretKeys: SECRET_KEYS };
 
 const SENTINEL = "https://hooks.example.test/services/T0/B0/SENTINEL-8c1f2a";
 const KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nKEYSENTINEL\n-----END OPENSSH PRIVATE KEY-----\n";
-const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHostKeyFake";
-const BASTION_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBastionKeyFake";
+const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHostKeyFake0000000000000000000000000000000A";
+const BASTION_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBastionKeyFake0000000000000000000000000000A";
 const SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d";
 const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
 
@@ -102,7 +104,7 @@ async function build(raw: RawConfig): Promise<{ out: StackOutputs; resources: Re
     calls = [];
     pulumi.runtime.setAllConfig(Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined).map(([k, v]) => [`hostguard:${k}`, String(v)])),
         ["hostguard:webhookUrl", "hostguard:sshPrivateKey", "hostguard:heartbeatUrl"]);
-    const out = buildStack(validateConfig(raw), payload());
+    const out = buildStack(validateConfig(raw, AS_SECRETS), payload());
     await settle(out);
     return { out, resources: [...recorded].sort((a, b) => (a.name < b.name ? -1 : 1)) };
 }
@@ -204,7 +206,7 @@ describe("stack with one host", () => {
     });
 
     it("checks the host key, and runs as root without sudo", async () => {
-        const hostKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOtherHostKeyFake";
+        const hostKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOtherHostKeyFake00000000000000000000000000A";
         const { resources } = await build(rawConfig([], { hosts: JSON.stringify([{ name: "web1", host: "h.example.test", user: "root", hostKey }]) }));
         const c = resources.find((r) => r.name === "web1-monitors")!;
         assert.equal(unwrap(c.inputs.connection).hostKey, hostKey);
@@ -385,7 +387,7 @@ describe("attaching a created group to the hosts' instances", () => {
     it("rejects a malformed instanceId naming its key, before any resource exists", () => {
         recorded = [];
         const raw = rawConfig([], { hosts: hostsWith(["i-0123456789abcdef0", "i-12345"]) });
-        assert.throws(() => buildStack(validateConfig(raw), payload()), (e: Error) => e.message.startsWith("hostguard:hosts[1].instanceId "));
+        assert.throws(() => buildStack(validateConfig(raw, AS_SECRETS), payload()), (e: Error) => e.message.startsWith("hostguard:hosts[1].instanceId "));
         assert.deepEqual(recorded, []);
     });
 });
@@ -397,7 +399,7 @@ describe("what the render tool shows is what the deploy ships", () => {
             recorded = [];
             pulumi.runtime.setAllConfig(Object.fromEntries(Object.entries(raw).map(([k, v]) => [`hostguard:${k}`, typeof v === "string" ? v : JSON.stringify(v)])),
                 ["hostguard:webhookUrl", "hostguard:sshPrivateKey"]);
-            const config = validateConfig(raw);
+            const config = validateConfig(raw, AS_SECRETS);
             const out = buildStack(config);
             await settle(out);
             const resources = [...recorded];

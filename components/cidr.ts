@@ -1,0 +1,129 @@
+// Address blocks as numbers, for the checks of address lists that a string
+// compare cannot do: how much of the public internet a list opens together
+// (the union, not each entry), and which entries repeat or overlap. Pure and
+// dependency-free: the validator (config.ts) and the policy pack use it.
+import * as net from "node:net";
+
+export interface Block {
+    family: 4 | 6;
+    /** First and last address, inclusive. */
+    start: bigint;
+    end: bigint;
+}
+
+/**
+ * The rule: a list may open at most this much of the public address space in
+ * total, counted over the union of its entries with private, loopback,
+ * link-local and shared ranges left out: a /16 of IPv4 (65 536 addresses) and
+ * a /32 of IPv6 (an ISP's allocation).
+ */
+export const PUBLIC_LIMIT_PREFIX = { 4: 16, 6: 32 } as const;
+
+function bitsOf(family: 4 | 6): number {
+    return family === 4 ? 32 : 128;
+}
+
+function addressValue(text: string): { family: 4 | 6; value: bigint } | null {
+    const family = net.isIP(text);
+    if (family === 4) {
+        return { family, value: text.split(".").reduce((v, o) => (v << 8n) | BigInt(Number(o)), 0n) };
+    }
+    if (family === 6) {
+        // node:net's SocketAddress has no numeric form; expand "::" and any dotted tail by hand.
+        let t = text.toLowerCase();
+        const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(t);
+        if (dotted) {
+            const v4 = addressValue(dotted[1])!.value;
+            t = `${t.slice(0, -dotted[1].length)}${(v4 >> 16n).toString(16)}:${(v4 & 0xffffn).toString(16)}`;
+        }
+        const [head, tail] = t.includes("::") ? t.split("::") : [t, undefined];
+        const h = head === "" ? [] : head.split(":");
+        const tl = tail === undefined || tail === "" ? [] : tail.split(":");
+        const groups = tail === undefined ? h : [...h, ...Array(8 - h.length - tl.length).fill("0"), ...tl];
+        return { family, value: groups.reduce((v, g) => (v << 16n) | BigInt(parseInt(g, 16)), 0n) };
+    }
+    return null;
+}
+
+/** An address (a block of one) or a CIDR block; null when it is neither. Host bits are ignored. */
+export function parseBlock(text: string): Block | null {
+    const m = /^([^/]+)(?:\/(\d{1,3}))?$/.exec(text);
+    const a = m ? addressValue(m[1]) : null;
+    if (!m || !a) {
+        return null;
+    }
+    const total = bitsOf(a.family);
+    const prefix = m[2] === undefined ? total : Number(m[2]);
+    if (prefix > total) {
+        return null;
+    }
+    const size = 1n << BigInt(total - prefix);
+    const start = (a.value / size) * size;
+    return { family: a.family, start, end: start + size - 1n };
+}
+
+const NOT_PUBLIC = [
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16",
+    "::/128", "::1/128", "fc00::/7", "fe80::/10",
+].map((c) => parseBlock(c)!);
+
+/** Number of addresses of FAMILY in the union of BLOCKS that are public. */
+export function publicSize(blocks: readonly Block[], family: 4 | 6): bigint {
+    const merged: Array<[bigint, bigint]> = [];
+    for (const b of blocks.filter((x) => x.family === family).sort((x, y) => (x.start < y.start ? -1 : x.start > y.start ? 1 : 0))) {
+        const last = merged[merged.length - 1];
+        if (last && b.start <= last[1] + 1n) {
+            last[1] = b.end > last[1] ? b.end : last[1];
+        } else {
+            merged.push([b.start, b.end]);
+        }
+    }
+    let total = 0n;
+    for (const [s, e] of merged) {
+        total += e - s + 1n;
+        for (const p of NOT_PUBLIC.filter((x) => x.family === family)) {
+            const lo = p.start > s ? p.start : s;
+            const hi = p.end < e ? p.end : e;
+            if (lo <= hi) {
+                total -= hi - lo + 1n;
+            }
+        }
+    }
+    return total;
+}
+
+/** Why the union of TEXTS opens too much of the public internet, or null. Unparsable entries are skipped. */
+export function widePublicReason(texts: readonly string[]): string | null {
+    const blocks = texts.map(parseBlock).filter((b): b is Block => b !== null);
+    for (const family of [4, 6] as const) {
+        const size = publicSize(blocks, family);
+        const limit = 1n << BigInt(bitsOf(family) - PUBLIC_LIMIT_PREFIX[family]);
+        if (size > limit) {
+            const share = family === 4 ? ` (${(Number(size) / 2 ** 32 * 100).toFixed(size * 1000n > 1n << 32n ? 1 : 4)}% of IPv4)` : "";
+            return `together cover ${size} public IPv${family} addresses${share}, more than a /${PUBLIC_LIMIT_PREFIX[family]} `
+                + `(${limit}); list only the networks you mean (private ranges do not count)`;
+        }
+    }
+    return null;
+}
+
+/** Pairs (i, j), i < j, where entry j repeats or lies inside entry i, or i inside j, or they overlap. */
+export function overlaps(texts: readonly string[]): Array<{ i: number; j: number; how: "repeats" | "inside" | "contains" | "overlaps" }> {
+    const blocks = texts.map(parseBlock);
+    const out: Array<{ i: number; j: number; how: "repeats" | "inside" | "contains" | "overlaps" }> = [];
+    blocks.forEach((a, i) => blocks.forEach((b, j) => {
+        if (j <= i || !a || !b || a.family !== b.family || a.end < b.start || b.end < a.start) {
+            return;
+        }
+        const how = a.start === b.start && a.end === b.end ? "repeats"
+            : b.start >= a.start && b.end <= a.end ? "inside" : a.start >= b.start && a.end <= b.end ? "contains" : "overlaps";
+        out.push({ i, j, how });
+    }));
+    return out;
+}
+
+/** One comparable form of a host address: an IP as its number (so 2001:db8::1 equals 2001:DB8:0::1), a name lower-cased. */
+export function addressKey(host: string): string {
+    const a = addressValue(host);
+    return a ? `ip${a.family}:${a.value}` : host.toLowerCase().replace(/\.$/, "");
+}

@@ -1,0 +1,317 @@
+// Issue 16 items 1-3 and 5-7 and issue 17.1: the stack keys' rows, the checks
+// a pattern cannot make (the union of CIDRs, files the installer may edit,
+// duplicate hosts), namespace typos, secrets in plain text, parsed host keys,
+// warnings for values that are legal but surely wrong, and messages in words.
+import assert from "node:assert/strict";
+import { execFileSync, spawnSync } from "node:child_process";
+import * as crypto from "node:crypto";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { describe, it } from "node:test";
+import { ConfigError, KNOWN_KEYS, SECRET_KEYS, validateConfig, type RawConfig } from "../../components/config";
+import { STACK_KEYS } from "../../components/settings";
+import * as pulumi from "@pulumi/pulumi";
+import { rawStackConfig, stackSecretKeys } from "../../components/stack";
+import { renderStack } from "../../tools/render";
+
+const ROOT = path.resolve(__dirname, "../..");
+const SENTINEL = "https://hooks.example.test/services/T000/B000/SENTINEL-not-a-real-hook";
+const PEM = "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAAfake\n-----END OPENSSH PRIVATE KEY-----\n";
+
+/** A real public key of TYPE, as `TYPE BASE64` (node:crypto makes it; ssh wire format by hand). */
+function sshKey(type: "ed25519" | "rsa2048" | "rsa1024" | "p256"): string {
+    const s = (b: Buffer | string) => {
+        const buf = Buffer.isBuffer(b) ? b : Buffer.from(b);
+        const len = Buffer.alloc(4);
+        len.writeUInt32BE(buf.length);
+        return Buffer.concat([len, buf]);
+    };
+    const mpint = (b: Buffer) => s(b[0] & 0x80 ? Buffer.concat([Buffer.from([0]), b]) : b);
+    if (type === "ed25519") {
+        const { publicKey } = crypto.generateKeyPairSync("ed25519");
+        const raw = publicKey.export({ format: "der", type: "spki" }).subarray(-32);
+        return `ssh-ed25519 ${Buffer.concat([s("ssh-ed25519"), s(raw)]).toString("base64")}`;
+    }
+    if (type === "p256") {
+        const { publicKey } = crypto.generateKeyPairSync("ec", { namedCurve: "P-256" });
+        const q = publicKey.export({ format: "der", type: "spki" }).subarray(-65);
+        return `ecdsa-sha2-nistp256 ${Buffer.concat([s("ecdsa-sha2-nistp256"), s("nistp256"), s(q)]).toString("base64")}`;
+    }
+    const { publicKey } = crypto.generateKeyPairSync("rsa", { modulusLength: type === "rsa2048" ? 2048 : 1024 });
+    const jwk = publicKey.export({ format: "jwk" });
+    return `ssh-rsa ${Buffer.concat([s("ssh-rsa"), mpint(Buffer.from(jwk.e!, "base64url")), mpint(Buffer.from(jwk.n!, "base64url"))]).toString("base64")}`;
+}
+
+const ED = sshKey("ed25519");
+
+function good(overrides: RawConfig = {}): RawConfig {
+    return {
+        hosts: JSON.stringify([{ name: "web1", host: "10.0.1.10", hostKey: ED }]),
+        vpcId: "vpc-0123456789abcdef0",
+        adminCidrs: JSON.stringify(["203.0.113.0/24"]),
+        webhookUrl: SENTINEL,
+        sshPrivateKey: PEM,
+        ...overrides,
+    };
+}
+/** As Pulumi hands a deployment over: the secrets decrypted, their keys marked secret. */
+const ENGINE = { secretKeys: SECRET_KEYS };
+
+function refusal(raw: RawConfig, opts: object = ENGINE): ConfigError {
+    try {
+        validateConfig(raw, opts);
+    } catch (e) {
+        assert.ok(e instanceof ConfigError, String(e));
+        assert.ok(!e.message.includes("SENTINEL"), `secret echoed: ${e.message}`);
+        return e;
+    }
+    assert.fail(`accepted ${JSON.stringify(raw)}`);
+}
+
+describe("17.1: stack keys have rows in the one table", () => {
+    it("every stack key of the table is known to the validator, secrets flagged", () => {
+        for (const r of STACK_KEYS) {
+            assert.ok(KNOWN_KEYS.includes(r.key), r.key);
+        }
+        assert.deepEqual([...SECRET_KEYS].sort(), ["bastionPrivateKey", "heartbeatUrl", "sshPrivateKey", "webhookUrl"]);
+    });
+    it("issue 15's keys are rows: validated, defaulted to []", () => {
+        const c = validateConfig(good({ sharedSecurityGroupInstances: '["i-0123abcd"]', keepSecurityGroupIds: '["sg-0123456789abcdef0"]' }), ENGINE);
+        assert.deepEqual(c.sharedSecurityGroupInstances, ["i-0123abcd"]);
+        assert.deepEqual(c.keepSecurityGroupIds, ["sg-0123456789abcdef0"]);
+        assert.deepEqual(validateConfig(good(), ENGINE).keepSecurityGroupIds, []);
+        assert.match(refusal(good({ keepSecurityGroupIds: '["vpc-0123abcd"]' })).message, /^hostguard:keepSecurityGroupIds\[0\] must be a security group id: sg- and 8 to 17/);
+    });
+    it("messages say what is allowed in words, never a regex", () => {
+        for (const raw of [good({ sshUser: "Root!" }), good({ vpcId: "vpc-XYZ" }), good({ securityGroupId: "sg-1" }), good({ securityGroupName: "é" }),
+            good({ hosts: JSON.stringify([{ name: "web1", host: "10.0.1.10", hostKey: ED, user: "1x" }]) })]) {
+            const e = refusal(raw);
+            assert.doesNotMatch(e.message, /\/\^|\$\/|\[a-z|\{0,/, e.message);
+        }
+        assert.match(refusal(good({ sshUser: "Root!" })).message, /^hostguard:sshUser must be a user name: a lower-case letter or _/);
+    });
+});
+
+describe("16.1: semantic checks", () => {
+    it("adminCidrs whose union opens SSH to half the internet are refused (0.0.0.0/1 + 128.0.0.0/1)", () => {
+        const e = refusal(good({ adminCidrs: '["0.0.0.0/1","128.0.0.0/1"]' }));
+        assert.equal(e.key, "adminCidrs");
+        assert.match(e.message, /more than a \/16/);
+        assert.equal(refusal(good({ adminCidrs: '["203.0.0.0/15"]' })).key, "adminCidrs");
+        assert.equal(refusal(good({ adminCidrs: '["203.0.0.0/16","198.51.0.0/16"]' })).key, "adminCidrs", "two /16s are more than a /16 in total");
+        assert.equal(refusal(good({ adminCidrs: '["2001:db8::/31"]' })).key, "adminCidrs");
+    });
+    it("accepts a /16 of public IPv4, a /32 of IPv6, and private ranges of any size", () => {
+        validateConfig(good({ adminCidrs: '["203.0.0.0/16","2001:db8::/32","10.0.0.0/8","fd00::/8"]' }), ENGINE);
+    });
+    it("banIgnoreIps never covers everyone or a large public share", () => {
+        for (const list of ['["0.0.0.0/0"]', '["::/0"]', '["0.0.0.0/1","128.0.0.0/1"]', '["198.0.0.0/8"]']) {
+            const e = refusal(good({ banIgnoreIps: list }));
+            assert.equal(e.key, "banIgnoreIps");
+            assert.match(e.message, /the jail would never ban them/);
+        }
+        validateConfig(good({ banIgnoreIps: '["10.0.0.0/8","198.51.100.7"]' }), ENGINE);
+        assert.deepEqual(validateConfig(good({ banIgnoreIps: '["10.0.0.0/8","10.2.3.4"]' }), ENGINE).warnings,
+            ["hostguard:banIgnoreIps[1] 10.2.3.4 lies inside banIgnoreIps[0] 10.0.0.0/8 (one entry is enough)"]);
+    });
+    it("appProperties must be a Spring .properties file outside system directories", () => {
+        for (const [v, why] of [["/etc/passwd", /ending in \.properties/], ["/etc/app/application.properties", /system directory \/etc/],
+            ["/usr/share/app.properties", /system directory \/usr/], ["/root/a.properties", /\/root/], ["/opt/app/application.yml", /does not edit YAML/],
+            ["/opt/app/application.yaml", /does not edit YAML/]] as const) {
+            const e = refusal(good({ appProperties: v }));
+            assert.equal(e.key, "appProperties");
+            assert.match(e.message, why);
+        }
+        assert.equal(validateConfig(good({ appProperties: "/opt/app/config/application.properties" }), ENGINE).settings.appProperties,
+            "/opt/app/config/application.properties");
+    });
+    it("nginxServerConf must be a file nginx reads", () => {
+        for (const v of ["/etc/passwd", "/opt/nginx/site", "/etc/nginx/mime.types", "/etc/nginx/sites-available/a/b"]) {
+            assert.equal(refusal(good({ nginxServerConf: v })).key, "nginxServerConf", v);
+        }
+        for (const v of ["/etc/nginx/nginx.conf", "/etc/nginx/conf.d/app.conf", "/etc/nginx/sites-available/default", "/etc/nginx/sites-enabled/app"]) {
+            validateConfig(good({ nginxServerConf: v }), ENGINE);
+        }
+    });
+    it("two hosts with the same address and port are refused; another port is another sshd", () => {
+        const h = (host: string, port?: number) => ({ host, hostKey: ED, ...(port ? { port } : {}) });
+        const e = refusal(good({ hosts: JSON.stringify([{ name: "a", ...h("10.0.1.10") }, { name: "b", ...h("10.0.1.10", 22) }]) }));
+        assert.equal(e.key, "hosts[1].host");
+        assert.match(e.message, /same machine as hosts\[0\]/);
+        assert.equal(refusal(good({ hosts: JSON.stringify([{ name: "a", ...h("2001:db8::1") }, { name: "b", ...h("2001:DB8:0::1") }]) })).key, "hosts[1].host");
+        assert.equal(refusal(good({ hosts: JSON.stringify([{ name: "a", ...h("Web.example.test") }, { name: "b", ...h("web.example.test") }]) })).key, "hosts[1].host");
+        validateConfig(good({ hosts: JSON.stringify([{ name: "a", ...h("10.0.1.10") }, { name: "b", ...h("10.0.1.10", 2222) }]) }), ENGINE);
+    });
+    it("duplicate and overlapping CIDRs are reported (warnings)", () => {
+        const c = validateConfig(good({ adminCidrs: '["203.0.113.0/24","203.0.113.0/24","203.0.113.128/25"]', privateCidrs: '["10.0.0.0/8","10.1.0.0/16"]' }), ENGINE);
+        assert.deepEqual(c.warnings, [
+            "hostguard:privateCidrs[1] 10.1.0.0/16 lies inside privateCidrs[0] 10.0.0.0/8 (one entry is enough)",
+            "hostguard:adminCidrs[1] 203.0.113.0/24 repeats adminCidrs[0] 203.0.113.0/24 (remove one)",
+            "hostguard:adminCidrs[2] 203.0.113.128/25 lies inside adminCidrs[0] 203.0.113.0/24 (one entry is enough)",
+            "hostguard:adminCidrs[2] 203.0.113.128/25 lies inside adminCidrs[1] 203.0.113.0/24 (one entry is enough)",
+        ]);
+    });
+});
+
+describe("16.2: typos anywhere", () => {
+    it("a namespace close to hostguard is refused naming it, with did you mean", () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hg-typo-"));
+        try {
+            for (const [bad, want] of [["hostgaurd:cpuThreshold", "cpuThreshold"], ["HostGuard:cpuThreshold", "cpuThreshold"], ["host-guard:diskThreshold", "diskThreshold"],
+                ["hostgard:cpuTreshold", "cpuThreshold"], ["hostguar:hosts", "hosts"]]) {
+                fs.writeFileSync(path.join(dir, "Pulumi.t.yaml"), [
+                    "config:", "  aws:region: eu-west-1", "  pulumi:tags: {a: b}", "  hostguard:aws: false",
+                    `  hostguard:hosts: [{name: t1, host: 127.0.0.1, hostKey: ${ED}}]`, `  ${bad}: "70"`, "",
+                ].join("\n"));
+                assert.throws(() => renderStack(dir, "t", path.join(dir, "out"), 0),
+                    (e: Error) => e.message === `${bad} is not in the hostguard namespace and would be ignored: did you mean hostguard:${want}?`, bad);
+            }
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+    });
+    it("an unknown hostguard key names the closest known key instead of the whole list", () => {
+        const e = refusal(good({ cpuTreshold: "50" }));
+        assert.equal(e.message, "hostguard:cpuTreshold is not a known key: did you mean hostguard:cpuThreshold? (README.md lists every key)");
+        assert.match(refusal(good({ adminCIDRs: "[]" })).message, /did you mean hostguard:adminCidrs\?/);
+    });
+});
+
+describe("16.3: secrets must be secret", () => {
+    for (const key of ["webhookUrl", "heartbeatUrl", "sshPrivateKey", "bastionPrivateKey"]) {
+        it(`${key} in plain text is refused at preview, naming the key and the --secret command`, () => {
+            const value = key.endsWith("Url") ? SENTINEL : PEM;
+            const e = refusal(good({ [key]: value }), { secretKeys: SECRET_KEYS.filter((k) => k !== key) });
+            assert.equal(e.key, key);
+            assert.match(e.message, new RegExp(`set in plain text.*\`pulumi config set --secret hostguard:${key} \\.\\.\\.\``));
+        });
+    }
+    it("npm run render refuses a plain webhook in the stack file, accepts an encrypted one", () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hg-plain-"));
+        try {
+            const base = ["config:", "  hostguard:aws: false", `  hostguard:hosts: [{name: t1, host: 127.0.0.1, hostKey: ${ED}}]`];
+            fs.writeFileSync(path.join(dir, "Pulumi.t.yaml"), [...base, `  hostguard:webhookUrl: ${SENTINEL}`, ""].join("\n"));
+            assert.throws(() => renderStack(dir, "t", path.join(dir, "out"), 0),
+                (e: Error) => /^hostguard:webhookUrl is set in plain text/.test(e.message) && !e.message.includes("SENTINEL"));
+            fs.writeFileSync(path.join(dir, "Pulumi.t.yaml"), [...base, "  hostguard:webhookUrl:", "    secure: v1:abc", ""].join("\n"));
+            renderStack(dir, "t", path.join(dir, "out"), 0);
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+    });
+});
+
+describe("16.2 and 16.3 at preview: what the engine hands the program", () => {
+    const config = {
+        "aws:region": "eu-west-1", "hostguard:aws": "false", "hostguard:hosts": JSON.stringify([{ name: "t1", host: "127.0.0.1", hostKey: ED }]),
+        "hostguard:webhookUrl": SENTINEL, "hostguard:sshPrivateKey": PEM,
+    };
+    it("the keys the engine marks secret pass; one it does not mark is refused", () => {
+        pulumi.runtime.setAllConfig(config, ["hostguard:webhookUrl", "hostguard:sshPrivateKey"]);
+        assert.deepEqual(stackSecretKeys()?.sort(), ["sshPrivateKey", "webhookUrl"]);
+        assert.equal(validateConfig(rawStackConfig(), { secretKeys: stackSecretKeys() }).hasWebhookUrl, true);
+        pulumi.runtime.setAllConfig(config, ["hostguard:sshPrivateKey"]);
+        assert.equal(refusal(rawStackConfig(), { secretKeys: stackSecretKeys() }).key, "webhookUrl");
+    });
+    it("a namespace typo among all the stack's keys is refused; aws: and pulumi: pass", () => {
+        pulumi.runtime.setAllConfig({ ...config, "pulumi:disable-default-providers": "[]", "hostgaurd:cpuThreshold": "70" }, []);
+        assert.throws(() => rawStackConfig(), /^ConfigError: hostgaurd:cpuThreshold is not in the hostguard namespace and would be ignored: did you mean hostguard:cpuThreshold\?$/);
+        pulumi.runtime.setAllConfig({ ...config, "pulumi:disable-default-providers": "[]" }, []);
+        assert.equal(rawStackConfig().aws, "false");
+    });
+});
+
+describe("16.5: host keys parsed, not matched", () => {
+    const withKey = (hostKey: string) => good({ hosts: JSON.stringify([{ name: "web1", host: "10.0.1.10", hostKey }]) });
+    it("accepts real ed25519, ecdsa-p256 and rsa-2048 keys", () => {
+        for (const k of [ED, sshKey("p256"), sshKey("rsa2048")]) {
+            assert.equal(validateConfig(withKey(k), ENGINE).hosts[0].hostKey, k);
+        }
+    });
+    it("refuses a cut key, a wrong label, a short RSA key and bad base64, saying why", () => {
+        const [label, b64] = ED.split(" ");
+        const cases: Array<[string, RegExp]> = [
+            ["ssh-ed25519 AAAA", /is cut short|not a whole|base64/],
+            [`ssh-rsa ${b64}`, /labelled ssh-rsa but the key inside is "ssh-ed25519"/],
+            [`${label} ${b64.slice(0, -8)}`, /not a whole ssh-ed25519 key|base64/],
+            [sshKey("rsa1024"), /RSA key of 1024 bits: at least 2048/],
+            [`${label} ${b64.slice(0, 20)}B${b64.slice(21)}`.replace(/A$/, "B"), /base64|not a whole|labelled/],
+        ];
+        for (const [k, why] of cases) {
+            const e = refusal(withKey(k));
+            assert.equal(e.key, "hosts[0].hostKey");
+            assert.match(e.message, why, k);
+        }
+    });
+    it("a pasted ssh-keyscan line gets: drop the host name", () => {
+        const e = refusal(withKey(`10.0.1.10 ${ED}`));
+        assert.match(e.message, /ssh-keyscan line: drop the host name "10\.0\.1\.10"/);
+    });
+});
+
+describe("16.6: warnings for values that are legal but surely wrong", () => {
+    it("threshold 0 or 100, alertRepeatInterval under the cron interval", () => {
+        const c = validateConfig(good({ cpuThreshold: "0", diskThreshold: "100", alertRepeatInterval: "5m" }), ENGINE);
+        assert.equal(c.warnings.length, 3);
+        assert.match(c.warnings[0], /^hostguard:cpuThreshold is 0: it fires on every run/);
+        assert.match(c.warnings[1], /^hostguard:diskThreshold is 100: it can never fire/);
+        assert.match(c.warnings[2], /^hostguard:alertRepeatInterval is 5m, shorter than the monitors' 10 minutes/);
+        assert.deepEqual(validateConfig(good({ alertRepeatInterval: "0" }), ENGINE).warnings, []);
+        assert.deepEqual(validateConfig(good({ alertRepeatInterval: "10m" }), ENGINE).warnings, []);
+    });
+    it("npm run render prints the INSECURE host-key warning and the others", () => {
+        // The tool reads Pulumi.<stack>.yaml beside package.json: a throw-away stack file there, removed after.
+        const stack = `hg-test-warn-${process.pid}`;
+        const file = path.join(ROOT, `Pulumi.${stack}.yaml`);
+        const out = fs.mkdtempSync(path.join(os.tmpdir(), "hg-warn-"));
+        try {
+            fs.writeFileSync(file, [
+                "config:", "  hostguard:aws: false", "  hostguard:insecureAcceptAnyHostKey: true", "  hostguard:hosts: [{name: t1, host: 127.0.0.1}]",
+                '  hostguard:cpuThreshold: "100"', "",
+            ].join("\n"));
+            const r = runRenderOk(["--stack", stack, "--out", out]);
+            assert.match(r, /^render: warning: INSECURE: hostguard:insecureAcceptAnyHostKey is true/m);
+            assert.match(r, /^render: warning: hostguard:cpuThreshold is 100: it can never fire/m);
+        } finally {
+            fs.rmSync(file, { force: true });
+            fs.rmSync(out, { recursive: true, force: true });
+        }
+    });
+});
+
+/** The CLI run that must succeed: its stderr. */
+function runRenderOk(args: string[]): string {
+    const r = spawnSync(process.execPath, ["--import", "tsx", path.join(ROOT, "tools/render.ts"), ...args], { cwd: ROOT, timeout: 60_000, encoding: "utf8" });
+    assert.equal(r.status, 0, r.stderr);
+    return r.stderr;
+}
+
+/** The CLI as `npm run render` runs it, from ROOT: exit status and stderr. */
+function runRender(args: string[]): { status: number; stderr: string } {
+    try {
+        execFileSync(process.execPath, ["--import", "tsx", path.join(ROOT, "tools/render.ts"), ...args], { cwd: ROOT, timeout: 60_000, stdio: "pipe" });
+        return { status: 0, stderr: "" };
+    } catch (e: any) {
+        return { status: e.status ?? 1, stderr: String(e.stderr) };
+    }
+}
+
+describe("16.7: messages for people", () => {
+    it("a path with a space, or a trailing /, gets the right reason", () => {
+        assert.match(refusal(good({ nginxAccessLog: "/var/log/nginx/my access.log" })).message, /holds a space/);
+        assert.match(refusal(good({ nginxAccessLog: "/var/log/nginx/" })).message, /ends with \/ \(a directory\); name the file/);
+        assert.match(refusal(good({ notifyCaFile: "/etc/ssl/../x" })).message, /\. or \.\. segment/);
+        assert.match(refusal(good({ notifyCaFile: "etc/ssl/ca.pem" })).message, /does not start with \//);
+    });
+    it("render answers --stack nosuch and --cron-minute abc in one line", () => {
+        for (const [args, want] of [
+            [["--stack", "nosuch"], /^render: no stack file Pulumi\.nosuch\.yaml in .* \(stacks: dev, prod\)\n$/],
+            [["--stack", "dev", "--cron-minute", "abc"], /^render: --cron-minute must be an integer 0-9, got "abc"\n$/],
+        ] as const) {
+            const r = runRender([...args, "--out", path.join(os.tmpdir(), "hg-render-msg")]);
+            assert.equal(r.status, 1);
+            assert.match(r.stderr, want);
+        }
+    });
+});
