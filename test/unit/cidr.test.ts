@@ -75,6 +75,7 @@ describe("hostKey.ts on arbitrary text", () => {
             assert.ok(r === null || typeof r === "string");
         }), { numRuns: RUNS });
         fc.assert(fc.property(fc.integer({ min: 12, max: KEY.length - 1 }), fc.constantFrom(..."AZaz09+/= .".split("")), (i, c) => {
+            fc.pre(c !== KEY[i]); // the same character again is no change
             const changed = KEY.slice(0, i) + c + KEY.slice(i + 1);
             const r = hostKeyRefusal(changed);
             if (r === null) {
