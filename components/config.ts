@@ -31,7 +31,10 @@ export interface HostSettings {
     hostKey?: string;
     /** Fixed cron minute offset 0-9; when absent a random one is drawn once and kept in state. */
     cronMinute?: number;
-    /** EC2 instance (`i-...`) that gets a created security group on its primary network interface. */
+    /**
+     * EC2 instance (`i-...`) of this host. With a created group its primary network interface gets
+     * exactly that group (plus keepSecurityGroupIds); with an adopted one it may carry the group.
+     */
     instanceId?: string;
 }
 
@@ -47,6 +50,10 @@ export interface HostguardConfig {
     securityGroupId?: string;
     securityGroupName?: string;
     securityGroupDescription?: string;
+    /** Instances (or interfaces) outside the stack that may carry the adopted group: they are changed too. */
+    sharedSecurityGroupInstances: string[];
+    /** Groups kept on a host's interface beside the created group (a load balancer's, ...). */
+    keepSecurityGroupIds: string[];
     privateCidrs: string[];
     adminCidrs: string[];
     /** Presence only: the values themselves are read with requireSecret/getSecret. */
@@ -81,6 +88,8 @@ export const KNOWN_KEYS: readonly string[] = [
     "securityGroupId",
     "securityGroupName",
     "securityGroupDescription",
+    "sharedSecurityGroupInstances",
+    "keepSecurityGroupIds",
     "privateCidrs",
     "adminCidrs",
     INSECURE_HOST_KEY_OPT_OUT,
@@ -159,9 +168,14 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
         if (adminCidrs.length === 0 && !bastion?.securityGroupId) {
             throw new ConfigError("adminCidrs", "must list at least one CIDR unless hostguard:bastion.securityGroupId is given (SSH is needed to deploy)");
         }
-        if (securityGroupId && !securityGroupName) {
-            throw new ConfigError("securityGroupName", "is required with hostguard:securityGroupId (the adopted group's exact name; a different one would replace the group)");
-        }
+    }
+    const sharedSecurityGroupInstances = idList(raw, "sharedSecurityGroupInstances", /^(i|eni)-([0-9a-f]{8}|[0-9a-f]{17})$/, "an instance id (i-...) or a network interface id (eni-...)");
+    if (sharedSecurityGroupInstances.length > 0 && !(useAws && securityGroupId)) {
+        throw new ConfigError("sharedSecurityGroupInstances", "is only used with hostguard:securityGroupId (it accepts that the adopted group changes these servers too); remove it");
+    }
+    const keepSecurityGroupIds = idList(raw, "keepSecurityGroupIds", /^sg-([0-9a-f]{8}|[0-9a-f]{17})$/, "a security group id (sg-...)");
+    if (keepSecurityGroupIds.length > 0 && (!useAws || securityGroupId || !hosts.some((h) => h.instanceId))) {
+        throw new ConfigError("keepSecurityGroupIds", "is only used with a created group and hosts[].instanceId (groups kept on the interface beside it); remove it");
     }
 
     const hasWebhookUrl = httpsSecret(raw, "webhookUrl", requireSecrets);
@@ -171,7 +185,7 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
 
     return {
         settings, hosts, bastion, aws: useAws, insecureAcceptAnyHostKey, vpcId, securityGroupId, securityGroupName, securityGroupDescription,
-        privateCidrs, adminCidrs, hasWebhookUrl, hasHeartbeatUrl, hasSshPrivateKey, hasBastionPrivateKey,
+        sharedSecurityGroupInstances, keepSecurityGroupIds, privateCidrs, adminCidrs, hasWebhookUrl, hasHeartbeatUrl, hasSshPrivateKey, hasBastionPrivateKey,
     };
 }
 
@@ -334,6 +348,10 @@ function stringList(raw: RawConfig, key: string, dflt: string[]): string[] {
         throw new ConfigError(key, "must be a list of strings");
     }
     return v as string[];
+}
+
+function idList(raw: RawConfig, key: string, re: RegExp, what: string): string[] {
+    return stringList(raw, key, []).map((v, i) => matches(`${key}[${i}]`, v, re, `must be ${what}`));
 }
 
 function cidrList(raw: RawConfig, key: string, dflt: string[]): string[] {
