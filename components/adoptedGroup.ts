@@ -25,8 +25,15 @@ export interface AdoptedGroupState {
     sharedInstances: string[];
     /** Output: the group's inbound rules before the first up (what destroy restores). */
     original?: RuleAtom[];
-    /** Output: the group's inbound rules as last read. */
-    actual?: RuleAtom[];
+    /**
+     * Output: the group's inbound rules as last read, by `protocol|ports|kind|source`
+     * (unique within a group), so a refresh shows an added rule as one added key.
+     */
+    actual?: Record<string, RuleAtom>;
+}
+
+function byKey(atoms: RuleAtom[]): Record<string, RuleAtom> {
+    return Object.fromEntries(atoms.map((a) => [ec2.ruleKey(a), a]));
 }
 
 /** The guard: "" when no interface outside the stack (and not accepted) carries the group. */
@@ -40,30 +47,37 @@ const sameList = (a: string[] | undefined, b: string[] | undefined) => JSON.stri
 export const adoptedGroupProvider: pulumi.dynamic.ResourceProvider = {
     async check(_olds: AdoptedGroupState, news: AdoptedGroupState) {
         // Unknown until the group exists (never the case for a configured id).
-        const refusal = /^sg-/.test(String(news.groupId)) ? await guardRefusal(news) : "";
+        let refusal = "";
+        if (/^sg-/.test(String(news.groupId))) {
+            try {
+                refusal = await guardRefusal(news);
+            } catch (e) {
+                throw new Error(`listing the network interfaces that carry ${news.groupId} failed (region ${news.region}): ${(e as Error).message}`);
+            }
+        }
         return { inputs: news, failures: refusal ? [{ property: "groupId", reason: refusal }] : [] };
     },
 
     async diff(_id: string, olds: AdoptedGroupState, news: AdoptedGroupState) {
         const replaces = olds.groupId !== news.groupId || olds.region !== news.region ? ["groupId"] : [];
-        const drift = !ec2.sameAtoms(olds.actual ?? [], ec2.wantedAtoms(news.ingress));
+        const drift = !ec2.sameAtoms(Object.values(olds.actual ?? {}), ec2.wantedAtoms(news.ingress));
         const guardInputs = !sameList(olds.stackInstanceIds, news.stackInstanceIds) || !sameList(olds.sharedInstances, news.sharedInstances);
         return { changes: replaces.length > 0 || drift || guardInputs, replaces, deleteBeforeReplace: true };
     },
 
     async create(inputs: AdoptedGroupState) {
         const r = await ec2.reconcileIngress(ec2.ec2Client(inputs.region), inputs.groupId, ec2.wantedAtoms(inputs.ingress));
-        return { id: inputs.groupId, outs: { ...inputs, original: r.before, actual: r.after } };
+        return { id: inputs.groupId, outs: { ...inputs, original: r.before, actual: byKey(r.after) } };
     },
 
     async read(id: string, props: AdoptedGroupState) {
         const actual = await ec2.describeIngress(ec2.ec2Client(props.region), props.groupId ?? id);
-        return { id, props: { ...props, actual } };
+        return { id, props: { ...props, actual: byKey(actual) } };
     },
 
     async update(_id: string, olds: AdoptedGroupState, news: AdoptedGroupState) {
         const r = await ec2.reconcileIngress(ec2.ec2Client(news.region), news.groupId, ec2.wantedAtoms(news.ingress));
-        return { outs: { ...news, original: olds.original, actual: r.after } };
+        return { outs: { ...news, original: olds.original, actual: byKey(r.after) } };
     },
 
     async delete(_id: string, props: AdoptedGroupState) {
@@ -84,7 +98,7 @@ export interface AdoptedGroupIngressArgs {
 
 export class AdoptedGroupIngress extends pulumi.dynamic.Resource {
     public readonly original!: pulumi.Output<RuleAtom[]>;
-    public readonly actual!: pulumi.Output<RuleAtom[]>;
+    public readonly actual!: pulumi.Output<Record<string, RuleAtom>>;
 
     constructor(name: string, args: AdoptedGroupIngressArgs, opts?: pulumi.CustomResourceOptions) {
         super(adoptedGroupProvider, name, { kind: ADOPTED_GROUP_KIND, ...args, original: undefined, actual: undefined }, opts);

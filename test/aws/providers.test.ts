@@ -55,7 +55,8 @@ describe("adopted group ingress provider", () => {
         }));
         const read = await p.read(groupId, state);
         state = read.props as AdoptedGroupState;
-        assert.ok(state.actual!.some((a) => a.fromPort === 80 && a.description === "by hand"), "refresh shows the hand-added rule");
+        assert.deepEqual(state.actual!["tcp|80-80|cidr4|0.0.0.0/0"], { protocol: "tcp", fromPort: 80, toPort: 80, kind: "cidr4", source: "0.0.0.0/0", description: "by hand" },
+            "refresh shows the hand-added rule");
         assert.deepEqual(await p.diff(groupId, state, inputs), { changes: true, replaces: [], deleteBeforeReplace: true });
         const updated = await p.update(groupId, state, inputs);
         state = updated.outs as AdoptedGroupState;
