@@ -60,7 +60,7 @@ export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): St
     if (config.aws && config.vpcId) {
         const sg = new SecurityGroup("hostguard", {
             // The provider's region setting, else the SDK's own environment variable.
-            region: new pulumi.Config("aws").get("region") ?? process.env.AWS_REGION,
+            region: new pulumi.Config("aws").get("region") || process.env.AWS_REGION,
             vpcId: config.vpcId,
             privateCidrs: config.privateCidrs,
             adminCidrs: config.adminCidrs,

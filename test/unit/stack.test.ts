@@ -88,11 +88,12 @@ function rawConfig(hosts: string[], extra: RawConfig = {}): RawConfig {
 }
 
 /** Builds the stack from raw config the way index.ts does, and waits for every resource to register. */
-async function build(raw: RawConfig): Promise<{ out: StackOutputs; resources: Recorded[] }> {
+async function build(raw: RawConfig, region: string | null = REGION): Promise<{ out: StackOutputs; resources: Recorded[] }> {
     recorded = [];
     calls = [];
     pulumi.runtime.setAllConfig({
-        "aws:region": REGION,
+        // setAllConfig adds to what earlier builds set: "" stands for "not set".
+        "aws:region": region ?? "", // null: not set
         ...Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined).map(([k, v]) => [`hostguard:${k}`, String(v)])),
     },
         ["hostguard:webhookUrl", "hostguard:sshPrivateKey", "hostguard:heartbeatUrl"]);
@@ -376,6 +377,27 @@ describe("the created group on the hosts' instances, and the adopted group's gua
     it("sets only the interfaces of hosts that name an instance", async () => {
         const { resources } = await build(rawConfig([], { hosts: hostsWith([undefined, "i-0fedcba9"]) }));
         assert.deepEqual(interfaces(resources).map((r) => [r.name, r.inputs.groups]), [["web2-interface-groups", [GROUP_ID]]]);
+    });
+
+    it("takes the region from aws:region, else AWS_REGION, and refuses to adopt or set interfaces without one", async () => {
+        const saved = process.env.AWS_REGION;
+        try {
+            process.env.AWS_REGION = "ap-south-1";
+            const { resources } = await build(rawConfig(["web1"], ADOPT), null);
+            assert.equal(resources.find((r) => r.name === "hostguard-ingress")!.inputs.region, "ap-south-1");
+            delete process.env.AWS_REGION;
+            for (const extra of [ADOPT, { hosts: hostsWith(["i-0123456789abcdef0"]) }]) {
+                await assert.rejects(build(rawConfig(["web1"], extra), null), /the AWS region is not set: set aws:region .* or AWS_REGION/);
+            }
+            // A created group without instances makes no EC2 call of its own: no region needed.
+            assert.equal((await build(rawConfig(["web1"]), null)).resources.filter((r) => r.type === DYNAMIC).length, 0);
+        } finally {
+            if (saved === undefined) {
+                delete process.env.AWS_REGION;
+            } else {
+                process.env.AWS_REGION = saved;
+            }
+        }
     });
 
     it("touches no interface when the group is adopted: the instances and the opt-in go to the guard", async () => {
