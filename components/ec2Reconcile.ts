@@ -61,7 +61,7 @@ function normalProtocol(p: unknown): string {
 
 /** Identity of a permission as EC2 matches it on revoke (descriptions do not count). */
 export function ruleKey(a: RuleAtom): string {
-    const ports = a.protocol === "-1" ? "" : `${a.fromPort}-${a.toPort}`;
+    const ports = a.protocol === "-1" || a.fromPort === undefined ? "" : `${a.fromPort}-${a.toPort}`;
     return `${a.protocol}|${ports}|${a.kind}|${a.source}`;
 }
 
@@ -80,14 +80,15 @@ export function atomsOf(permissions: any[] | undefined, ownerId?: string): RuleA
     const out: RuleAtom[] = [];
     for (const p of permissions ?? []) {
         const protocol = normalProtocol(p.IpProtocol);
-        const ports = protocol === "-1" ? {} : { fromPort: Number(p.FromPort), toPort: Number(p.ToPort) };
+        // All traffic has no ports; other protocols without ports (ESP, GRE, ...) come without them.
+        const ports = protocol === "-1" || p.FromPort === undefined || p.FromPort === null ? {} : { fromPort: Number(p.FromPort), toPort: Number(p.ToPort) };
         const atom = (kind: RuleAtom["kind"], source: string, description?: string, userId?: string): RuleAtom => ({
             protocol, ...ports, kind, source,
             ...(userId ? { userId } : {}),
             ...(description ? { description } : {}),
         });
         for (const r of p.IpRanges ?? []) out.push(atom("cidr4", r.CidrIp, r.Description));
-        for (const r of p.Ipv6Ranges ?? []) out.push(atom("cidr6", r.CidrIpv6, r.Description));
+        for (const r of p.Ipv6Ranges ?? []) out.push(atom("cidr6", String(r.CidrIpv6).toLowerCase(), r.Description));
         for (const r of p.UserIdGroupPairs ?? []) out.push(atom("group", r.GroupId, r.Description, r.UserId === ownerId ? undefined : r.UserId));
         for (const r of p.PrefixListIds ?? []) out.push(atom("prefixList", r.PrefixListId, r.Description));
     }
@@ -103,7 +104,7 @@ export function permissionsOf(atoms: RuleAtom[]): any[] {
     return atoms.map((a) => {
         const d = a.description ? { Description: a.description } : {};
         const p: any = { IpProtocol: a.protocol };
-        if (a.protocol !== "-1") {
+        if (a.protocol !== "-1" && a.fromPort !== undefined) {
             p.FromPort = a.fromPort;
             p.ToPort = a.toPort;
         }
@@ -124,7 +125,8 @@ export function wantedAtoms(rules: WantedRule[]): RuleAtom[] {
         const base = { protocol, ...(protocol === "-1" ? {} : { fromPort: r.fromPort, toPort: r.toPort }), description: r.description };
         return [
             ...r.cidrBlocks.map((c) => ({ ...base, kind: "cidr4" as const, source: c })),
-            ...r.ipv6CidrBlocks.map((c) => ({ ...base, kind: "cidr6" as const, source: c })),
+            // EC2 shows IPv6 addresses in lower case.
+            ...r.ipv6CidrBlocks.map((c) => ({ ...base, kind: "cidr6" as const, source: c.toLowerCase() })),
             ...r.securityGroups.map((g) => ({ ...base, kind: "group" as const, source: g })),
         ];
     }));

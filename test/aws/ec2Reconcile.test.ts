@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { AuthorizeSecurityGroupIngressCommand, type IpPermission } from "@aws-sdk/client-ec2";
 import {
-    ec2Client, foreignUsers, interfacesCarrying, primaryInterface, reconcileIngress, restoreIngress, setInterfaceGroups,
+    atomsOf, ec2Client, foreignUsers, permissionsOf, interfacesCarrying, primaryInterface, reconcileIngress, restoreIngress, setInterfaceGroups,
     sharedGroupRefusal, wantedAtoms, type Ec2,
 } from "../../components/ec2Reconcile";
 import { ingressRules } from "../../components/securityGroup";
@@ -58,6 +58,21 @@ describe("adopted group: inbound rules reconciled, then restored", () => {
         assert.deepEqual(await account.snapshot(groupId), before);
     });
 
+    it("handles a protocol by number (ESP, 50) and an IPv6 admin network written in upper case", async () => {
+        // moto answers 500 to a port-less ESP rule; -1 ports is the form it takes.
+        const groupId = await account.group([{ IpProtocol: "50", FromPort: -1, ToPort: -1, IpRanges: [{ CidrIp: "192.0.2.0/24", Description: "vpn esp" }] }], "esp");
+        const before = await account.snapshot(groupId);
+        const upper = ingressRules({ privateCidrs: ["10.0.0.0/8"], adminCidrs: ["2001:DB8::/48"] });
+        const r = await reconcileIngress(ec2, groupId, wantedAtoms(upper));
+        assert.deepEqual(r.before.map((a) => [a.protocol, a.fromPort, a.source]), [["50", -1, "192.0.2.0/24"]]);
+        assert.ok((await account.ingress(groupId)).includes('tcp 22-22 2001:db8::/48 "SSH for deployment from admin networks"'));
+        // A second reconcile finds nothing to do (the case of the address does not read as drift).
+        const again = await reconcileIngress(ec2, groupId, wantedAtoms(upper));
+        assert.deepEqual([again.revoked, again.authorized], [[], []]);
+        await restoreIngress(ec2, groupId, r.before);
+        assert.deepEqual(await account.snapshot(groupId), before);
+    });
+
     it("keeps a rule hostguard wants, and rewrites one that only differs in its description", async () => {
         const groupId = await account.group([
             { IpProtocol: "tcp", FromPort: 443, ToPort: 443, IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "HTTPS from anywhere" }], Ipv6Ranges: [{ CidrIpv6: "::/0", Description: "web" }] },
@@ -102,6 +117,25 @@ describe("adopted group: inbound rules reconciled, then restored", () => {
         assert.deepEqual(await account.ingress(groupId), wantedLines(RULES));
         assert.deepEqual(await account.snapshot(other), otherBefore);
         assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [groupId, other].sort());
+    });
+});
+
+describe("atoms (no EC2 needed)", () => {
+    it("keep a rule without ports without ports, and a same-account group reference without its account", () => {
+        const atoms = atomsOf([
+            { IpProtocol: "50", IpRanges: [{ CidrIp: "192.0.2.0/24" }] },
+            { IpProtocol: "6", FromPort: 5432, ToPort: 5432, UserIdGroupPairs: [{ GroupId: "sg-1", UserId: "111" }, { GroupId: "sg-2", UserId: "222" }] },
+        ], "111");
+        assert.deepEqual(atoms, [
+            { protocol: "50", kind: "cidr4", source: "192.0.2.0/24" },
+            { protocol: "tcp", fromPort: 5432, toPort: 5432, kind: "group", source: "sg-1" },
+            { protocol: "tcp", fromPort: 5432, toPort: 5432, kind: "group", source: "sg-2", userId: "222" },
+        ]);
+        assert.deepEqual(permissionsOf(atoms), [
+            { IpProtocol: "50", IpRanges: [{ CidrIp: "192.0.2.0/24" }] },
+            { IpProtocol: "tcp", FromPort: 5432, ToPort: 5432, UserIdGroupPairs: [{ GroupId: "sg-1" }] },
+            { IpProtocol: "tcp", FromPort: 5432, ToPort: 5432, UserIdGroupPairs: [{ GroupId: "sg-2", UserId: "222" }] },
+        ]);
     });
 });
 
