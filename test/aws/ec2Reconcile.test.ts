@@ -4,7 +4,7 @@
 // the code under test.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { AuthorizeSecurityGroupIngressCommand, type IpPermission } from "@aws-sdk/client-ec2";
+import { AuthorizeSecurityGroupIngressCommand, CreateNetworkInterfaceCommand, type IpPermission } from "@aws-sdk/client-ec2";
 import {
     atomsOf, ec2Client, foreignUsers, permissionsOf, interfacesCarrying, primaryInterface, reconcileIngress, restoreIngress, setInterfaceGroups,
     sharedGroupRefusal, wantedAtoms, type Ec2,
@@ -158,6 +158,16 @@ describe("shared-group guard", () => {
         assert.equal(sharedGroupRefusal(groupId, [], "k"), "");
         // Without the stack's own instance id, its server counts as foreign too.
         assert.equal(foreignUsers(users, [], []).length, 2);
+    });
+
+    it("names an interface without an instance (a load balancer's, say) by its id, and accepts it by that id", async () => {
+        const groupId = await account.group([], "shared-eni");
+        const eni = await moto.client.send(new CreateNetworkInterfaceCommand({ SubnetId: account.subnetId, Groups: [groupId], Description: "ELB app/web" }));
+        const eniId = eni.NetworkInterface!.NetworkInterfaceId!;
+        const users = await interfacesCarrying(ec2, groupId);
+        assert.deepEqual(users, [{ networkInterfaceId: eniId, description: "ELB app/web" }]);
+        assert.match(sharedGroupRefusal(groupId, foreignUsers(users, [], []), "k"), new RegExp(`interface ${eniId} "ELB app/web".*set --path 'k\\[0\\]' ${eniId}`));
+        assert.deepEqual(foreignUsers(users, [], [eniId]), []);
     });
 
     it("finds nobody on a group no interface carries", async () => {
