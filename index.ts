@@ -9,5 +9,5 @@ const stack = buildStack(config);
 
 export const securityGroupId = stack.securityGroupId;
 export const securityGroupIngress = stack.securityGroupIngress;
-export const securityGroupAttachmentIds = stack.securityGroupAttachmentIds;
+export const securityGroupInterfaceIds = stack.securityGroupInterfaceIds;
 export const hosts = stack.hosts;

@@ -33,7 +33,10 @@ export interface HostSettings {
     hostKey?: string;
     /** Fixed cron minute offset 0-9; when absent a random one is drawn once and kept in state. */
     cronMinute?: number;
-    /** EC2 instance (`i-...`) that gets a created security group on its primary network interface. */
+    /**
+     * EC2 instance (`i-...`) of this host. With a created group its primary network interface gets
+     * exactly that group (plus keepSecurityGroupIds); with an adopted one it may carry the group.
+     */
     instanceId?: string;
 }
 
@@ -49,9 +52,9 @@ export interface HostguardConfig {
     securityGroupId?: string;
     securityGroupName?: string;
     securityGroupDescription?: string;
-    /** EC2 instances outside the stack allowed to share an adopted group (issue 15). */
+    /** Instances (or interfaces) outside the stack that may carry the adopted group: they are changed too. */
     sharedSecurityGroupInstances: string[];
-    /** Groups kept on the instance's interface beside hostguard's (issue 15). */
+    /** Groups kept on a host's interface beside the created group (a load balancer's, ...). */
     keepSecurityGroupIds: string[];
     privateCidrs: string[];
     adminCidrs: string[];
@@ -217,9 +220,12 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
         if (adminCidrs.length === 0 && !bastion?.securityGroupId) {
             throw new ConfigError("adminCidrs", "must list at least one CIDR unless hostguard:bastion.securityGroupId is given (SSH is needed to deploy)");
         }
-        if (securityGroupId && !securityGroupName) {
-            throw new ConfigError("securityGroupName", "is required with hostguard:securityGroupId (the adopted group's exact name; a different one would replace the group)");
-        }
+    }
+    if (sharedSecurityGroupInstances.length > 0 && !(useAws && securityGroupId)) {
+        throw new ConfigError("sharedSecurityGroupInstances", "is only used with hostguard:securityGroupId (it accepts that the adopted group changes these servers too); remove it");
+    }
+    if (keepSecurityGroupIds.length > 0 && (!useAws || securityGroupId || !hosts.some((h) => h.instanceId))) {
+        throw new ConfigError("keepSecurityGroupIds", "is only used with a created group and hosts[].instanceId (groups kept on the interface beside it); remove it");
     }
 
     const hasWebhookUrl = secretPresent(raw, "webhookUrl", requireSecrets);

@@ -1,12 +1,18 @@
-// The server's security group, with Pulumi authoritative over its rules: inline
-// ingress/egress on one aws.ec2.SecurityGroup (never mixed with standalone rule
-// resources, which would fight over the same rules). An `up` replaces whatever
-// inbound rules the group had, so an old allow-all rule is gone afterwards.
+// The server's security group. Created: one aws.ec2.SecurityGroup with inline
+// ingress/egress (never mixed with standalone rule resources, which would fight
+// over the same rules), and for each hosts[].instanceId the instance's primary
+// interface set to exactly that group plus the kept ones (interfaceGroups.ts).
+// Adopted (securityGroupId): no @pulumi/aws resource at all; the group's inbound
+// rules are reconciled to hostguard's and restored on destroy (adoptedGroup.ts).
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import { AdoptedGroupIngress } from "./adoptedGroup";
 import { DEFAULT_SECURITY_GROUP_DESCRIPTION } from "./config";
+import { InterfaceGroups } from "./interfaceGroups";
 
 export interface SecurityGroupArgs {
+    /** Region of the EC2 calls the dynamic resources make (aws:region or AWS_REGION). */
+    region?: string;
     vpcId: string;
     /** Port 8080 is reachable from these only. */
     privateCidrs: string[];
@@ -14,21 +20,26 @@ export interface SecurityGroupArgs {
     adminCidrs: string[];
     /** SSH also from this group (the bastion's). */
     bastionSecurityGroupId?: string;
-    /** Adopt this existing group instead of creating one (name and description must be its own). */
+    /** Adopt this existing group instead of creating one: its inbound rules become hostguard's. */
     adoptId?: string;
+    /** Name and description of a created group (ignored when adopting). */
     name?: string;
     description?: string;
     /**
-     * Instances that get a created group on their primary network interface, one
-     * attachment per host (named after it). Ignored when adopting: an adopted group
-     * is already on its instance.
+     * The stack's instances, by host name. A created group becomes the whole group
+     * set of each one's primary interface (with keepGroupIds); an adopted group may
+     * sit on them (the shared-group guard refuses any other instance).
      */
     attachTo?: Array<{ name: string; instanceId: string }>;
+    /** Groups kept on the interfaces beside a created group. */
+    keepGroupIds?: string[];
+    /** Instances or interfaces outside the stack accepted to carry an adopted group. */
+    sharedInstances?: string[];
 }
 
 export interface IngressRule {
     description: string;
-    protocol: "tcp";
+    protocol: string;
     fromPort: number;
     toPort: number;
     cidrBlocks: string[];
@@ -59,42 +70,48 @@ export function ingressRules(args: Pick<SecurityGroupArgs, "privateCidrs" | "adm
 export class SecurityGroup extends pulumi.ComponentResource {
     public readonly groupId: pulumi.Output<string>;
     public readonly ingress: IngressRule[];
-    public readonly attachmentIds: pulumi.Output<string>[];
+    /** Ids of the interface-groups resources (created group with instanceIds only). */
+    public readonly interfaceIds: pulumi.Output<string>[];
 
     constructor(name: string, args: SecurityGroupArgs, opts?: pulumi.ComponentResourceOptions) {
         super("hostguard:aws:SecurityGroup", name, {}, opts);
         this.ingress = ingressRules(args);
-        const adopting = args.adoptId !== undefined;
-        const group = new aws.ec2.SecurityGroup(`${name}-sg`, {
-            vpcId: args.vpcId,
-            name: args.name,
-            description: args.description ?? DEFAULT_SECURITY_GROUP_DESCRIPTION,
-            ingress: this.ingress.map((r) => ({
-                description: r.description, protocol: r.protocol, fromPort: r.fromPort, toPort: r.toPort,
-                cidrBlocks: r.cidrBlocks, ipv6CidrBlocks: r.ipv6CidrBlocks, securityGroups: r.securityGroups,
-            })),
-            // Open egress: the webhook, package mirrors and the chat service need it.
-            egress: [{ description: "all outbound", protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], ipv6CidrBlocks: ["::/0"] }],
-            tags: adopting ? undefined : { "managed-by": "hostguard" },
-        }, {
-            parent: this,
-            // An adopted group is attached to a server we did not create: import it
-            // on the first `up`, keep its tags, and leave it in place on destroy.
-            ...(adopting ? { import: args.adoptId, retainOnDelete: true, ignoreChanges: ["tags"] } : {}),
-        });
-        this.groupId = group.id;
-        // The attachment ADDS the group to the interface: groups already on it (say an
-        // allow-all default group) stay, and AWS unions their rules. So this hardens a
-        // host only once those are gone; the README says to adopt the instance's own
-        // group instead (recommended) or remove the others.
-        const attachments = adopting ? [] : (args.attachTo ?? []).map((t) => {
-            const instance = aws.ec2.getInstanceOutput({ instanceId: t.instanceId }, { parent: this });
-            return new aws.ec2.NetworkInterfaceSecurityGroupAttachment(`${t.name}-sg-attachment`, {
-                networkInterfaceId: instance.networkInterfaceId,
-                securityGroupId: group.id,
+        const hosts = args.attachTo ?? [];
+        const region = (): string => {
+            if (!args.region) {
+                throw new Error("the AWS region is not set: set aws:region (`pulumi config set aws:region eu-west-1`) or AWS_REGION");
+            }
+            return args.region;
+        };
+        if (args.adoptId !== undefined) {
+            // Nothing of @pulumi/aws here: the group exists, and only its inbound
+            // rules change (recorded, restored on destroy). Egress stays as it is.
+            const adopted = new AdoptedGroupIngress(`${name}-ingress`, {
+                region: region(), groupId: args.adoptId, ingress: this.ingress,
+                stackInstanceIds: hosts.map((h) => h.instanceId), sharedInstances: args.sharedInstances ?? [],
             }, { parent: this });
-        });
-        this.attachmentIds = attachments.map((a) => a.id);
+            this.groupId = adopted.id;
+            this.interfaceIds = [];
+        } else {
+            const group = new aws.ec2.SecurityGroup(`${name}-sg`, {
+                vpcId: args.vpcId,
+                name: args.name,
+                description: args.description ?? DEFAULT_SECURITY_GROUP_DESCRIPTION,
+                ingress: this.ingress.map((r) => ({
+                    description: r.description, protocol: r.protocol, fromPort: r.fromPort, toPort: r.toPort,
+                    cidrBlocks: r.cidrBlocks, ipv6CidrBlocks: r.ipv6CidrBlocks, securityGroups: r.securityGroups,
+                })),
+                // Open egress: the webhook, package mirrors and the chat service need it.
+                egress: [{ description: "all outbound", protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], ipv6CidrBlocks: ["::/0"] }],
+                tags: { "managed-by": "hostguard" },
+            }, { parent: this });
+            this.groupId = group.id;
+            // The interface's WHOLE set, not one more group: EC2 unions the rules of
+            // every group on it, so an allow-all group left there keeps the server open.
+            this.interfaceIds = hosts.map((h) => new InterfaceGroups(`${h.name}-interface-groups`, {
+                region: region(), instanceId: h.instanceId, groups: [group.id, ...(args.keepGroupIds ?? [])],
+            }, { parent: this }).id);
+        }
         this.registerOutputs({ groupId: this.groupId, ingress: this.ingress });
     }
 }

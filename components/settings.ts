@@ -97,6 +97,10 @@ export const RULES = {
     vpcId: { pattern: "^vpc-[0-9a-f]{8,17}$", allowed: "a VPC id: vpc- and 8 to 17 lower-case hex digits" },
     securityGroupId: { pattern: "^sg-[0-9a-f]{8,17}$", allowed: "a security group id: sg- and 8 to 17 lower-case hex digits" },
     instanceId: { pattern: "^i-([0-9a-f]{8}|[0-9a-f]{17})$", allowed: "an EC2 instance id: i- and 8 or 17 lower-case hex digits" },
+    sharingId: {
+        pattern: "^(i|eni)-([0-9a-f]{8}|[0-9a-f]{17})$",
+        allowed: "an EC2 instance id (i-) or a network interface id (eni-, for an interface with no instance) and 8 or 17 lower-case hex digits",
+    },
     awsText: { pattern: "^[\\x20-\\x7e]{1,255}$", allowed: "1 to 255 printable ASCII characters" },
     cidr: { pattern: "^[0-9A-Fa-f.:]+/[0-9]{1,3}$", allowed: "a CIDR block such as 10.0.0.0/16 or 2001:db8::/32" },
     hostKey: {
@@ -160,7 +164,7 @@ export const STACK_KEYS = [
             { name: "cronMinute", min: 0, max: 9, default: "drawn", doc: "pins the monitors to this minute (second 0) instead of drawing the offset" },
             {
                 name: "instanceId", rule: "instanceId", default: "none",
-                doc: "attaches a *created* group to this EC2 instance's primary network interface (nothing to attach when adopting; refused when `aws` is `false`)",
+                doc: "the host's EC2 instance: with a *created* group its primary network interface gets exactly that group (plus `keepSecurityGroupIds`), with an adopted one it marks the instance as the stack's for the shared-group guard (refused when `aws` is `false`)",
             },
         ],
     },
@@ -188,19 +192,19 @@ export const STACK_KEYS = [
     },
     { key: "aws", type: "boolean", default: "`true`", doc: "`false` leaves the security group out (non-AWS or test hosts)" },
     { key: "vpcId", type: "text", rule: "vpcId", default: "(required when `aws`)", doc: "VPC of the group" },
-    { key: "securityGroupId", type: "text", rule: "securityGroupId", default: "none", doc: "adopt this existing group instead of creating one" },
-    { key: "securityGroupName", type: "text", rule: "awsText", default: "auto name", doc: "must equal the adopted group's own name (required with `securityGroupId`)" },
+    { key: "securityGroupId", type: "text", rule: "securityGroupId", default: "none", doc: "adopt this existing group instead of creating one: its inbound rules become exactly hostguard's, the old ones are put back on destroy (see The security group)" },
+    { key: "securityGroupName", type: "text", rule: "awsText", default: "auto name", doc: "the created group's name; with `securityGroupId` accepted for older stacks and not needed (an adopted group's rules are reconciled, not imported)" },
     {
         key: "securityGroupDescription", type: "text", rule: "awsText", default: "`hostguard: HTTPS public, 8080 private, SSH for deployment`",
-        doc: "must equal the adopted group's own description",
+        doc: "the created group's description; with `securityGroupId` accepted for older stacks and not needed",
     },
     {
-        key: "sharedSecurityGroupInstances", type: "list", rule: "instanceId", default: "`[]`",
-        doc: "EC2 instances outside the stack allowed to share an adopted group",
+        key: "sharedSecurityGroupInstances", type: "list", rule: "sharingId", default: "`[]`",
+        doc: "instances (or interfaces) outside the stack that carry the adopted group and are changed with it; preview refuses a shared group until they are listed",
     },
     {
         key: "keepSecurityGroupIds", type: "list", rule: "securityGroupId", default: "`[]`",
-        doc: "security groups kept on the instance's interface beside hostguard's group",
+        doc: "security groups kept on a host's interface beside the created group (a load balancer's, ...); the others are taken off, and put back on destroy",
     },
     { key: "privateCidrs", type: "list", rule: "cidr", default: "`10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16`", doc: "may reach 8080; never the whole internet" },
     {

@@ -52,8 +52,8 @@ export interface HostOutputs {
 export interface StackOutputs {
     securityGroupId?: pulumi.Output<string>;
     securityGroupIngress?: IngressRule[];
-    /** Ids of the group's attachments to hosts' instances (created group and `instanceId` only). */
-    securityGroupAttachmentIds?: pulumi.Output<string>[];
+    /** Ids of the interfaces set to the created group (`instanceId/eni-...`; created group and `instanceId` only). */
+    securityGroupInterfaceIds?: pulumi.Output<string>[];
     hosts: Record<string, HostOutputs>;
 }
 
@@ -70,6 +70,8 @@ export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): St
     const out: StackOutputs = { hosts: {} };
     if (config.aws && config.vpcId) {
         const sg = new SecurityGroup("hostguard", {
+            // The provider's region setting, else the SDK's own environment variable.
+            region: new pulumi.Config("aws").get("region") || process.env.AWS_REGION,
             vpcId: config.vpcId,
             privateCidrs: config.privateCidrs,
             adminCidrs: config.adminCidrs,
@@ -78,10 +80,12 @@ export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): St
             name: config.securityGroupName,
             description: config.securityGroupDescription,
             attachTo: config.hosts.flatMap((h) => (h.instanceId ? [{ name: h.name, instanceId: h.instanceId }] : [])),
+            keepGroupIds: config.keepSecurityGroupIds,
+            sharedInstances: config.sharedSecurityGroupInstances,
         });
         out.securityGroupId = sg.groupId;
         out.securityGroupIngress = sg.ingress;
-        out.securityGroupAttachmentIds = sg.attachmentIds;
+        out.securityGroupInterfaceIds = sg.interfaceIds;
     }
     for (const host of config.hosts) {
         const d = new HostDeployment(host.name, {

@@ -8,6 +8,9 @@ const WORLD = new Set(["0.0.0.0/0", "::/0"]);
 const SG = "aws:ec2/securityGroup:SecurityGroup";
 const SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule";
 const VPC_INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule";
+/** Every dynamic resource has this type; hostguard's adopted group is told apart by its `kind` input. */
+const DYNAMIC = "pulumi-nodejs:dynamic:Resource";
+const ADOPTED_GROUP_KIND = "hostguard:adopted-group-ingress";
 const REMOTE_COMMAND = "command:remote:Command";
 const COMMANDS = new Set([REMOTE_COMMAND, "command:local:Command"]);
 
@@ -20,16 +23,20 @@ interface Inbound {
     sources: string[];
 }
 
-/** Inbound rules of every security-group resource type; [] for other types or missing properties. */
+/** Inbound rules of every security-group resource type (and hostguard's adopted group); [] for other types or missing properties. */
 export function inboundRules(args: Pick<ResourceValidationArgs, "type" | "props">): Inbound[] {
     const p = args.props ?? {};
     const list = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
+    const inline = (ingress: unknown): Inbound[] => (Array.isArray(ingress) ? ingress : []).map((r: any, i: number) => ({
+        where: `ingress[${i}]`, protocol: String(r?.protocol ?? ""), fromPort: r?.fromPort, toPort: r?.toPort,
+        sources: [...list(r?.cidrBlocks), ...list(r?.ipv6CidrBlocks)],
+    }));
     switch (args.type) {
         case SG:
-            return (Array.isArray(p.ingress) ? p.ingress : []).map((r: any, i: number) => ({
-                where: `ingress[${i}]`, protocol: String(r?.protocol ?? ""), fromPort: r?.fromPort, toPort: r?.toPort,
-                sources: [...list(r?.cidrBlocks), ...list(r?.ipv6CidrBlocks)],
-            }));
+            return inline(p.ingress);
+        case DYNAMIC:
+            // The rules an adopted group is made to have (same shape as the group's inline ingress).
+            return p.kind === ADOPTED_GROUP_KIND ? inline(p.ingress) : [];
         case SG_RULE:
             return p.type === "ingress"
                 ? [{ where: "rule", protocol: String(p.protocol ?? ""), fromPort: p.fromPort, toPort: p.toPort, sources: [...list(p.cidrBlocks), ...list(p.ipv6CidrBlocks)] }]

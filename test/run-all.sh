@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The README's test command (`npm test`, also what .ci/run runs): first
 # installs what is missing (tools/setup.bash: Debian packages, the npm
-# packages with Node 22, actionlint; nothing when all is there), then lint,
-# the payload and tools tests against the real programs, the Pulumi
-# program's unit tests and the policy pack's. Needs root for the sandboxes.
+# packages with Node 22, actionlint, moto; nothing when all is there), then
+# lint, the payload and tools tests against the real programs, the Pulumi
+# program's unit tests, the EC2 tests against moto and the policy pack's.
+# Needs root for the sandboxes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,5 +38,7 @@ if compgen -G 'test/unit/*.test.ts' >/dev/null; then
   echo "== unit tests (Pulumi mocks)"
   node --import tsx --test test/unit/*.test.ts
 fi
+echo "== EC2 tests (moto's EC2 API on loopback)"
+node --import tsx --test test/aws/*.test.ts
 echo "== policy pack tests"
 (cd policy && node --import tsx --test tests/*.test.ts)

@@ -10,6 +10,7 @@
 #   hg_setup_npm_packages      npm ci (root and policy/) when the lock file changed since the last one
 #   hg_setup_actionlint        go install actionlint when it is not in Go's bin directory
 #   hg_setup_engine            tools/build-pulumi.sh (the Pulumi engine and its plugins)
+#   hg_setup_moto              moto's EC2 emulator (PyPI moto[server]) in a venv, when not there
 #   hg_setup_for_tests / hg_setup_for_demo   the pieces each command needs, in order
 #   hg_tool_path                 the PATH to run with afterwards (Node 22 and Go's bin first)
 
@@ -19,11 +20,16 @@ readonly HG_REPO_ROOT
 # programs the payload drives (fail2ban, nginx, cron, logrotate, curl) and what
 # the sandboxes and disposable hosts are made of (namespaces, nftables, sshd).
 readonly HG_DEBIAN_PACKAGES=(
-  bats shellcheck curl openssl ca-certificates jq python3 strace procps util-linux
+  bats shellcheck curl openssl ca-certificates jq python3 python3-venv strace procps util-linux
   iproute2 nftables iptables fail2ban python3-pyinotify python3-systemd nginx-light libnginx-mod-stream
   cron logrotate openssh-server openssh-client
 )
 readonly HG_ACTIONLINT_VERSION=v1.7.7
+# The EC2 emulator the security group tests run against (test/aws/), pinned:
+# its own venv, never the machine's Python packages.
+readonly HG_MOTO_VERSION=5.2.5
+HG_MOTO_VENV="${HOSTGUARD_MOTO_VENV:-${XDG_CACHE_HOME:-${HOME}/.cache}/hostguard/moto-venv}"
+readonly HG_MOTO_VENV
 # Written into node_modules after a successful npm ci: the lock file it installed.
 readonly HG_NPM_STAMP=.hostguard-lock.sha256
 
@@ -108,10 +114,28 @@ hg_setup_engine() {
   "${HG_REPO_ROOT}/tools/build-pulumi.sh"
 }
 
+# hg_moto_installed: the venv's moto_server runs and is HG_MOTO_VERSION.
+hg_moto_installed() {
+  [[ -x "${HG_MOTO_VENV}/bin/moto_server" ]] &&
+    [[ "$("${HG_MOTO_VENV}/bin/python" -c 'import importlib.metadata as m; print(m.version("moto"))' 2>/dev/null)" == "${HG_MOTO_VERSION}" ]]
+}
+
+hg_setup_moto() {
+  hg_moto_installed && return 0
+  hg_setup_log "moto[server]==${HG_MOTO_VERSION} in ${HG_MOTO_VENV}"
+  /usr/bin/python3 -m venv "${HG_MOTO_VENV}"
+  "${HG_MOTO_VENV}/bin/pip" install --quiet --disable-pip-version-check "moto[server]==${HG_MOTO_VERSION}"
+  hg_moto_installed || {
+    echo "install: moto ${HG_MOTO_VERSION} is not in ${HG_MOTO_VENV} after pip install" >&2
+    return 1
+  }
+}
+
 hg_setup_for_tests() {
   hg_setup_debian_packages
   hg_setup_npm_packages
   hg_setup_actionlint
+  hg_setup_moto
 }
 
 hg_setup_for_demo() {

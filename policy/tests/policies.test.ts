@@ -32,6 +32,7 @@ async function violations(policy: ResourceValidationPolicy, a: ResourceValidatio
 const SG = "aws:ec2/securityGroup:SecurityGroup";
 const RULE = "aws:ec2/securityGroupRule:SecurityGroupRule";
 const VPC = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule";
+const DYNAMIC = "pulumi-nodejs:dynamic:Resource";
 const https = { protocol: "tcp", fromPort: 443, toPort: 443, cidrBlocks: ["0.0.0.0/0"], ipv6CidrBlocks: ["::/0"] };
 
 describe("no-world-inbound-except-https", () => {
@@ -63,6 +64,34 @@ describe("no-world-inbound-except-https", () => {
     });
     it("ignores other resource types", async () => {
         assert.deepEqual(await violations(p, args("aws:s3/bucket:Bucket", { ingress: [{ protocol: "-1", cidrBlocks: ["0.0.0.0/0"] }] })), []);
+    });
+});
+
+describe("the SG rules on hostguard's adopted-group dynamic resource", () => {
+    const ADOPTED = { kind: "hostguard:adopted-group-ingress", region: "eu-west-1", groupId: "sg-0123456789abcdef0" };
+    const world = noWorldInboundExceptHttps();
+    const all = noAllProtocolsInbound();
+    it("passes hostguard's wanted rules", async () => {
+        const props = { ...ADOPTED, ingress: [https, { protocol: "tcp", fromPort: 22, toPort: 22, cidrBlocks: ["203.0.113.0/24"], ipv6CidrBlocks: [], securityGroups: [] }] };
+        assert.deepEqual(await violations(world, args(DYNAMIC, props)), []);
+        assert.deepEqual(await violations(all, args(DYNAMIC, props)), []);
+    });
+    it("flags 80 and SSH from anywhere, and all protocols, in its wanted rules", async () => {
+        const props = { ...ADOPTED, ingress: [
+            https,
+            { protocol: "tcp", fromPort: 80, toPort: 80, cidrBlocks: ["0.0.0.0/0"], ipv6CidrBlocks: [] },
+            { protocol: "tcp", fromPort: 22, toPort: 22, cidrBlocks: [], ipv6CidrBlocks: ["::/0"] },
+            { protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["10.0.0.0/8"] },
+        ] };
+        assert.deepEqual((await violations(world, args(DYNAMIC, props))).map((m) => m.split(" opens")[0]), ["ingress[1]", "ingress[2]"]);
+        assert.deepEqual((await violations(all, args(DYNAMIC, props))).map((m) => m.split(" allows")[0]), ["ingress[3]"]);
+    });
+    it("passes it with the rules missing, and ignores other dynamic resources", async () => {
+        assert.deepEqual(await violations(world, args(DYNAMIC, ADOPTED)), []);
+        assert.deepEqual(await violations(world, args(DYNAMIC, { ...ADOPTED, ingress: [{ protocol: "tcp", fromPort: 22, toPort: 22 }] })), []);
+        const other = { kind: "someone-else", ingress: [{ protocol: "-1", cidrBlocks: ["0.0.0.0/0"] }] };
+        assert.deepEqual(await violations(world, args(DYNAMIC, other)), []);
+        assert.deepEqual(await violations(all, args(DYNAMIC, other)), []);
     });
 });
 

@@ -5,15 +5,19 @@
 # repository's own, copied to a temp project and switched by config
 # (hostguard:aws false, hosts from the harness, fixed cronMinute).
 # Scenarios run in the order 1 4 5 6 2 3 10 11 12 7, then 8 (a 3-host fleet),
-# 9 (no webhook in any CLI output or the exported state) and 14 (a host
-# without fail2ban, a stack of its own); each is timed and
+# 13 (hostguard:aws true, adopting a group in moto's EC2 API through the
+# stack's dynamic resources), 9 (no webhook in any CLI output or the
+# exported state) and 14 (a host without fail2ban, a stack of its own); each
+# is timed and
 # asserted on the hosts or the receiver. Prints a summary; exits 1 if any
 # scenario failed. When this machine cannot deploy (no root, no engine, no
 # command plugin 1.2.1) it prints a loud NOT RUN banner and exits 0.
 #
 # Usage: run.sh [N...] runs only scenarios N... (default all, or HG_E2E_ONLY).
 # Reads: tools/pulumi-env.sh and the engine cache; HG_E2E_ONLY (space-separated
-# scenario numbers to run, default all); HG_KEEP_RUN_DIR=1 keeps logs.
+# scenario numbers to run, default all); HG_KEEP_RUN_DIR=1 keeps logs;
+# scenario 13 starts moto_server from the venv of tools/setup.bash
+# (hg_setup_moto, HOSTGUARD_MOTO_VENV) and drives it with lib/moto-ec2.ts.
 set -euo pipefail
 umask 077
 
@@ -29,6 +33,7 @@ source "${HERE}/lib/stack.sh"
 readonly JAIL=nginx-bad-request
 readonly STACK=e2e
 readonly FLEET_STACK=fleet
+readonly AWS_STACK=aws
 readonly BANTIME_S=20
 readonly INSTALL_DIR=/usr/local/lib/hostguard
 readonly -a TITLES=(""
@@ -44,6 +49,7 @@ readonly -a TITLES=(""
   "sshd killed during an up: clear failure, rerun converges, no half-written file"
   "rotation to a webhook answering 404 no_service fails the up; a good one posts the test message"
   "heartbeat URL: one request per monitor run"
+  "AWS adopt mode against moto: shared guard, exact rules, drift removed, destroy restores the group"
   [14]="a host without fail2ban: up fails naming it; no jail; with it back, up installs"
 )
 
@@ -500,6 +506,123 @@ s14_missing_program() {
   host_down "${name}"
 }
 
+# --- scenario 13: AWS adopt mode against moto ---------------------------------
+
+MOTO_PID=""
+
+moto_ec2() {
+  (cd "${E2E_REPO_ROOT}" && node --import tsx test/e2e/lib/moto-ec2.ts "$@")
+}
+
+# moto's EC2 API on a free loopback port, a child of the scenario, and the
+# SDK's standard settings pointing at it (the CLI passes its environment to
+# the dynamic provider). The secret key is a sentinel that must appear nowhere.
+moto_start() {
+  local venv port i
+  venv="${HOSTGUARD_MOTO_VENV:-${XDG_CACHE_HOME:-${HOME}/.cache}/hostguard/moto-venv}"
+  [[ -x "${venv}/bin/moto_server" ]] || fail "no moto_server in ${venv} (source tools/setup.bash && hg_setup_moto)"
+  port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  "${venv}/bin/moto_server" -H 127.0.0.1 -p "${port}" >"${E2E_LOG_DIR}/13-moto.log" 2>&1 &
+  MOTO_PID=$!
+  for ((i = 0; i < 300; i++)); do
+    curl -sS -o /dev/null --max-time 1 "http://127.0.0.1:${port}/moto-api/" 2>/dev/null && break
+    sleep 0.1
+  done
+  ((i < 300)) || fail "moto_server did not answer on port ${port}: $(cat "${E2E_LOG_DIR}/13-moto.log")"
+  export AWS_ENDPOINT_URL="http://127.0.0.1:${port}" AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=e2e
+  AWS_SECRET_ACCESS_KEY="e2e-moto-secret-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"
+  export AWS_SECRET_ACCESS_KEY
+  export AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
+}
+
+moto_stop() {
+  [[ -n "${MOTO_PID}" ]] || return 0
+  kill "${MOTO_PID}" 2>/dev/null || true
+  wait "${MOTO_PID}" 2>/dev/null || true
+  MOTO_PID=""
+}
+
+expect_rules() {
+  local what="$1" group="$2" want="$3" got
+  got="$(moto_ec2 ingress "${group}")"
+  [[ "${got}" == "${want}" ]] && return 0
+  diff <(echo "${want}") <(echo "${got}") | sed 's/^/    /' >&2 || true
+  fail "${what}: the group's inbound rules are not as wanted"
+}
+
+s13_aws_adopt() {
+  local vpc group other before wanted admin log types
+  trap moto_stop EXIT
+  moto_start
+  read -r vpc group other <<<"$(moto_ec2 setup)"
+  before="$(moto_ec2 snapshot "${group}")"
+  grep -qx 'in -1 all 0.0.0.0/0 "allow all"' <<<"${before}" || fail "the group has no allow-all rule to begin with: ${before}"
+  host_up h5 5
+  e2e_host_prepare h5
+  host_snapshot h5 >"${WORK}/h5.before"
+  admin="${HG_NET}.0.0/16"
+  wanted="$(moto_ec2 wanted "${admin}")"
+  e2e_stack_init "${AWS_STACK}" "  hostguard:aws: \"true\"
+  hostguard:vpcId: ${vpc}
+  hostguard:securityGroupId: ${group}
+  hostguard:adminCidrs:
+    - ${admin}
+  hostguard:banBanTime: ${BANTIME_S}s
+  aws:region: us-east-1
+" "h5:${MINUTE}" || { e2e_show_log "stack-init-${AWS_STACK}"; fail "aws stack init"; }
+  e2e_set_webhook "${AWS_STACK}" "${E2E_URL1}" || fail "aws stack webhook"
+
+  # The group is on an instance outside the stack: preview refuses, naming it.
+  if e2e_pulumi 13-preview-shared preview --stack "${AWS_STACK}"; then
+    fail "preview accepted a group that instance ${other} outside the stack carries"
+  fi
+  if ! grep -qF "instance ${other}" "${E2E_LOG_DIR}/13-preview-shared.log" ||
+    ! grep -qF "hostguard:sharedSecurityGroupInstances" "${E2E_LOG_DIR}/13-preview-shared.log"; then
+    e2e_show_log 13-preview-shared
+    fail "the refusal does not name the instance and the opt-in key"
+  fi
+  expect_eq "the group after the refused preview" "$(moto_ec2 snapshot "${group}")" "${before}"
+  e2e_pulumi 13-opt-in config set --stack "${AWS_STACK}" --path "hostguard:sharedSecurityGroupInstances[0]" "${other}" || fail "config set opt-in"
+
+  up 13-up "${AWS_STACK}"
+  expect_rules "after up" "${group}" "${wanted}"
+  assert_installed h5
+  export_state 13-export "${AWS_STACK}"
+  # Only the dynamic resources talk to EC2: no @pulumi/aws resource, provider or invoke.
+  types="$(jq -r '[.deployment.resources[].type] | unique | join(",")' "${E2E_LOG_DIR}/13-export.json")"
+  if grep -qE '(^|,)(aws:|pulumi:providers:aws)' <<<"${types}"; then
+    fail "the adopt-mode stack holds @pulumi/aws resources: ${types}"
+  fi
+  expect_eq "hostguard's dynamic resources" \
+    "$(jq -r '[.deployment.resources[] | select(.type == "pulumi-nodejs:dynamic:Resource") | .inputs.kind] | join(",")' "${E2E_LOG_DIR}/13-export.json")" \
+    "hostguard:adopted-group-ingress"
+
+  # A rule added by hand: preview --refresh shows it, up --refresh removes it.
+  moto_ec2 add-rule "${group}"
+  log=13-preview-refresh
+  e2e_pulumi "${log}" preview --refresh --diff --stack "${AWS_STACK}" || { e2e_show_log "${log}"; fail "preview --refresh failed"; }
+  # The refresh's diff of the rules read from EC2: the hand-added one as one added key.
+  if ! grep -qE '^ +\+ tcp\|3306-3306\|cidr4\|0\.0\.0\.0/0 +: \{' "${E2E_LOG_DIR}/${log}.log" ||
+    ! grep -qF '+ description: "added by hand"' "${E2E_LOG_DIR}/${log}.log"; then
+    e2e_show_log "${log}" 80
+    fail "preview --refresh does not show the rule added by hand"
+  fi
+  # The --diff view: a step line `~ TYPE: (update)`, then its id and URN.
+  grep -A2 -F ': (update)' "${E2E_LOG_DIR}/${log}.log" | grep -qF '::hostguard-ingress]' ||
+    { e2e_show_log "${log}" 80; fail "preview --refresh plans no update of hostguard-ingress"; }
+  expect_rules "after preview --refresh (changes nothing)" "${group}" "$(sort <<<"${wanted}"$'\n''tcp 3306-3306 0.0.0.0/0 "added by hand"')"
+  e2e_pulumi 13-up-refresh up --refresh --stack "${AWS_STACK}" --yes --skip-preview || { e2e_show_log 13-up-refresh; fail "up --refresh failed"; }
+  expect_rules "after up --refresh" "${group}" "${wanted}"
+  e2e_pulumi 13-preview-clean preview --refresh --expect-no-changes --stack "${AWS_STACK}" || { e2e_show_log 13-preview-clean; fail "not converged after up --refresh"; }
+
+  e2e_pulumi 13-destroy destroy --stack "${AWS_STACK}" --yes || { e2e_show_log 13-destroy; fail "destroy failed"; }
+  expect_eq "the group after destroy" "$(moto_ec2 snapshot "${group}")" "${before}"
+  assert_snapshot_restored h5
+  if grep -rlF "${AWS_SECRET_ACCESS_KEY}" "${E2E_LOG_DIR}" "${WORK}/state" "${E2E_PROJECT_DIR}"/Pulumi.*.yaml 2>/dev/null; then
+    fail "the AWS secret key appears in the files above"
+  fi
+}
+
 # POSTs answered 404 since EPOCH (the connectivity test the receiver refused).
 refusals_since() {
   jq -s --argjson since "$1" '[.[] | select(.time > $since and .method == null and .status == 404)] | length' \
@@ -556,7 +679,7 @@ summary() {
   local n passed=0 failed=0 other=0
   echo
   echo "e2e summary (scenario, result, time):"
-  for n in 1 2 3 4 5 6 7 8 9 10 11 12 14; do
+  for n in 1 2 3 4 5 6 7 8 9 10 11 12 13 14; do
     wanted "${n}" || continue
     case "${RESULT[${n}]:-not run}" in
       pass) passed=$((passed + 1)) ;;
@@ -599,6 +722,7 @@ main() {
   scenario 12 s12_heartbeat 1
   scenario 7 s7_destroy 1
   scenario 8 s8_fleet
+  scenario 13 s13_aws_adopt
   scenario 9 s9_no_secret
   scenario 14 s14_missing_program
   summary

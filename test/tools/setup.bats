@@ -2,7 +2,8 @@
 # tools/setup.bash, the set-up shared by `npm test`, `npm run demo` and
 # .ci/run: npm ci runs only when the lock file changed since the last
 # successful one (real npm, on a package whose only dependency is a local
-# directory, so no registry is needed), and each list it owns is written once.
+# directory, so no registry is needed), each list it owns is written once,
+# and moto's venv is recognised by its pinned version.
 
 REPO="$(cd "${BATS_TEST_DIRNAME}/../.." && pwd)"
 
@@ -74,4 +75,30 @@ setup_run() {
   [ "${output}" = "tools/setup.bash" ]
   grep -qx '  npm test' "${REPO}/.ci/run"
   grep -q '^source tools/setup.bash$' "${REPO}/test/run-all.sh"
+}
+
+@test "moto: the venv npm test uses is recognised (nothing installed again); one with another moto version is not" {
+  local venv="${HOSTGUARD_MOTO_VENV:-${XDG_CACHE_HOME:-${HOME}/.cache}/hostguard/moto-venv}"
+  # The real venv, as hg_setup_for_tests left it: a second call installs nothing.
+  run setup_run hg_setup_moto
+  [ "${status}" -eq 0 ]
+  [ -z "${output}" ]
+  [ -x "${venv}/bin/moto_server" ]
+  # A venv whose moto is another version (or missing) counts as not installed.
+  local fake="${BATS_TEST_TMPDIR}/venv"
+  mkdir -p "${fake}/bin"
+  printf '#!/bin/sh\nexit 0\n' >"${fake}/bin/moto_server"
+  printf '#!/bin/sh\necho 5.0.0\n' >"${fake}/bin/python"
+  chmod +x "${fake}/bin/moto_server" "${fake}/bin/python"
+  HOSTGUARD_MOTO_VENV="${fake}" run setup_run hg_moto_installed
+  [ "${status}" -ne 0 ]
+  rm "${fake}/bin/moto_server"
+  printf '#!/bin/sh\necho %s\n' "$(bash -c 'source "$1"; echo "${HG_MOTO_VERSION}"' _ "${REPO}/tools/setup.bash")" >"${fake}/bin/python"
+  HOSTGUARD_MOTO_VENV="${fake}" run setup_run hg_moto_installed
+  [ "${status}" -ne 0 ]
+  # The pinned version with its moto_server: installed.
+  printf '#!/bin/sh\nexit 0\n' >"${fake}/bin/moto_server"
+  chmod +x "${fake}/bin/moto_server"
+  HOSTGUARD_MOTO_VENV="${fake}" run setup_run hg_moto_installed
+  [ "${status}" -eq 0 ]
 }

@@ -121,7 +121,33 @@ describe("validateConfig", () => {
         assert.equal(c.bastion?.securityGroupId, "sg-0123456789abcdef0");
         assert.equal(c.bastion?.user, "admin");
     });
-    it("requires the name of an adopted group", () => { rejects(good({ securityGroupId: "sg-0123456789abcdef0" }), "securityGroupName"); });
+    it("adopts a group by its id alone (name and description still accepted, no longer needed)", () => {
+        const c = validateConfig(good({ securityGroupId: "sg-0123456789abcdef0" }));
+        assert.equal(c.securityGroupId, "sg-0123456789abcdef0");
+        assert.equal(c.securityGroupName, undefined);
+        assert.deepEqual(c.sharedSecurityGroupInstances, []);
+        assert.deepEqual(c.keepSecurityGroupIds, []);
+        assert.equal(validateConfig(good({ securityGroupId: "sg-0123456789abcdef0", securityGroupName: "launch-wizard-1" })).securityGroupName, "launch-wizard-1");
+    });
+    it("takes the shared-group opt-in with an adopted group only, ids checked one by one", () => {
+        const adopt = { securityGroupId: "sg-0123456789abcdef0" };
+        const c = validateConfig(good({ ...adopt, sharedSecurityGroupInstances: JSON.stringify(["i-0123456789abcdef0", "eni-0123456789abcdef0"]) }));
+        assert.deepEqual(c.sharedSecurityGroupInstances, ["i-0123456789abcdef0", "eni-0123456789abcdef0"]);
+        assert.match(rejects(good({ ...adopt, sharedSecurityGroupInstances: JSON.stringify(["i-0123456789abcdef0", "web2"]) }), "sharedSecurityGroupInstances[1]").message,
+            /must be an EC2 instance id \(i-\) or a network interface id \(eni-, .*\) and 8 or 17 lower-case hex digits, got "web2"/);
+        assert.match(rejects(good({ sharedSecurityGroupInstances: JSON.stringify(["i-0123456789abcdef0"]) }), "sharedSecurityGroupInstances").message,
+            /only used with hostguard:securityGroupId/);
+    });
+    it("takes the groups to keep with a created group and an instanceId only", () => {
+        const withInstance = { hosts: hostsJson({ name: "web1", host: "10.0.1.10", instanceId: "i-0123456789abcdef0" }) };
+        const c = validateConfig(good({ ...withInstance, keepSecurityGroupIds: JSON.stringify(["sg-0aaaaaaaaaaaaaaa1"]) }));
+        assert.deepEqual(c.keepSecurityGroupIds, ["sg-0aaaaaaaaaaaaaaa1"]);
+        rejects(good({ ...withInstance, keepSecurityGroupIds: JSON.stringify(["sg-x"]) }), "keepSecurityGroupIds[0]");
+        for (const other of [{}, { securityGroupId: "sg-0123456789abcdef0" }]) {
+            assert.match(rejects(good({ ...other, keepSecurityGroupIds: JSON.stringify(["sg-0aaaaaaaaaaaaaaa1"]) }), "keepSecurityGroupIds").message,
+                /only used with a created group and hosts\[\]\.instanceId/);
+        }
+    });
     it("requires each host's key, naming it and saying how to get it", () => {
         for (const [hosts, key] of [
             [JSON.stringify([{ name: "a", host: "h1" }]), "hosts[0].hostKey"],

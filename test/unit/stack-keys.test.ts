@@ -77,10 +77,10 @@ describe("17.1: stack keys have rows in the one table", () => {
         assert.deepEqual([...SECRET_KEYS].sort(), ["bastionPrivateKey", "heartbeatUrl", "sshPrivateKey", "webhookUrl"]);
     });
     it("issue 15's keys are rows: validated, defaulted to []", () => {
-        const c = validateConfig(good({ sharedSecurityGroupInstances: '["i-0123abcd"]', keepSecurityGroupIds: '["sg-0123456789abcdef0"]' }), ENGINE);
+        const c = validateConfig(good({ securityGroupId: "sg-0123456789abcdef0", sharedSecurityGroupInstances: '["i-0123abcd"]' }), ENGINE);
         assert.deepEqual(c.sharedSecurityGroupInstances, ["i-0123abcd"]);
-        assert.deepEqual(c.keepSecurityGroupIds, ["sg-0123456789abcdef0"]);
         assert.deepEqual(validateConfig(good(), ENGINE).keepSecurityGroupIds, []);
+        assert.deepEqual(validateConfig(good(), ENGINE).sharedSecurityGroupInstances, []);
         assert.match(refusal(good({ keepSecurityGroupIds: '["vpc-0123abcd"]' })).message, /^hostguard:keepSecurityGroupIds\[0\] must be a security group id: sg- and 8 to 17/);
     });
     it("messages say what is allowed in words, never a regex", () => {

@@ -30,14 +30,10 @@ let recorded: Recorded[] = [];
 /** Every provider function call (invoke) the program made, in order. */
 let calls: Array<{ token: string; inputs: Record<string, any> }> = [];
 
-const EXPECTED_TYPES = new Set(["hostguard:aws:SecurityGroup", "hostguard:host:HostDeployment", "aws:ec2/securityGroup:SecurityGroup", "command:remote:Command", "random:index/randomInteger:RandomInteger", "aws:ec2/networkInterfaceSecurityGroupAttachment:NetworkInterfaceSecurityGroupAttachment"]);
-const ATTACHMENT = "aws:ec2/networkInterfaceSecurityGroupAttachment:NetworkInterfaceSecurityGroupAttachment";
-/** The fake EC2 account: instance id -> its primary network interface. An unknown instance fails the call. */
-const INSTANCES: Record<string, string> = {
-    "i-0123456789abcdef0": "eni-0aaaaaaaaaaaaaaa1",
-    "i-0fedcba9": "eni-0bbbbbbbbbbbbbbb2",
-};
+const DYNAMIC = "pulumi-nodejs:dynamic:Resource";
+const EXPECTED_TYPES = new Set(["hostguard:aws:SecurityGroup", "hostguard:host:HostDeployment", "aws:ec2/securityGroup:SecurityGroup", "command:remote:Command", "random:index/randomInteger:RandomInteger", DYNAMIC]);
 const GROUP_ID = "sg-0mock0000000000001";
+const REGION = "eu-west-1";
 
 before(async () => {
     await pulumi.runtime.setMocks({
@@ -50,18 +46,13 @@ before(async () => {
                 // Offsets (seconds 0-599): web2 draws minute 7 second 7, every other host minute 3 second 3.
                 return { id: `${args.name}-id`, state: { ...args.inputs, result: args.name.startsWith("web2") ? 427 : 183 } };
             }
-            return { id: args.type === "aws:ec2/securityGroup:SecurityGroup" ? GROUP_ID : `${args.name}-id`, state: args.inputs };
+            const id = args.type === "aws:ec2/securityGroup:SecurityGroup" ? GROUP_ID : args.inputs.kind === "hostguard:adopted-group-ingress" ? args.inputs.groupId : `${args.name}-id`;
+            return { id, state: args.inputs };
         },
         call(args) {
+            // The program looks nothing up: the dynamic resources read EC2 themselves, at deploy time.
             calls.push({ token: args.token, inputs: args.inputs });
-            if (args.token !== "aws:ec2/getInstance:getInstance") {
-                throw new Error(`unexpected call ${args.token}`);
-            }
-            const eni = INSTANCES[args.inputs.instanceId];
-            if (!eni) {
-                throw new Error(`unexpected getInstance for ${JSON.stringify(args.inputs)}`);
-            }
-            return { id: args.inputs.instanceId, instanceId: args.inputs.instanceId, networkInterfaceId: eni };
+            throw new Error(`unexpected call ${args.token}`);
         },
     }, "hostguard", "test", false);
 });
@@ -99,10 +90,14 @@ function rawConfig(hosts: string[], extra: RawConfig = {}): RawConfig {
 }
 
 /** Builds the stack from raw config the way index.ts does, and waits for every resource to register. */
-async function build(raw: RawConfig): Promise<{ out: StackOutputs; resources: Recorded[] }> {
+async function build(raw: RawConfig, region: string | null = REGION): Promise<{ out: StackOutputs; resources: Recorded[] }> {
     recorded = [];
     calls = [];
-    pulumi.runtime.setAllConfig(Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined).map(([k, v]) => [`hostguard:${k}`, String(v)])),
+    pulumi.runtime.setAllConfig({
+        // setAllConfig adds to what earlier builds set: "" stands for "not set".
+        "aws:region": region ?? "", // null: not set
+        ...Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined).map(([k, v]) => [`hostguard:${k}`, String(v)])),
+    },
         ["hostguard:webhookUrl", "hostguard:sshPrivateKey", "hostguard:heartbeatUrl"]);
     const out = buildStack(validateConfig(raw, AS_SECRETS), payload());
     await settle(out);
@@ -114,7 +109,7 @@ async function settle(out: StackOutputs): Promise<void> {
     if (out.securityGroupId) {
         await new Promise((r) => out.securityGroupId!.apply(r));
     }
-    await Promise.all((out.securityGroupAttachmentIds ?? []).map((id) => new Promise((r) => id.apply(r))));
+    await Promise.all((out.securityGroupInterfaceIds ?? []).map((id) => new Promise((r) => id.apply(r))));
     await new Promise((r) => setTimeout(r, 50));
 }
 
@@ -172,13 +167,27 @@ describe("stack with one host", () => {
         assert.deepEqual(unwrap(base.inputs.connection).proxy, { host: "bastion.example.test", port: 22, user: "admin", privateKey: KEY, hostKey: BASTION_KEY, dialErrorLimit: 10, perDialTimeout: 15 });
     });
 
-    it("adopts an existing group by import, keeping it on destroy", async () => {
-        const { resources } = await build(rawConfig(["web1"], { securityGroupId: "sg-0aaaaaaaaaaaaaaa1", securityGroupName: "launch-wizard-1", securityGroupDescription: "launch-wizard-1 created 2024-01-01" }));
-        const sg = resources.find((r) => r.name === "hostguard-sg")!;
-        assert.equal(sg.importId, "sg-0aaaaaaaaaaaaaaa1");
-        assert.equal(sg.inputs.name, "launch-wizard-1");
-        assert.equal(sg.inputs.description, "launch-wizard-1 created 2024-01-01");
-        assert.equal(sg.inputs.ingress.length, 3, "the adopted group's old rules are replaced by ours");
+    it("adopts an existing group with one dynamic resource that reconciles its inbound rules, and no @pulumi/aws resource or invoke", async () => {
+        const { resources, out } = await build(rawConfig(["web1"], { securityGroupId: "sg-0aaaaaaaaaaaaaaa1", securityGroupName: "launch-wizard-1", securityGroupDescription: "launch-wizard-1 created 2024-01-01" }));
+        assert.deepEqual(resources.filter((r) => r.type.startsWith("aws:") || r.type === DYNAMIC).map((r) => `${r.type} ${r.name}`), [
+            `${DYNAMIC} hostguard-ingress`,
+        ]);
+        assert.deepEqual(calls, []);
+        const adopted = resources.find((r) => r.name === "hostguard-ingress")!;
+        const { __provider, ...inputs } = adopted.inputs;
+        assert.deepEqual(inputs, {
+            kind: "hostguard:adopted-group-ingress", region: REGION, groupId: "sg-0aaaaaaaaaaaaaaa1",
+            ingress: [
+                { description: "HTTPS from anywhere", protocol: "tcp", fromPort: 443, toPort: 443, cidrBlocks: ["0.0.0.0/0"], ipv6CidrBlocks: ["::/0"], securityGroups: [] },
+                { description: "application port from the private network", protocol: "tcp", fromPort: 8080, toPort: 8080, cidrBlocks: ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"], ipv6CidrBlocks: [], securityGroups: [] },
+                { description: "SSH for deployment from admin networks", protocol: "tcp", fromPort: 22, toPort: 22, cidrBlocks: ["203.0.113.0/24"], ipv6CidrBlocks: ["2001:db8::/48"], securityGroups: [] },
+            ],
+            stackInstanceIds: [], sharedInstances: [],
+        });
+        // The serialized provider loads the SDK where it runs and carries no credentials or secrets.
+        assert.match(__provider, /require\("@aws-sdk\/client-ec2"\)/);
+        assert.doesNotMatch(__provider, /AWS_SECRET|SENTINEL|KEYSENTINEL/);
+        assert.equal(await new Promise((r) => out.securityGroupId!.apply(r)), "sg-0aaaaaaaaaaaaaaa1");
     });
 
     it("leaves AWS out when hostguard:aws is false", async () => {
@@ -338,49 +347,76 @@ describe("stack with two hosts", () => {
     });
 });
 
-describe("attaching a created group to the hosts' instances", () => {
+describe("the created group on the hosts' instances, and the adopted group's guard inputs", () => {
     const hostsWith = (ids: Array<string | undefined>) => JSON.stringify(ids.map((instanceId, i) =>
         ({ name: `web${i + 1}`, host: `10.0.1.${10 + i}`, hostKey: HOST_KEY, ...(instanceId ? { instanceId } : {}) })));
-    const ADOPT = { securityGroupId: "sg-0aaaaaaaaaaaaaaa1", securityGroupName: "launch-wizard-1", securityGroupDescription: "launch-wizard-1 created 2024-01-01" };
+    const ADOPT = { securityGroupId: "sg-0aaaaaaaaaaaaaaa1" };
+    const interfaces = (resources: Recorded[]) => resources.filter((r) => r.type === DYNAMIC && r.inputs.kind === "hostguard:interface-groups");
 
-    it("attaches the created group to each instance's primary interface, one attachment per host", async () => {
-        const { resources, out } = await build(rawConfig([], { hosts: hostsWith(["i-0123456789abcdef0", "i-0fedcba9"]) }));
-        const attachments = resources.filter((r) => r.type === ATTACHMENT);
-        assert.deepEqual(attachments.map((a) => ({ name: a.name, inputs: a.inputs })), [
-            { name: "web1-sg-attachment", inputs: { networkInterfaceId: "eni-0aaaaaaaaaaaaaaa1", securityGroupId: GROUP_ID } },
-            { name: "web2-sg-attachment", inputs: { networkInterfaceId: "eni-0bbbbbbbbbbbbbbb2", securityGroupId: GROUP_ID } },
+    it("sets each instance's primary interface to exactly the created group plus the kept ones, one resource per host", async () => {
+        const { resources, out } = await build(rawConfig([], {
+            hosts: hostsWith(["i-0123456789abcdef0", "i-0fedcba9"]), keepSecurityGroupIds: JSON.stringify(["sg-0cccccccccccccccc"]),
+        }));
+        assert.deepEqual(interfaces(resources).map((a) => {
+            const { __provider, ...inputs } = a.inputs;
+            return { name: a.name, inputs };
+        }), [
+            { name: "web1-interface-groups", inputs: { kind: "hostguard:interface-groups", region: REGION, instanceId: "i-0123456789abcdef0", groups: [GROUP_ID, "sg-0cccccccccccccccc"] } },
+            { name: "web2-interface-groups", inputs: { kind: "hostguard:interface-groups", region: REGION, instanceId: "i-0fedcba9", groups: [GROUP_ID, "sg-0cccccccccccccccc"] } },
         ]);
         // The mocks do not pass the parent, but the mock monitor's URNs carry the type chain.
         const urns = [...((pulumi.runtime.getMonitor() as any).getRegisteredResources() as Map<string, unknown>).keys()];
-        for (const a of attachments) {
-            assert.ok(urns.includes(`urn:pulumi:test::hostguard::hostguard:aws:SecurityGroup$${ATTACHMENT}::${a.name}`),
+        for (const a of interfaces(resources)) {
+            assert.ok(urns.includes(`urn:pulumi:test::hostguard::hostguard:aws:SecurityGroup$${DYNAMIC}::${a.name}`),
                 `${a.name} is parented to the group component: ${urns.filter((u) => u.endsWith(a.name)).join(", ")}`);
-            assert.equal(a.importId, undefined);
         }
-        assert.deepEqual(calls.map((c) => c.token), ["aws:ec2/getInstance:getInstance", "aws:ec2/getInstance:getInstance"]);
-        assert.deepEqual(calls.map((c) => c.inputs.instanceId).sort(), ["i-0123456789abcdef0", "i-0fedcba9"]);
-        assert.equal(out.securityGroupAttachmentIds?.length, 2);
+        assert.deepEqual(calls, []);
+        assert.equal(out.securityGroupInterfaceIds?.length, 2);
         // Nothing else changes: the group and both deployments are still all there.
         assert.equal(resources.length, 2 + 2 + 2 * 7);
     });
 
-    it("attaches only hosts that name an instance", async () => {
+    it("sets only the interfaces of hosts that name an instance", async () => {
         const { resources } = await build(rawConfig([], { hosts: hostsWith([undefined, "i-0fedcba9"]) }));
-        assert.deepEqual(resources.filter((r) => r.type === ATTACHMENT).map((r) => r.name), ["web2-sg-attachment"]);
-        assert.equal(calls.length, 1);
+        assert.deepEqual(interfaces(resources).map((r) => [r.name, r.inputs.groups]), [["web2-interface-groups", [GROUP_ID]]]);
     });
 
-    it("creates no attachment and looks nothing up when the group is adopted", async () => {
-        const { resources, out } = await build(rawConfig([], { hosts: hostsWith(["i-0123456789abcdef0", "i-0fedcba9"]), ...ADOPT }));
-        assert.equal(resources.filter((r) => r.type === ATTACHMENT).length, 0);
+    it("takes the region from aws:region, else AWS_REGION, and refuses to adopt or set interfaces without one", async () => {
+        const saved = process.env.AWS_REGION;
+        try {
+            process.env.AWS_REGION = "ap-south-1";
+            const { resources } = await build(rawConfig(["web1"], ADOPT), null);
+            assert.equal(resources.find((r) => r.name === "hostguard-ingress")!.inputs.region, "ap-south-1");
+            delete process.env.AWS_REGION;
+            for (const extra of [ADOPT, { hosts: hostsWith(["i-0123456789abcdef0"]) }]) {
+                await assert.rejects(build(rawConfig(["web1"], extra), null), /the AWS region is not set: set aws:region .* or AWS_REGION/);
+            }
+            // A created group without instances makes no EC2 call of its own: no region needed.
+            assert.equal((await build(rawConfig(["web1"]), null)).resources.filter((r) => r.type === DYNAMIC).length, 0);
+        } finally {
+            if (saved === undefined) {
+                delete process.env.AWS_REGION;
+            } else {
+                process.env.AWS_REGION = saved;
+            }
+        }
+    });
+
+    it("touches no interface when the group is adopted: the instances and the opt-in go to the guard", async () => {
+        const { resources, out } = await build(rawConfig([], {
+            hosts: hostsWith(["i-0123456789abcdef0", undefined]), ...ADOPT, sharedSecurityGroupInstances: JSON.stringify(["i-0fedcba9"]),
+        }));
+        assert.equal(interfaces(resources).length, 0);
+        assert.equal(resources.filter((r) => r.type.startsWith("aws:")).length, 0);
         assert.deepEqual(calls, []);
-        assert.deepEqual(out.securityGroupAttachmentIds, []);
-        assert.equal(resources.find((r) => r.name === "hostguard-sg")!.importId, "sg-0aaaaaaaaaaaaaaa1");
+        assert.deepEqual(out.securityGroupInterfaceIds, []);
+        const adopted = resources.find((r) => r.name === "hostguard-ingress")!;
+        assert.deepEqual([adopted.inputs.stackInstanceIds, adopted.inputs.sharedInstances], [["i-0123456789abcdef0"], ["i-0fedcba9"]]);
     });
 
-    it("creates no attachment without instanceId (as before)", async () => {
+    it("touches no interface without instanceId (as before)", async () => {
         const { resources } = await build(rawConfig(["web1", "web2"]));
-        assert.equal(resources.filter((r) => r.type === ATTACHMENT).length, 0);
+        assert.equal(resources.filter((r) => r.type === DYNAMIC).length, 0);
         assert.deepEqual(calls, []);
     });
 

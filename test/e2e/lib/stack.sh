@@ -81,14 +81,16 @@ e2e_show_log() {
 
 # e2e_stack_init STACK SETTINGS_YAML NAME:MINUTE...: the stack file of
 # the test stack, then the SSH key as a secret (on stdin). SETTINGS_YAML holds
-# extra `  hostguard:key: value` lines.
+# extra `  hostguard:key: value` lines (hostguard:aws among them replaces the
+# default false).
 e2e_stack_init() {
   local stack="$1" extra="$2" spec name minute line
   shift 2
   e2e_pulumi "stack-init-${stack}" stack init "${stack}" --secrets-provider passphrase || return 1
   {
     printf 'config:\n'
-    printf '  hostguard:aws: "false"\n'
+    # AWS stays out unless the scenario's own settings switch it on.
+    [[ "${extra}" == *"hostguard:aws:"* ]] || printf '  hostguard:aws: "false"\n'
     printf '  hostguard:sshUser: root\n'
     printf '  hostguard:notifyCaFile: %s\n' "${E2E_HOST_CA}"
     printf '  hostguard:notifyMaxTime: "5"\n'

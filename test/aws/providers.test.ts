@@ -1,0 +1,124 @@
+// The dynamic providers of adoptedGroup.ts and interfaceGroups.ts against
+// moto's EC2 API (issue 15), called the way the engine calls them: check on
+// preview, create on the first up, read on refresh, diff, update, delete on
+// destroy. What EC2 ends up with is read by the test itself.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { AuthorizeSecurityGroupIngressCommand, ModifyNetworkInterfaceAttributeCommand } from "@aws-sdk/client-ec2";
+import { ADOPTED_GROUP_KIND, adoptedGroupProvider, type AdoptedGroupState } from "../../components/adoptedGroup";
+import { INTERFACE_GROUPS_KIND, interfaceGroupsProvider, type InterfaceGroupsState } from "../../components/interfaceGroups";
+import { ingressRules } from "../../components/securityGroup";
+import { Account, messyIngress, wantedLines } from "./fixtures";
+import { REGION, startMoto, type Moto } from "./moto";
+
+let moto: Moto;
+let account: Account;
+const p = adoptedGroupProvider as Required<typeof adoptedGroupProvider>;
+const q = interfaceGroupsProvider as Required<typeof interfaceGroupsProvider>;
+
+before(async () => {
+    moto = await startMoto();
+    account = await Account.create(moto.client);
+});
+after(async () => {
+    await moto?.stop();
+});
+
+const RULES = ingressRules({ privateCidrs: ["10.0.0.0/8"], adminCidrs: ["203.0.113.0/24"] });
+
+function adoptInputs(groupId: string, over: Partial<AdoptedGroupState> = {}): AdoptedGroupState {
+    return { kind: ADOPTED_GROUP_KIND, region: REGION, groupId, ingress: RULES, stackInstanceIds: [], sharedInstances: [], ...over };
+}
+
+describe("adopted group ingress provider", () => {
+    it("up makes the rules exactly hostguard's, refresh sees a hand-added rule, update removes it, destroy restores the original", async () => {
+        const groupId = await account.group(messyIngress(await account.group(), await account.prefixList()), "launch-wizard");
+        const host = await account.instance([groupId]);
+        const before = await account.snapshot(groupId);
+        const inputs = adoptInputs(groupId, { stackInstanceIds: [host.instanceId] });
+
+        // preview: the guard passes (the only interface is the stack's), nothing changes yet.
+        assert.deepEqual((await p.check({}, inputs)).failures, []);
+        assert.deepEqual(await account.snapshot(groupId), before);
+
+        // up
+        const created = await p.create(inputs);
+        assert.equal(created.id, groupId);
+        assert.deepEqual(await account.ingress(groupId), wantedLines(RULES));
+        let state = created.outs as AdoptedGroupState;
+        assert.equal(state.original!.length, before.ingress.length);
+        assert.equal((await p.diff(groupId, state, inputs)).changes, false, "no changes right after the up");
+
+        // a rule added by hand: refresh reads it, the diff shows a change, the update removes it.
+        await moto.client.send(new AuthorizeSecurityGroupIngressCommand({
+            GroupId: groupId, IpPermissions: [{ IpProtocol: "tcp", FromPort: 80, ToPort: 80, IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "by hand" }] }],
+        }));
+        const read = await p.read(groupId, state);
+        state = read.props as AdoptedGroupState;
+        assert.deepEqual(state.actual!["tcp|80-80|cidr4|0.0.0.0/0"], { protocol: "tcp", fromPort: 80, toPort: 80, kind: "cidr4", source: "0.0.0.0/0", description: "by hand" },
+            "refresh shows the hand-added rule");
+        assert.deepEqual(await p.diff(groupId, state, inputs), { changes: true, replaces: [], deleteBeforeReplace: true });
+        const updated = await p.update(groupId, state, inputs);
+        state = updated.outs as AdoptedGroupState;
+        assert.deepEqual(await account.ingress(groupId), wantedLines(RULES));
+        assert.equal((await p.diff(groupId, (await p.read(groupId, state)).props, inputs)).changes, false);
+
+        // destroy
+        await p.delete(groupId, state);
+        assert.deepEqual(await account.snapshot(groupId), before);
+    });
+
+    it("preview refuses a group that an instance outside the stack carries, naming it and the key; the opt-in accepts it", async () => {
+        const groupId = await account.group(messyIngress(await account.group(), await account.prefixList()), "default");
+        const mine = await account.instance([groupId]);
+        const theirs = await account.instance([groupId]);
+        const before = await account.snapshot(groupId);
+
+        const refused = await p.check({}, adoptInputs(groupId, { stackInstanceIds: [mine.instanceId] }));
+        assert.equal(refused.failures!.length, 1);
+        assert.equal(refused.failures![0].property, "groupId");
+        assert.match(refused.failures![0].reason, new RegExp(`instance ${theirs.instanceId} .*not a host of this stack`));
+        assert.match(refused.failures![0].reason, /hostguard:sharedSecurityGroupInstances/);
+        assert.deepEqual(await account.snapshot(groupId), before, "the refusal changed nothing");
+
+        const accepted = await p.check({}, adoptInputs(groupId, { stackInstanceIds: [mine.instanceId], sharedInstances: [theirs.instanceId] }));
+        assert.deepEqual(accepted.failures, []);
+    });
+
+    it("a change of the opt-in or the hosts is an update that only rechecks; another group id is a replacement", async () => {
+        const groupId = await account.group([], "quiet");
+        const inputs = adoptInputs(groupId);
+        const state = (await p.create(inputs)).outs as AdoptedGroupState;
+        assert.equal((await p.diff(groupId, state, { ...inputs, sharedInstances: ["i-0123456789abcdef0"] })).changes, true);
+        assert.deepEqual((await p.diff(groupId, state, { ...inputs, groupId: "sg-0123456789abcdef0" })).replaces, ["groupId"]);
+        await p.delete(groupId, state);
+        assert.deepEqual(await account.ingress(groupId), []);
+    });
+});
+
+describe("interface groups provider (created group)", () => {
+    it("up leaves exactly [hostguard, kept], refresh sees a group added by hand, update removes it, destroy restores the previous set", async () => {
+        const allowAll = await account.group([{ IpProtocol: "-1", IpRanges: [{ CidrIp: "0.0.0.0/0" }] }], "default");
+        const lb = await account.group([], "lb");
+        const hostguard = await account.group([], "hostguard");
+        const host = await account.instance([allowAll, lb]);
+        const inputs: InterfaceGroupsState = { kind: INTERFACE_GROUPS_KIND, region: REGION, instanceId: host.instanceId, groups: [hostguard, lb] };
+
+        const created = await q.create(inputs);
+        assert.equal(created.id, `${host.instanceId}/${host.networkInterfaceId}`);
+        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [hostguard, lb].sort());
+        let state = created.outs as InterfaceGroupsState;
+        assert.deepEqual([...state.originalGroups!].sort(), [allowAll, lb].sort());
+        assert.equal((await q.diff(created.id, state, inputs)).changes, false);
+
+        await moto.client.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: host.networkInterfaceId, Groups: [hostguard, lb, allowAll] }));
+        state = (await q.read(created.id, state)).props as InterfaceGroupsState;
+        assert.deepEqual([...state.actualGroups!].sort(), [hostguard, lb, allowAll].sort());
+        assert.equal((await q.diff(created.id, state, inputs)).changes, true);
+        state = (await q.update(created.id, state, inputs)).outs as InterfaceGroupsState;
+        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [hostguard, lb].sort());
+
+        await q.delete(created.id, state);
+        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll, lb].sort());
+    });
+});

@@ -1,0 +1,57 @@
+// The e2e scenario's hands and eyes on moto (scenario 13 of test/e2e/run.sh):
+// it makes the account the stack adopts a group from, adds a rule by hand, and
+// prints a group's rules; the stack itself reaches moto only through its
+// dynamic resources. Endpoint and dummy credentials come from the caller's
+// environment (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ..., AWS_REGION).
+//
+//   setup                   VPC, subnet, a group with allow-all v4+v6, 80 and SSH from anywhere,
+//                           an instance outside the stack carrying it: prints "VPC GROUP INSTANCE"
+//   snapshot GROUP          the whole group (name, description, inbound, outbound) as JSON lines
+//   ingress GROUP           its inbound rules, one line per source, sorted
+//   wanted ADMIN_CIDR...    hostguard's inbound rules in the same form (default private networks)
+//   add-rule GROUP          a rule added by hand: tcp 3306 from 0.0.0.0/0, "added by hand"
+import { AuthorizeSecurityGroupIngressCommand, EC2Client } from "@aws-sdk/client-ec2";
+import { DEFAULT_PRIVATE_CIDRS } from "../../../components/config";
+import { ingressRules } from "../../../components/securityGroup";
+import { Account, wantedLines } from "../../aws/fixtures";
+
+async function main(argv: string[]): Promise<void> {
+    const client = new EC2Client({});
+    const [cmd, ...args] = argv;
+    switch (cmd) {
+        case "setup": {
+            const account = await Account.create(client);
+            const groupId = await account.group([
+                { IpProtocol: "-1", IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "allow all" }], Ipv6Ranges: [{ CidrIpv6: "::/0", Description: "allow all v6" }] },
+                { IpProtocol: "tcp", FromPort: 80, ToPort: 80, IpRanges: [{ CidrIp: "0.0.0.0/0" }], Ipv6Ranges: [{ CidrIpv6: "::/0" }] },
+                { IpProtocol: "tcp", FromPort: 22, ToPort: 22, IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "SSH from anywhere" }] },
+            ], "launch-wizard-1");
+            const other = await account.instance([groupId]);
+            console.log(`${account.vpcId} ${groupId} ${other.instanceId}`);
+            return;
+        }
+        case "snapshot": {
+            const s = await new Account(client, "", "", "").snapshot(args[0]);
+            console.log([`name ${s.name}`, `description ${s.description}`, ...s.ingress.map((l) => `in ${l}`), ...s.egress.map((l) => `out ${l}`)].join("\n"));
+            return;
+        }
+        case "ingress":
+            console.log((await new Account(client, "", "", "").ingress(args[0])).join("\n"));
+            return;
+        case "wanted":
+            console.log(wantedLines(ingressRules({ privateCidrs: DEFAULT_PRIVATE_CIDRS, adminCidrs: args })).join("\n"));
+            return;
+        case "add-rule":
+            await client.send(new AuthorizeSecurityGroupIngressCommand({
+                GroupId: args[0], IpPermissions: [{ IpProtocol: "tcp", FromPort: 3306, ToPort: 3306, IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "added by hand" }] }],
+            }));
+            return;
+        default:
+            throw new Error(`usage: moto-ec2.ts setup | snapshot GROUP | ingress GROUP | wanted ADMIN_CIDR... | add-rule GROUP (got ${cmd})`);
+    }
+}
+
+main(process.argv.slice(2)).catch((e) => {
+    console.error(`moto-ec2: ${(e as Error).message}`);
+    process.exit(1);
+});
