@@ -77,16 +77,115 @@ readonly HG_RANGES
 # END settings table
 
 hg_die() {
-  printf 'hostguard: %s\n' "$*" >&2
+  local text
+  hg_redact text "$*"
+  printf 'hostguard: %s\n' "${text}" >&2
   exit 1
 }
 
 # A log line that cannot be written (the log's disk is full) never ends the
 # script: what it was doing (delivering an alert) matters more.
 hg_log() {
-  local level="$1"
+  local level="$1" text
   shift
-  { printf '%(%Y-%m-%d %H:%M:%S)T %s %s\n' -1 "${level}" "$*"; } 2>/dev/null || true
+  hg_redact text "$*"
+  { printf '%(%Y-%m-%d %H:%M:%S)T %s %s\n' -1 "${level}" "${text}"; } 2>/dev/null || true
+}
+
+# ---- redaction of the secret URLs ---------------------------------------------
+# A chat service (or a proxy) may echo the request in an error ("Cannot POST
+# /services/T000/B000/..."): every text that leaves the host (a log line, an
+# error, a state file `status` prints, a dead letter's reason, the output of
+# `hostguard-notify --test`) passes hg_redact first. It replaces every form
+# of the webhook and heartbeat URLs: the whole URL, host and path, the path
+# (and query) alone, its secret segments (the last one, and any of 16
+# characters or more), each percent-encoded (either case) and JSON-escaped.
+readonly HG_REDACTED='[secret URL redacted]'
+# Pieces shorter than this are not secrets of their own (/, /services).
+readonly HG_REDACT_MIN=8
+HG_REDACT_LOADED=0
+declare -a HG_REDACT_PIECES=()
+
+# VAR <- TEXT percent-encoded: every byte but A-Z a-z 0-9 - . _ ~ as %XX
+# (FORMAT %%%02X: upper case hex, %%%02x: lower). Builtins only (the text is
+# a secret: no argv).
+hg_percent_encode() {
+  local -n _pct="$1"
+  local LC_ALL=C text="$2" format="${3:-%%%02X}" i char code
+  _pct=""
+  for ((i = 0; i < ${#text}; i++)); do
+    char="${text:i:1}"
+    if [[ "${char}" == [A-Za-z0-9._~-] ]]; then
+      _pct+="${char}"
+    else
+      # shellcheck disable=SC2059 # the format is one of the two above
+      printf -v code "${format}" "'${char}"
+      _pct+="${code}"
+    fi
+  done
+}
+
+# Adds PIECE and its encoded forms to HG_REDACT_PIECES (long enough ones).
+hg_redact_add() {
+  local piece="$1" encoded lower
+  ((${#piece} >= HG_REDACT_MIN)) || return 0
+  HG_REDACT_PIECES+=("${piece}" "${piece//\//\\/}")
+  hg_percent_encode encoded "${piece}"
+  hg_percent_encode lower "${piece}" '%%%02x'
+  [[ "${encoded}" == "${piece}" ]] || HG_REDACT_PIECES+=("${encoded}" "${lower}")
+}
+
+# Loads the pieces of the URLs in the webhook and heartbeat files once per
+# process (root's files; read with builtins only).
+hg_redact_load() {
+  local file line url rest path segment piece
+  local -a segments=()
+  HG_REDACT_LOADED=1
+  HG_REDACT_PIECES=()
+  for file in "${HG_WEBHOOK_FILE}" "${HG_HEARTBEAT_FILE}"; do
+    [[ -f "${file}" && -r "${file}" ]] || continue
+    while IFS= read -r line || [[ -n "${line}" ]]; do
+      [[ "${line}" =~ [\"[:space:]=:]?([A-Za-z][A-Za-z0-9+.-]*://[^\"[:space:]]+) ]] || continue
+      url="${BASH_REMATCH[1]}"
+      rest="${url#*://}"
+      path=""
+      [[ "${rest}" != */* ]] || path="/${rest#*/}"
+      [[ -n "${path}" || "${rest}" != *\?* ]] || path="?${rest#*\?}"
+      hg_redact_add "${url}"
+      hg_redact_add "${rest}"
+      hg_redact_add "${path}"
+      hg_redact_add "${path#/}"
+      [[ "${path}" != *\?* ]] || hg_redact_add "${path#*\?}"
+      IFS=/ read -r -a segments <<<"${path%%\?*}"
+      for segment in "${segments[@]}"; do
+        ((${#segment} < 16)) || hg_redact_add "${segment}"
+      done
+      ((${#segments[@]} == 0)) || hg_redact_add "${segments[-1]}"
+    done <"${file}" 2>/dev/null || true
+  done
+  # Longest first, so that a URL is replaced whole, not in parts.
+  local -a sorted=()
+  local len max=0
+  for piece in "${HG_REDACT_PIECES[@]}"; do
+    ((${#piece} <= max)) || max="${#piece}"
+  done
+  for ((len = max; len >= HG_REDACT_MIN; len--)); do
+    for piece in "${HG_REDACT_PIECES[@]}"; do
+      ((${#piece} != len)) || sorted+=("${piece}")
+    done
+  done
+  HG_REDACT_PIECES=("${sorted[@]}")
+}
+
+# VAR <- TEXT with every form of the secret URLs replaced by HG_REDACTED.
+hg_redact() {
+  local -n _redacted="$1"
+  local _r_text="$2" _r_piece
+  ((HG_REDACT_LOADED)) || hg_redact_load
+  for _r_piece in "${HG_REDACT_PIECES[@]}"; do
+    [[ "${_r_text}" != *"${_r_piece}"* ]] || _r_text="${_r_text//"${_r_piece}"/${HG_REDACTED}}"
+  done
+  _redacted="${_r_text}"
 }
 
 # Sets HG_<KEY> for every known key: the file's value, else the default.

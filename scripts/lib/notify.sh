@@ -76,9 +76,11 @@ hg_mono_ms() {
   hg_now_ms "$1"
 }
 
-# Writes TEXT to FILE; a failed write (disk full) is logged, never fatal.
+# Writes TEXT (redacted: `status` prints these files) to FILE; a failed
+# write (disk full) is logged, never fatal.
 hg_notify_write_state() {
-  local file="$1" text="$2"
+  local file="$1" text
+  hg_redact text "$2"
   if ! { printf '%s\n' "${text}" >"${file}"; } 2>/dev/null; then
     hg_log WARN "cannot write ${file##*/} (disk full?)" >&2
     return 1
@@ -270,11 +272,14 @@ hg_curl_reason() {
   esac
 }
 
-# VAR <- the chat service's error text fit for a log line: at most
-# HG_NOTIFY_ERROR_MAX bytes, printable ASCII only (anything else becomes ?).
+# VAR <- the chat service's error text fit for a log line: the secret URL
+# redacted (a service may echo the request's path), then at most
+# HG_NOTIFY_ERROR_MAX bytes (cut after redaction, so that no part of a
+# secret survives a cut), printable ASCII only (anything else becomes ?).
 hg_notify_error_text() {
   local -n _text="$1"
-  local LC_ALL=C body="$2"
+  local LC_ALL=C body
+  hg_redact body "$2"
   body="${body:0:HG_NOTIFY_ERROR_MAX}"
   body="${body//[![:print:]]/?}"
   _text="${body}"

@@ -902,3 +902,37 @@ assert t[2] - t[1] >= 1.0, t
   }
   [[ "$(receiver_count)" -eq 2 ]]
 }
+
+@test "issue 18: a service that echoes the secret path in its errors: redacted from --test, logs, status, last error and dead letters" {
+  receiver_start --mode "echopath 404"
+  receiver_make_root NOTIFY_ATTEMPTS=1
+  local spool="${HOSTGUARD_ROOT}/var/spool/hostguard"
+  notify --test
+  expect_status 77
+  hg_redacted_echo() {
+    [[ "$1" == *"Cannot POST [secret URL redacted] ([secret URL redacted]; [secret URL redacted]; [secret URL redacted]; "* ]] || {
+      echo "not the redacted echo: $1"
+      return 1
+    }
+  }
+  hg_redacted_echo "${output}"
+  # Refused for good: a dead letter, its reason and the last error.
+  notify text "refused for good"
+  expect_status 77
+  expect_dead 1
+  hg_redacted_echo "$(cat "${spool}"/dead-msg-*.json.reason)"
+  hg_redacted_echo "$(cat "${spool}/.notify-last-error")"
+  # Transient: the log line of each attempt.
+  receiver_mode echopath 500
+  notify text "transient"
+  expect_status 75
+  hg_redacted_echo "${output}"
+  # Delivered with an answer that is not ok: the warning.
+  receiver_mode echopath 200
+  notify flush
+  expect_status 0
+  hg_redacted_echo "${output}"
+  notify status
+  hg_redacted_echo "${output}"
+  expect_no_leak
+}
