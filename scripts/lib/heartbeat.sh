@@ -71,6 +71,7 @@ hg_heartbeat() {
   local who="$1" status="" rc=0 other
   [[ -e "${HG_HEARTBEAT_FILE}" ]] || return 0
   hg_heartbeat_check_file || return 0
+  hg_notify_check_ca 2>&1 || return 0
   for other in host-monitor container-monitor; do
     [[ "${other}" != "${who}" ]] || continue
     if hg_lock_stuck "${HG_STATE_DIR}/${other}.lock"; then

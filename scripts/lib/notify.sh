@@ -378,6 +378,51 @@ hg_notify_check_webhook() {
     hg_log ERROR "webhook file ${file} must hold exactly one url = \"https://...\" line" >&2
     return "${HG_EX_CONFIG}"
   fi
+  hg_notify_check_ca
+}
+
+# Refuses a CA bundle (NOTIFY_CA_FILE) that anyone but root could change:
+# whoever writes it decides which server the webhook (a secret) is sent to.
+# The file, and every directory above it, as given and with its links
+# resolved, must be root's and writable by root only (a directory writable by
+# all is allowed when sticky, as /tmp: nobody else can replace root's entry
+# there). Names the file and the offending path; never fatal by itself.
+hg_notify_check_ca() {
+  local ca="${HG_NOTIFY_CA_FILE}" real cur comp line uid mode type path
+  local -a paths=() parts=() lines=()
+  [[ -n "${ca}" ]] || return 0
+  real="$(realpath -e -- "${ca}" 2>/dev/null)" || {
+    hg_log ERROR "NOTIFY_CA_FILE ${ca} does not exist" >&2
+    return "${HG_EX_CONFIG}"
+  }
+  for path in "${ca}" "${real}"; do
+    IFS=/ read -r -a parts <<<"${path#/}"
+    cur=""
+    paths+=(/)
+    for comp in "${parts[@]}"; do
+      [[ -n "${comp}" ]] || continue
+      cur+="/${comp}"
+      paths+=("${cur}")
+    done
+  done
+  mapfile -t lines < <(stat -c '%u %a %F' -- "${paths[@]}" 2>/dev/null || true)
+  if ((${#lines[@]} != ${#paths[@]})); then
+    hg_log ERROR "NOTIFY_CA_FILE ${ca}: cannot check who may write it: refused" >&2
+    return "${HG_EX_CONFIG}"
+  fi
+  for ((line = 0; line < ${#paths[@]}; line++)); do
+    read -r uid mode type <<<"${lines[line]}"
+    path="${paths[line]}"
+    if ((uid != 0)); then
+      hg_log ERROR "NOTIFY_CA_FILE ${ca}: ${path} belongs to uid ${uid}, not root: refused (only root may be able to change the CA bundle)" >&2
+      return "${HG_EX_CONFIG}"
+    fi
+    [[ "${type}" != "symbolic link" ]] || continue
+    if (((8#${mode} & 8#022) != 0)) && ! [[ "${type}" == directory && $((8#${mode} & 8#1000)) -ne 0 ]]; then
+      hg_log ERROR "NOTIFY_CA_FILE ${ca}: ${path} is writable by a group or by all users: refused (only root may be able to change the CA bundle)" >&2
+      return "${HG_EX_CONFIG}"
+    fi
+  done
 }
 
 # Why curl failed, from its exit code alone: its own error text can name the

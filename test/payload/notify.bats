@@ -167,6 +167,14 @@ for line in open(sys.argv[1], encoding="utf-8"):
 ' "${RECEIVER_MESSAGES}"
 }
 
+# Fails unless TEXT holds PART.
+hg_contains() {
+  [[ "$1" == *"$2"* ]] || {
+    printf 'expected to find: %s\nin:\n%s\n' "$2" "$1"
+    return 1
+  }
+}
+
 # Waits (at most 30 s each) until no detached flush holds the spool lock,
 # twice: one started late may take it after the first wait.
 wait_flushes() {
@@ -1055,4 +1063,36 @@ assert t[2] - t[1] >= 1.0, t
   # The action treats only 0 and 75 as kept.
   local action="${BATS_TEST_DIRNAME}/../../scripts/fail2ban/action.d/slack-notify.conf"
   grep -q '^actionban = .* || \[ \$? -eq 75 \]$' "${action}"
+}
+
+@test "issue 18: NOTIFY_CA_FILE that anyone but root could change is refused, naming it: nothing is posted" {
+  receiver_start
+  receiver_make_root
+  local dir="${BATS_TEST_TMPDIR}/cadir" conf="${HOSTGUARD_ROOT}/etc/hostguard/hostguard.conf"
+  mkdir -m 0755 "${dir}"
+  cp "${RECEIVER_CA}" "${dir}/ca.pem"
+  sed -i "s|^NOTIFY_CA_FILE=.*|NOTIFY_CA_FILE=${dir}/ca.pem|" "${conf}"
+  # Root's, writable by root only: fine.
+  notify --test
+  expect_status 0
+  # The file writable by a group.
+  chmod 0664 "${dir}/ca.pem"
+  notify --test
+  expect_status 78
+  hg_contains "${output}" "NOTIFY_CA_FILE ${dir}/ca.pem: ${dir}/ca.pem is writable by a group or by all users: refused"
+  chmod 0644 "${dir}/ca.pem"
+  # Its directory a user's.
+  chown 64123 "${dir}"
+  notify text "not with that CA"
+  expect_status 78
+  hg_contains "${output}" "NOTIFY_CA_FILE ${dir}/ca.pem: ${dir} belongs to uid 64123, not root: refused"
+  chown 0 "${dir}"
+  # A link to it from a directory writable by all (not sticky).
+  mkdir -m 0777 "${BATS_TEST_TMPDIR}/open"
+  ln -s "${dir}/ca.pem" "${BATS_TEST_TMPDIR}/open/ca.pem"
+  sed -i "s|^NOTIFY_CA_FILE=.*|NOTIFY_CA_FILE=${BATS_TEST_TMPDIR}/open/ca.pem|" "${conf}"
+  notify flush
+  expect_status 78
+  hg_contains "${output}" "${BATS_TEST_TMPDIR}/open is writable by a group or by all users: refused"
+  [[ "$(receiver_count)" -eq 1 ]]
 }
