@@ -288,3 +288,20 @@ for line in ids:
   [[ "${status}" -ne 0 ]]
   hg_assert_contains "${output}" "NGINX_SERVER_CONF: /srv/www/site.conf is 5242880 bytes, over the limit of 4194304 bytes"
 }
+
+@test "issue 18: no local user can hold the install lock: flock on the root changes nothing, the lock file is root's 0600" {
+  # The old lock: flock on the root directory, which any user can open.
+  as_app flock "${ROOT}" sleep 60 &
+  local holder=$!
+  sleep 0.5
+  run timeout 30 "${PAYLOAD}/install" install --part base --root "${ROOT}" --settings "${SETTINGS}"
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  hg_assert_mode_owner "${ROOT}/run/hostguard-install.lock" "600 root:root"
+  hg_assert_mode_owner "${ROOT}/run" "755 root:root"
+  run as_app flock --nonblock "${ROOT}/run/hostguard-install.lock" true
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "Permission denied"
+  kill "${holder}"
+  wait "${holder}" || true
+}
