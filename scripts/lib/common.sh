@@ -109,23 +109,22 @@ readonly HG_REDACT_MIN=8
 HG_REDACT_LOADED=0
 declare -a HG_REDACT_PIECES=()
 
-# VAR <- TEXT percent-encoded: every byte but A-Z a-z 0-9 - . _ ~ as %XX
-# (FORMAT %%%02X: upper case hex, %%%02x: lower). Builtins only (the text is
-# a secret: no argv).
+# VAR <- TEXT percent-encoded as a URL's reserved characters are: each of
+# % ! $ & ' ( ) * + , ; = : @ / ? [ ] as %XX (upper case hex; with a second
+# argument "lower", lower case). A URL set-webhook accepts holds no other
+# character that needs it. Builtins only (the text is a secret: no argv).
+readonly HG_URL_RESERVED=('%' '!' '$' '&' "'" '(' ')' '*' '+' ',' ';' '=' ':' '@' '/' '?' '[' ']')
+readonly HG_URL_ESCAPES=(25 21 24 26 27 28 29 2A 2B 2C 3B 3D 3A 40 2F 3F 5B 5D)
 hg_percent_encode() {
   local -n _pct="$1"
-  local LC_ALL=C text="$2" format="${3:-%%%02X}" i char code
-  _pct=""
-  for ((i = 0; i < ${#text}; i++)); do
-    char="${text:i:1}"
-    if [[ "${char}" == [A-Za-z0-9._~-] ]]; then
-      _pct+="${char}"
-    else
-      # shellcheck disable=SC2059 # the format is one of the two above
-      printf -v code "${format}" "'${char}"
-      _pct+="${code}"
-    fi
+  local text="$2" case="${3:-upper}" i hex
+  for i in "${!HG_URL_RESERVED[@]}"; do
+    [[ "${text}" == *"${HG_URL_RESERVED[i]}"* ]] || continue
+    hex="${HG_URL_ESCAPES[i]}"
+    [[ "${case}" != lower ]] || hex="${hex,,}"
+    text="${text//"${HG_URL_RESERVED[i]}"/%${hex}}"
   done
+  _pct="${text}"
 }
 
 # Adds PIECE and its encoded forms to HG_REDACT_PIECES (long enough ones).
@@ -134,7 +133,7 @@ hg_redact_add() {
   ((${#piece} >= HG_REDACT_MIN)) || return 0
   HG_REDACT_PIECES+=("${piece}" "${piece//\//\\/}")
   hg_percent_encode encoded "${piece}"
-  hg_percent_encode lower "${piece}" '%%%02x'
+  hg_percent_encode lower "${piece}" lower
   [[ "${encoded}" == "${piece}" ]] || HG_REDACT_PIECES+=("${encoded}" "${lower}")
 }
 
