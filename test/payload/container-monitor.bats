@@ -478,3 +478,28 @@ heartbeats() {
   kill "${holder}"
   wait "${holder}" || true
 }
+
+@test "issue 18: a stop alert that could be neither spooled nor delivered is not recorded as posted: the next run posts it" {
+  containers web running 1.00% 1.00% 0 ""
+  run_monitor
+  [[ "${status}" -eq 0 ]]
+  containers web exited 1.00% 1.00% 3 ""
+  # No spool (a file where its directory should be) and the service down.
+  local spool="${HOSTGUARD_ROOT}/var/spool/hostguard" port="${RECEIVER_PORT}"
+  mkdir -p "${spool}"
+  mv "${spool}" "${spool}.away"
+  : >"${spool}"
+  receiver_stop
+  clear_received
+  run_monitor
+  [[ "${output}" == *"alert lost"* ]]
+  rm "${spool}"
+  mv "${spool}.away" "${spool}"
+  receiver_start --port "${port}"
+  run_monitor
+  [[ "${status}" -eq 0 ]]
+  receiver_expect_texts "${P}Container stopped: web (Status: exited)"$'\n'"Exit Code: 3"$'\n'"Error: No specific error"
+  # Posted now: not again.
+  run_monitor
+  [[ "$(receiver_count)" -eq 1 ]]
+}
