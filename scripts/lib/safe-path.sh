@@ -132,11 +132,26 @@ safe_resolve_file() {
 safe_as_owner() {
   if ((SAFE_UID == 0)); then
     "$@"
-  else
-    timeout --kill-after=5 "${SAFE_HELPER_TIMEOUT}" \
-      setpriv --reuid="${SAFE_UID}" --regid="${SAFE_GID}" --init-groups --inh-caps=-all \
-      "${SAFE_ENV[@]}" "$@" {TXN_LOCK_FD}<&-
+    return
   fi
+  (
+    safe_close_fds
+    exec timeout --kill-after=5 "${SAFE_HELPER_TIMEOUT}" \
+      setpriv --reuid="${SAFE_UID}" --regid="${SAFE_GID}" --init-groups --inh-caps=-all \
+      "${SAFE_ENV[@]}" "$@"
+  )
+}
+
+# Closes every descriptor above stderr in this (sub)shell: the install lock
+# and whatever the deploy's session passed to install stay root's.
+safe_close_fds() {
+  local path fd
+  for path in /proc/self/fd/*; do
+    fd="${path##*/}"
+    if [[ "${fd}" =~ ^[0-9]+$ ]] && ((fd > 2)); then
+      exec {fd}>&- 2>/dev/null || true
+    fi
+  done
 }
 
 # Copies the file resolved by safe_resolve_file to OUT (a root-only file),
@@ -200,7 +215,7 @@ safe_replace() {
     cat -- "${src}" | safe_as_owner bash -c 'set -eu; umask 077; tmp="$1/$4$2"; trap "rm -f -- \"\${tmp}\"" EXIT
       rm -f -- "${tmp}"; cat >"${tmp}"; chgrp "$5" -- "${tmp}" 2>/dev/null || true
       chmod "$3" -- "${tmp}"; mv -fT -- "${tmp}" "$1/$2"' \
-      _ "${dir}" "${base}" "${SAFE_FILE_MODE}" "${SAFE_TMP_PREFIX}" "${SAFE_FILE_OWNER#*:}" 2>/dev/null \
+      _ "${dir}" "${base}" "${SAFE_FILE_MODE}" "${SAFE_TMP_PREFIX}" "${SAFE_FILE_OWNER#*:}" >/dev/null 2>&1 \
       || hg_die "${SAFE_LABEL}: ${SAFE_REAL}: could not be written as uid ${SAFE_UID}"
   fi
 }

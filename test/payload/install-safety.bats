@@ -213,7 +213,13 @@ while time.time() < end and not os.path.exists(stop):
         except OSError:
             continue
         caught += 1
-        ids.append("Gid:%s Groups:%s" % (fields["Gid"].strip(), fields.get("Groups", "").strip()))
+        fds = []
+        try:
+            for fd in os.listdir("/proc/%d/fd" % pid):
+                fds.append("%s->%s" % (fd, os.readlink("/proc/%d/fd/%s" % (pid, fd))))
+        except OSError:
+            pass
+        ids.append("Gid:%s Groups:%s fds: %s" % (fields["Gid"].strip(), fields.get("Groups", "").strip(), " ".join(sorted(fds))))
         try:
             os.rename(props, props + ".real")
             os.symlink(victim, props)
@@ -263,6 +269,17 @@ for line in ids:
   (($(sed -n 's/^caught //p' "${BATS_TEST_TMPDIR}/caught") >= 5))
   ! grep -E '^Gid:(.*[^0-9])?0([^0-9].*)?Groups:|Groups:(.* )?0( |$)' "${BATS_TEST_TMPDIR}/caught"
   grep -q "^Gid:${APP_UID}" "${BATS_TEST_TMPDIR}/caught"
+  # It held nothing of root's: its standard three (pipes to and from root,
+  # /dev/null) and the user's own files only, no other descriptor.
+  local line fd
+  while IFS= read -r line; do
+    for fd in ${line#*fds:}; do
+      [[ "${fd}" =~ ^[0-2]-\>(pipe:\[[0-9]+\]|/dev/null)$ || "${fd}" =~ ^[0-9]+-\>${ROOT}/opt/app/ ]] || {
+        echo "a helper held ${fd}"
+        return 1
+      }
+    done
+  done < <(grep 'fds:' "${BATS_TEST_TMPDIR}/caught")
   [[ "$(cat "${ROOT}/etc/victim-group")" == 'group root secret' ]]
 }
 
