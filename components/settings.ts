@@ -238,6 +238,11 @@ export const SETTINGS = [
         allowed: "a command name or an absolute path", doc: "the container runtime command",
     },
     {
+        key: "containerRuntimeTimeout", host: "CONTAINER_RUNTIME_TIMEOUT", type: "integer", default: "60", pattern: `^${INT}$`, min: 1, max: 300,
+        allowed: "an integer 1-300",
+        doc: "seconds one call of the container runtime may take (a hung runtime alerts instead of stopping the monitor)",
+    },
+    {
         key: "containerWatch", host: "CONTAINER_WATCH", type: "names", default: "",
         pattern: "^[^[:cntrl:],]{1,128}$",
         allowed: "a list of container names (no comma or control character; spaces around a name are ignored)",
@@ -261,7 +266,7 @@ export const SETTINGS = [
     },
     {
         key: "notifySpoolMax", host: "NOTIFY_SPOOL_MAX", type: "integer", default: "1000", pattern: `^${INT}$`, min: 1, max: 100000,
-        allowed: "an integer 1-100000", doc: "messages kept in the spool at most; on overflow the oldest are dropped and counted",
+        allowed: "an integer 1-100000", doc: "messages kept per queue at most (monitor alerts, ban-tool messages); over it the oldest ban-tool messages are dropped and counted, the oldest alerts merged into one (never dropped)",
     },
     {
         key: "slackChannel", host: "SLACK_CHANNEL", type: "word", default: "alerts", pattern: "^[a-z0-9][a-z0-9._-]{0,79}$",

@@ -83,6 +83,8 @@ hg_alert_text() {
 # Records that MEASURE (KEY) is over or under its threshold in this run and
 # sets HG_ALERT_ACTION. With ONCE=once the measure is an event (a container
 # that stopped since the previous check): it posts once and never repeats.
+# With ONCE=latch it posts once and stays recorded (fired, silent) until it
+# is under again (a container runtime that does not answer).
 hg_alert_observe() {
   local key="$1" state="$2" once="${3:-}" now runs last fired
   runs="${HG_ALERT_RUNS[${key}]:-0}"
@@ -102,7 +104,7 @@ hg_alert_observe() {
     hg_alert_now now
     if ((!fired)); then
       HG_ALERT_ACTION=post
-    elif [[ "${once}" != once ]] && hg_alert_repeat_due "${last}" "${now}"; then
+    elif [[ "${once}" != once && "${once}" != latch ]] && hg_alert_repeat_due "${last}" "${now}"; then
       HG_ALERT_ACTION=post
     fi
     if [[ "${HG_ALERT_ACTION}" == post ]]; then
@@ -137,6 +139,17 @@ hg_alert_repeat_due() {
 hg_alert_forget() {
   local key="$1"
   unset 'HG_ALERT_RUNS[$key]' 'HG_ALERT_LAST[$key]' 'HG_ALERT_FIRED[$key]'
+}
+
+# Undoes the post hg_alert_observe just decided for KEY: its message was
+# lost (not spooled, not delivered), so the next run posts it again; it is
+# never recorded as fired, not even an event's.
+hg_alert_unfire() {
+  local key="$1"
+  [[ -v "HG_ALERT_RUNS[${key}]" ]] || HG_ALERT_ORDER+=("${key}")
+  HG_ALERT_RUNS["${key}"]="${HG_ALERT_AFTER_RUNS}"
+  HG_ALERT_LAST["${key}"]=0
+  HG_ALERT_FIRED["${key}"]=0
 }
 
 # Succeeds when KEY fired and waits for its resolution.

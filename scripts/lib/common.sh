@@ -18,6 +18,7 @@ declare -A HG_DEFAULTS=(
   [MEMORY_THRESHOLD]='90'
   [DISK_THRESHOLD]='90'
   [CONTAINER_RUNTIME]='docker'
+  [CONTAINER_RUNTIME_TIMEOUT]='60'
   [CONTAINER_WATCH]=''
   [NOTIFY_CA_FILE]=''
   [NOTIFY_MAX_TIME]='10'
@@ -40,6 +41,7 @@ declare -A HG_PATTERNS=(
   [MEMORY_THRESHOLD]='^(0|[1-9][0-9]{0,2})(\.[0-9]{1,2})?$'
   [DISK_THRESHOLD]='^(0|[1-9][0-9]{0,2})(\.[0-9]{1,2})?$'
   [CONTAINER_RUNTIME]='^([A-Za-z0-9_][A-Za-z0-9._-]{0,63}|(/\.?[A-Za-z0-9_-][A-Za-z0-9._-]*)+)$'
+  [CONTAINER_RUNTIME_TIMEOUT]='^(0|[1-9][0-9]{0,8})$'
   [CONTAINER_WATCH]='^[^[:cntrl:],]{1,128}$'
   [NOTIFY_CA_FILE]='^((/\.?[A-Za-z0-9_-][A-Za-z0-9._-]*)+)?$'
   [NOTIFY_MAX_TIME]='^(0|[1-9][0-9]{0,8})$'
@@ -66,6 +68,7 @@ declare -A HG_RANGES=(
   [CPU_THRESHOLD]='0 100'
   [MEMORY_THRESHOLD]='0 100'
   [DISK_THRESHOLD]='0 100'
+  [CONTAINER_RUNTIME_TIMEOUT]='1 300'
   [NOTIFY_MAX_TIME]='1 300'
   [NOTIFY_ATTEMPTS]='1 20'
   [NOTIFY_BUDGET]='1 55'
@@ -82,16 +85,114 @@ readonly HG_URL_LINE_RE='^[[:space:]]*(--)?url[[:space:]]*[=:]?[[:space:]]*("htt
 # END settings table
 
 hg_die() {
-  printf 'hostguard: %s\n' "$*" >&2
+  local text
+  hg_redact text "$*"
+  printf 'hostguard: %s\n' "${text}" >&2
   exit 1
 }
 
 # A log line that cannot be written (the log's disk is full) never ends the
 # script: what it was doing (delivering an alert) matters more.
 hg_log() {
-  local level="$1"
+  local level="$1" text
   shift
-  { printf '%(%Y-%m-%d %H:%M:%S)T %s %s\n' -1 "${level}" "$*"; } 2>/dev/null || true
+  hg_redact text "$*"
+  { printf '%(%Y-%m-%d %H:%M:%S)T %s %s\n' -1 "${level}" "${text}"; } 2>/dev/null || true
+}
+
+# ---- redaction of the secret URLs ---------------------------------------------
+# A chat service (or a proxy) may echo the request in an error ("Cannot POST
+# /services/T000/B000/..."): every text that leaves the host (a log line, an
+# error, a state file `status` prints, a dead letter's reason, the output of
+# `hostguard-notify --test`) passes hg_redact first. It replaces every form
+# of the webhook and heartbeat URLs: the whole URL, host and path, the path
+# (and query) alone, its secret segments (the last one, and any of 16
+# characters or more), each percent-encoded (either case) and JSON-escaped.
+readonly HG_REDACTED='[secret URL redacted]'
+# Pieces shorter than this are not secrets of their own (/, /services).
+readonly HG_REDACT_MIN=8
+HG_REDACT_LOADED=0
+declare -a HG_REDACT_PIECES=()
+
+# VAR <- TEXT percent-encoded as a URL's reserved characters are: each of
+# % ! $ & ' ( ) * + , ; = : @ / ? [ ] as %XX (upper case hex; with a second
+# argument "lower", lower case). A URL set-webhook accepts holds no other
+# character that needs it. Builtins only (the text is a secret: no argv).
+readonly HG_URL_RESERVED=('%' '!' '$' '&' "'" '(' ')' '*' '+' ',' ';' '=' ':' '@' '/' '?' '[' ']')
+readonly HG_URL_ESCAPES=(25 21 24 26 27 28 29 2A 2B 2C 3B 3D 3A 40 2F 3F 5B 5D)
+hg_percent_encode() {
+  local -n _pct="$1"
+  local text="$2" case="${3:-upper}" i hex
+  for i in "${!HG_URL_RESERVED[@]}"; do
+    [[ "${text}" == *"${HG_URL_RESERVED[i]}"* ]] || continue
+    hex="${HG_URL_ESCAPES[i]}"
+    [[ "${case}" != lower ]] || hex="${hex,,}"
+    text="${text//"${HG_URL_RESERVED[i]}"/%${hex}}"
+  done
+  _pct="${text}"
+}
+
+# Adds PIECE and its encoded forms to HG_REDACT_PIECES (long enough ones).
+hg_redact_add() {
+  local piece="$1" encoded lower
+  ((${#piece} >= HG_REDACT_MIN)) || return 0
+  HG_REDACT_PIECES+=("${piece}" "${piece//\//\\/}")
+  hg_percent_encode encoded "${piece}"
+  hg_percent_encode lower "${piece}" lower
+  [[ "${encoded}" == "${piece}" ]] || HG_REDACT_PIECES+=("${encoded}" "${lower}")
+}
+
+# Loads the pieces of the URLs in the webhook and heartbeat files once per
+# process (root's files; read with builtins only).
+hg_redact_load() {
+  local file line url rest path segment piece
+  local -a segments=()
+  HG_REDACT_LOADED=1
+  HG_REDACT_PIECES=()
+  for file in "${HG_WEBHOOK_FILE}" "${HG_HEARTBEAT_FILE}"; do
+    [[ -f "${file}" && -r "${file}" ]] || continue
+    while IFS= read -r line || [[ -n "${line}" ]]; do
+      [[ "${line}" =~ [\"[:space:]=:]?([A-Za-z][A-Za-z0-9+.-]*://[^\"[:space:]]+) ]] || continue
+      url="${BASH_REMATCH[1]}"
+      rest="${url#*://}"
+      path=""
+      [[ "${rest}" != */* ]] || path="/${rest#*/}"
+      [[ -n "${path}" || "${rest}" != *\?* ]] || path="?${rest#*\?}"
+      hg_redact_add "${url}"
+      hg_redact_add "${rest}"
+      hg_redact_add "${path}"
+      hg_redact_add "${path#/}"
+      [[ "${path}" != *\?* ]] || hg_redact_add "${path#*\?}"
+      IFS=/ read -r -a segments <<<"${path%%\?*}"
+      for segment in "${segments[@]}"; do
+        ((${#segment} < 16)) || hg_redact_add "${segment}"
+      done
+      ((${#segments[@]} == 0)) || hg_redact_add "${segments[-1]}"
+    done <"${file}" 2>/dev/null || true
+  done
+  # Longest first, so that a URL is replaced whole, not in parts.
+  local -a sorted=()
+  local len max=0
+  for piece in "${HG_REDACT_PIECES[@]}"; do
+    ((${#piece} <= max)) || max="${#piece}"
+  done
+  for ((len = max; len >= HG_REDACT_MIN; len--)); do
+    for piece in "${HG_REDACT_PIECES[@]}"; do
+      ((${#piece} != len)) || sorted+=("${piece}")
+    done
+  done
+  HG_REDACT_PIECES=("${sorted[@]}")
+}
+
+# VAR <- TEXT with every form of the secret URLs replaced by HG_REDACTED.
+hg_redact() {
+  local -n _redacted="$1"
+  local _r_text="$2" _r_piece
+  ((HG_REDACT_LOADED)) || hg_redact_load
+  for _r_piece in "${HG_REDACT_PIECES[@]}"; do
+    [[ "${_r_text}" != *"${_r_piece}"* ]] || _r_text="${_r_text//"${_r_piece}"/${HG_REDACTED}}"
+  done
+  _redacted="${_r_text}"
 }
 
 # Sets HG_<KEY> for every known key: the file's value, else the default.

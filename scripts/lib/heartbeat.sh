@@ -34,12 +34,51 @@ hg_heartbeat_check_file() {
   fi
 }
 
+# Seconds after which a monitor run still holding its lock is stuck: the
+# longest a run can take (three runtime calls, each ended by its timeout,
+# then a delivery run's budget) and a minute more.
+hg_stuck_after() {
+  local -n _stuck="$1"
+  _stuck=$((3 * (HG_CONTAINER_RUNTIME_TIMEOUT + 5) + HG_NOTIFY_BUDGET + 60))
+}
+
+# Succeeds when the lock FILE is held by a run that started (it stamps the
+# file's mtime when it takes it) longer ago than hg_stuck_after; sets
+# HG_STUCK_SINCE to that start (epoch seconds). A lock this process holds
+# must not be passed (flock on a second descriptor would see it held).
+hg_lock_stuck() {
+  local file="$1" fd since now stuck
+  [[ -f "${file}" ]] || return 1
+  { exec {fd}<"${file}"; } 2>/dev/null || return 1
+  if flock --nonblock --shared "${fd}"; then
+    exec {fd}>&-
+    return 1
+  fi
+  exec {fd}>&-
+  since="$(stat -c %Y -- "${file}" 2>/dev/null)" || return 1
+  printf -v now '%(%s)T' -1
+  hg_stuck_after stuck
+  HG_STUCK_SINCE="${since}"
+  ((now - since > stuck))
+}
+
 # Pings the heartbeat URL once; logs the outcome (never the URL). Returns 0
 # whatever happened: a missed ping is what the service outside watches for.
+# The ping says "the monitors complete their runs": none is sent while the
+# other monitor's run is stuck (its lock held too long), so the service
+# outside notices a hung container runtime too.
 hg_heartbeat() {
-  local who="$1" status="" rc=0
+  local who="$1" status="" rc=0 other
   [[ -e "${HG_HEARTBEAT_FILE}" ]] || return 0
   hg_heartbeat_check_file || return 0
+  hg_notify_check_ca 2>&1 || return 0
+  for other in host-monitor container-monitor; do
+    [[ "${other}" != "${who}" ]] || continue
+    if hg_lock_stuck "${HG_STATE_DIR}/${other}.lock"; then
+      hg_log WARN "${who}: no heartbeat: a ${other} run started at $(printf '%(%Y-%m-%d %H:%M:%S)T' "${HG_STUCK_SINCE}") has not completed"
+      return 0
+    fi
+  done
   local -a args=(
     --disable --silent --globoff --config "${HG_HEARTBEAT_FILE}"
     --proto "=https" --proto-redir "=https" --max-redirs 0

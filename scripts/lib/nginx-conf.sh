@@ -280,7 +280,7 @@ ngx_preflight() {
   [[ -n "${conf}" ]] || return 0
   safe_resolve_file NGINX_SERVER_CONF "${conf}"
   local text
-  text="$(safe_as_owner cat -- "${HG_ROOT}${SAFE_REAL}")"
+  safe_read_text text
   ngx_add_include "${text}" || hg_die "NGINX_SERVER_CONF: ${SAFE_REAL}: ${NGX_ERROR}: the deny include cannot be placed"
 }
 

@@ -5,9 +5,16 @@
 # Reads the webhook only through curl --config from webhook.curlrc (0600).
 #
 # Spool dir (HG_SPOOL_DIR), all 0600/0700, root's:
-#   msg-<us>-<pid>-<seq>.json  one message each, oldest name first
+#   msg-<P>-<us>-<pid>-<seq>.json  one message each; P is the queue: 0 the
+#                              monitors' alerts (and `text`), 1 the ban tool's
+#                              events. One glob lists the alerts first, then
+#                              the events, each oldest first: a flood of bans
+#                              can neither push out nor delay an alert.
+#   .sending-<name>            the one message being posted (claimed by rename,
+#                              so that no writer trims it meanwhile)
 #   dead-<name> + .reason      messages the chat service refused for good
 #   .lock                      held by the one run that delivers
+#   .bound.lock                held by a writer while it bounds its queue
 #   .last-post                 monotonic ms of the last post (pacing)
 #   .notify-webhook            "refused <id> <since> <next-probe> <interval> <why>"
 #   .notify-dropped            alerts dropped on overflow, not yet announced
@@ -23,6 +30,7 @@
 # failure, budget spent, or another run delivers), 77 left because the
 # webhook is refused for good (rotate it), 78 bad webhook file.
 
+readonly HG_EX_IOERR=74
 readonly HG_EX_TEMPFAIL=75
 readonly HG_EX_NOPERM=77
 readonly HG_EX_CONFIG=78
@@ -50,11 +58,18 @@ HG_NOTIFY_DEAD="${HG_SPOOL_DIR}/dead-"
 # Set by hg_notify_enqueue when the spool could not be written: the outcome of
 # the direct delivery it tried instead (0 delivered, else not).
 HG_NOTIFY_DIRECT_RC=""
-# Seconds of each attempt of a direct delivery (events lower it: a ban must
-# not wait for the chat service).
-HG_NOTIFY_DIRECT_MAX_TIME=""
 # 1 when this run only tries the lock (a detached flush after a ban event).
 HG_NOTIFY_NOWAIT=0
+# The two queues (see the spool layout above).
+readonly HG_NOTIFY_ALERTS=0
+readonly HG_NOTIFY_EVENTS=1
+# A burst: at least this many ban-tool messages waiting are posted merged,
+# at most HG_NOTIFY_MERGE_MAX to a message (the chat service takes about one
+# message a second; a thousand bans must not take a thousand seconds).
+readonly HG_NOTIFY_BURST=10
+readonly HG_NOTIFY_MERGE_MAX=50
+# A merged message stays this far below the chat service's text limit.
+readonly HG_NOTIFY_MERGE_CHARS=30000
 
 hg_now_ms() {
   local us="${EPOCHREALTIME//[!0-9]/}"
@@ -74,9 +89,11 @@ hg_mono_ms() {
   hg_now_ms "$1"
 }
 
-# Writes TEXT to FILE; a failed write (disk full) is logged, never fatal.
+# Writes TEXT (redacted: `status` prints these files) to FILE; a failed
+# write (disk full) is logged, never fatal.
 hg_notify_write_state() {
-  local file="$1" text="$2"
+  local file="$1" text
+  hg_redact text "$2"
   if ! { printf '%s\n' "${text}" >"${file}"; } 2>/dev/null; then
     hg_log WARN "cannot write ${file##*/} (disk full?)" >&2
     return 1
@@ -106,38 +123,83 @@ hg_notify_json_to() {
   _json+="}"
 }
 
-# Spools one message; sets HG_NOTIFY_LAST to its file. Names sort by time
-# (16-digit microseconds), so a glob lists the oldest first. When the spool
-# cannot be written (disk full, ...) the message is delivered directly
-# instead (HG_NOTIFY_LAST empty, HG_NOTIFY_DIRECT_RC its outcome): an alert
-# is never dropped for want of a spool file. Returns 0 either way.
+# Spools one message in QUEUE (HG_NOTIFY_ALERTS, the default, or
+# HG_NOTIFY_EVENTS); sets HG_NOTIFY_LAST to its file. Names sort by queue,
+# then time (16-digit microseconds), so a glob lists the alerts first, each
+# queue oldest first. When the spool cannot be written (disk full, ...) an
+# alert is delivered directly instead (HG_NOTIFY_LAST empty,
+# HG_NOTIFY_DIRECT_RC its outcome): an alert is never dropped for want of a
+# spool file. An event is not (a ban never waits for the chat service):
+# HG_NOTIFY_DIRECT_RC is then HG_EX_IOERR. Returns 0 either way.
 hg_notify_enqueue() {
-  local text="$1" channel="${2:-}" json us name tmp
+  local text="$1" channel="${2:-}" queue="${3:-${HG_NOTIFY_ALERTS}}" json name
   hg_notify_json_to json "${text}" "${channel}"
   HG_NOTIFY_LAST=""
   HG_NOTIFY_DIRECT_RC=""
-  us="${EPOCHREALTIME//[!0-9]/}"
   HG_NOTIFY_SEQ=$((HG_NOTIFY_SEQ + 1))
-  printf -v name 'msg-%s-%06d-%04d.json' "${us}" "$$" "${HG_NOTIFY_SEQ}"
-  tmp="${HG_SPOOL_DIR}/.tmp-${name}"
-  if { [[ -d "${HG_SPOOL_DIR}" ]] || (umask 077 && mkdir -p -- "${HG_SPOOL_DIR}"); } 2>/dev/null \
-    && { (umask 077 && printf '%s\n' "${json}" >"${tmp}"); } 2>/dev/null \
-    && mv -f -- "${tmp}" "${HG_SPOOL_DIR}/${name}" 2>/dev/null; then
+  printf -v name 'msg-%d-%s-%06d-%04d.json' "${queue}" "${EPOCHREALTIME//[!0-9]/}" "$$" "${HG_NOTIFY_SEQ}"
+  if hg_notify_spool_write "${name}" "${json}" || hg_notify_use_reserve "${name}" "${json}"; then
     HG_NOTIFY_LAST="${HG_SPOOL_DIR}/${name}"
-    hg_notify_bound_spool
+    hg_notify_bound_spool "${queue}"
     return 0
   fi
-  rm -f -- "${tmp}" 2>/dev/null || true
+  if ((queue == HG_NOTIFY_EVENTS)); then
+    hg_log ERROR "cannot write the spool in ${HG_SPOOL_DIR} (disk full?): this ban-tool message is LOST (not kept, not sent: a ban never waits for the chat service)" >&2
+    HG_NOTIFY_DIRECT_RC="${HG_EX_IOERR}"
+    return 0
+  fi
   hg_log ERROR "cannot write the spool in ${HG_SPOOL_DIR} (disk full?): delivering this alert directly" >&2
   HG_NOTIFY_DIRECT_RC=0
   hg_notify_direct "${json}" || HG_NOTIFY_DIRECT_RC=$?
   return 0
 }
 
+# 0 when the message of the last hg_notify_enqueue is kept (spooled) or was
+# delivered directly; 1 when it is lost (the caller must not count it as
+# posted: its alert state posts it again next run).
+hg_notify_kept() {
+  [[ -n "${HG_NOTIFY_LAST}" || "${HG_NOTIFY_DIRECT_RC}" == 0 ]]
+}
+
+# Writes JSON as spool file NAME (temp file, rename); 1 when it cannot.
+hg_notify_spool_write() {
+  local name="$1" json="$2" tmp="${HG_SPOOL_DIR}/.tmp-$1"
+  if { [[ -d "${HG_SPOOL_DIR}" ]] || (umask 077 && mkdir -p -- "${HG_SPOOL_DIR}"); } 2>/dev/null \
+    && { (umask 077 && printf '%s\n' "${json}" >"${tmp}"); } 2>/dev/null \
+    && mv -f -- "${tmp}" "${HG_SPOOL_DIR}/${name}" 2>/dev/null; then
+    return 0
+  fi
+  rm -f -- "${tmp}" 2>/dev/null || true
+  return 1
+}
+
+# The spool's reserve: a file of HG_NOTIFY_RESERVE_BYTES that a full disk
+# gives back, so that the messages of that moment are still kept. Made again
+# (once there is room) by the next delivery run.
+readonly HG_NOTIFY_RESERVE_BYTES=65536
+hg_notify_use_reserve() {
+  local name="$1" json="$2" reserve="${HG_SPOOL_DIR}/.notify-reserve"
+  [[ -f "${reserve}" ]] || return 1
+  rm -f -- "${reserve}" 2>/dev/null || return 1
+  hg_log ERROR "the disk of ${HG_SPOOL_DIR} is full: used the spool's reserve to keep this message; free some space" >&2
+  hg_notify_spool_write "${name}" "${json}"
+}
+
+# Makes the reserve when it is missing (not when the disk is full).
+hg_notify_make_reserve() {
+  local reserve="${HG_SPOOL_DIR}/.notify-reserve"
+  [[ ! -f "${reserve}" ]] || return 0
+  if ! { head -c "${HG_NOTIFY_RESERVE_BYTES}" /dev/zero >"${reserve}.tmp" \
+    && mv -f -- "${reserve}.tmp" "${reserve}"; } 2>/dev/null; then
+    rm -f -- "${reserve}.tmp" 2>/dev/null || true
+  fi
+  return 0
+}
+
 # One post of JSON without the spool (a full disk); 0 delivered, else the
 # flush's codes. Logs what became of it.
 hg_notify_direct() {
-  local json="$1" max_time="${HG_NOTIFY_DIRECT_MAX_TIME:-${HG_NOTIFY_MAX_TIME}}" stamp
+  local json="$1" max_time="${HG_NOTIFY_MAX_TIME}" stamp
   hg_notify_check_webhook || return "${HG_EX_CONFIG}"
   hg_notify_post "${json}" "${max_time}"
   hg_notify_classify "${json}"
@@ -159,8 +221,9 @@ hg_notify_direct() {
   esac
 }
 
-# Sets HG_NOTIFY_PENDING to the spooled files, oldest first. Builtins only:
-# a monitor run with nothing to send spawns nothing here.
+# Sets HG_NOTIFY_PENDING to the spooled files, alerts first, each queue
+# oldest first (the names sort so). Builtins only: a monitor run with
+# nothing to send spawns nothing here.
 hg_notify_pending() {
   local LC_COLLATE=C had_nullglob=0
   shopt -q nullglob && had_nullglob=1
@@ -169,31 +232,95 @@ hg_notify_pending() {
   ((had_nullglob)) || shopt -u nullglob
 }
 
-# After a message was spooled: at most NOTIFY_SPOOL_MAX stay. The oldest go
-# first, counted in .notify-dropped. Only under the spool lock (the run that
-# holds it trims after each message), so a file being delivered is never
-# counted as dropped; the lock is only tried here, never waited for.
+# VAR <- the spooled files of QUEUE, oldest first.
+hg_notify_queue() {
+  local -n _queue="$1"
+  local LC_COLLATE=C had_nullglob=0
+  shopt -q nullglob && had_nullglob=1
+  shopt -s nullglob
+  _queue=("${HG_SPOOL_DIR}/msg-$2-"*.json)
+  ((had_nullglob)) || shopt -u nullglob
+}
+
+# After a message was spooled in QUEUE: at most NOTIFY_SPOOL_MAX stay in it,
+# enforced by every writer (under .bound.lock, held only while bounding; the
+# delivery lock may be held for a whole run). Events beyond it go, oldest
+# first, counted in .notify-dropped. Alerts are never dropped: the oldest are
+# merged into one message. The message being posted was claimed by rename
+# (.sending-*), so it is never dropped or merged while it goes out.
 hg_notify_bound_spool() {
-  hg_notify_pending
-  ((${#HG_NOTIFY_PENDING[@]} > HG_NOTIFY_SPOOL_MAX)) || return 0
-  local fd
-  { exec {fd}>>"${HG_SPOOL_DIR}/.lock"; } 2>/dev/null || return 0
-  if flock --nonblock "${fd}"; then
-    hg_notify_trim
+  local queue="$1" fd
+  local -a files=()
+  hg_notify_queue files "${queue}"
+  ((${#files[@]} > HG_NOTIFY_SPOOL_MAX)) || return 0
+  { exec {fd}>>"${HG_SPOOL_DIR}/.bound.lock"; } 2>/dev/null || return 0
+  if flock --wait 5 "${fd}"; then
+    hg_notify_trim "${queue}"
+  else
+    hg_log WARN "could not bound the spool (${HG_SPOOL_DIR}/.bound.lock held for 5 s)" >&2
   fi
   exec {fd}>&-
 }
 
-# Drops the oldest messages beyond NOTIFY_SPOOL_MAX and counts them (caller
-# holds the lock).
+# Brings QUEUE back to NOTIFY_SPOOL_MAX (caller holds .bound.lock).
 hg_notify_trim() {
-  hg_notify_pending
-  local over=$((${#HG_NOTIFY_PENDING[@]} - HG_NOTIFY_SPOOL_MAX)) dropped=0
+  local queue="$1" over dropped=0
+  local -a files=()
+  hg_notify_queue files "${queue}"
+  over=$((${#files[@]} - HG_NOTIFY_SPOOL_MAX))
   ((over > 0)) || return 0
-  rm -f -- "${HG_NOTIFY_PENDING[@]:0:over}"
+  if ((queue == HG_NOTIFY_ALERTS)); then
+    hg_notify_merge "${files[@]:0:over+1}"
+    hg_log WARN "spool over NOTIFY_SPOOL_MAX=${HG_NOTIFY_SPOOL_MAX}: merged the $((over + 1)) oldest alerts into one message (alerts are never dropped)" >&2
+    return 0
+  fi
+  rm -f -- "${files[@]:0:over}"
   hg_notify_read_dropped dropped
   hg_notify_write_state "${HG_NOTIFY_STATE}-dropped" "$((dropped + over))" || true
-  hg_log WARN "spool over NOTIFY_SPOOL_MAX=${HG_NOTIFY_SPOOL_MAX}: dropped the ${over} oldest message(s); $((dropped + over)) dropped since the last delivery" >&2
+  hg_log WARN "ban-tool messages over NOTIFY_SPOOL_MAX=${HG_NOTIFY_SPOOL_MAX}: dropped the ${over} oldest; $((dropped + over)) dropped since the last delivery" >&2
+}
+
+# Both queues bounded (the delivery run, before each message).
+hg_notify_trim_all() {
+  local fd queue
+  { exec {fd}>>"${HG_SPOOL_DIR}/.bound.lock"; } 2>/dev/null || return 0
+  if flock --wait 5 "${fd}"; then
+    for queue in "${HG_NOTIFY_ALERTS}" "${HG_NOTIFY_EVENTS}"; do
+      hg_notify_trim "${queue}"
+    done
+  fi
+  exec {fd}>&-
+}
+
+# Merges the spooled FILE... (oldest first, no channel override) into one
+# message in the first one's place: their texts, one after the other, a
+# blank line apart, as long as they fit in HG_NOTIFY_MERGE_CHARS; the files
+# merged are removed. A crash in between sends some twice, never none.
+# Prints nothing; sets HG_NOTIFY_MERGED to the number merged.
+hg_notify_merge() {
+  local LC_ALL=C first="$1" file payload text="" tmp
+  local -a merged=()
+  HG_NOTIFY_MERGED=0
+  for file in "$@"; do
+    payload=""
+    IFS= read -r -d '' payload <"${file}" 2>/dev/null || true
+    payload="${payload%$'\n'}"
+    if ! hg_notify_valid "${payload}" || [[ -n "${HG_MSG_CHANNEL}" ]]; then
+      break
+    fi
+    ((${#text} + ${#HG_MSG_TEXT} + 4 <= HG_NOTIFY_MERGE_CHARS || ${#merged[@]} == 0)) || break
+    [[ -z "${text}" ]] || text+='\n\n'
+    text+="${HG_MSG_TEXT}"
+    merged+=("${file}")
+  done
+  ((${#merged[@]} > 1)) || return 0
+  tmp="${first%/*}/.tmp-${first##*/}"
+  if ! { printf '{"text":"%s"}\n' "${text}" >"${tmp}" && mv -f -- "${tmp}" "${first}"; } 2>/dev/null; then
+    rm -f -- "${tmp}" 2>/dev/null || true
+    return 0
+  fi
+  rm -f -- "${merged[@]:1}"
+  HG_NOTIFY_MERGED="${#merged[@]}"
 }
 
 hg_notify_read_dropped() {
@@ -251,6 +378,51 @@ hg_notify_check_webhook() {
     hg_log ERROR "webhook file ${file} must hold exactly one url = \"https://...\" line" >&2
     return "${HG_EX_CONFIG}"
   fi
+  hg_notify_check_ca
+}
+
+# Refuses a CA bundle (NOTIFY_CA_FILE) that anyone but root could change:
+# whoever writes it decides which server the webhook (a secret) is sent to.
+# The file, and every directory above it, as given and with its links
+# resolved, must be root's and writable by root only (a directory writable by
+# all is allowed when sticky, as /tmp: nobody else can replace root's entry
+# there). Names the file and the offending path; never fatal by itself.
+hg_notify_check_ca() {
+  local ca="${HG_NOTIFY_CA_FILE}" real cur comp line uid mode type path
+  local -a paths=() parts=() lines=()
+  [[ -n "${ca}" ]] || return 0
+  real="$(realpath -e -- "${ca}" 2>/dev/null)" || {
+    hg_log ERROR "NOTIFY_CA_FILE ${ca} does not exist" >&2
+    return "${HG_EX_CONFIG}"
+  }
+  for path in "${ca}" "${real}"; do
+    IFS=/ read -r -a parts <<<"${path#/}"
+    cur=""
+    paths+=(/)
+    for comp in "${parts[@]}"; do
+      [[ -n "${comp}" ]] || continue
+      cur+="/${comp}"
+      paths+=("${cur}")
+    done
+  done
+  mapfile -t lines < <(stat -c '%u %a %F' -- "${paths[@]}" 2>/dev/null || true)
+  if ((${#lines[@]} != ${#paths[@]})); then
+    hg_log ERROR "NOTIFY_CA_FILE ${ca}: cannot check who may write it: refused" >&2
+    return "${HG_EX_CONFIG}"
+  fi
+  for ((line = 0; line < ${#paths[@]}; line++)); do
+    read -r uid mode type <<<"${lines[line]}"
+    path="${paths[line]}"
+    if ((uid != 0)); then
+      hg_log ERROR "NOTIFY_CA_FILE ${ca}: ${path} belongs to uid ${uid}, not root: refused (only root may be able to change the CA bundle)" >&2
+      return "${HG_EX_CONFIG}"
+    fi
+    [[ "${type}" != "symbolic link" ]] || continue
+    if (((8#${mode} & 8#022) != 0)) && ! [[ "${type}" == directory && $((8#${mode} & 8#1000)) -ne 0 ]]; then
+      hg_log ERROR "NOTIFY_CA_FILE ${ca}: ${path} is writable by a group or by all users: refused (only root may be able to change the CA bundle)" >&2
+      return "${HG_EX_CONFIG}"
+    fi
+  done
 }
 
 # Why curl failed, from its exit code alone: its own error text can name the
@@ -270,11 +442,14 @@ hg_curl_reason() {
   esac
 }
 
-# VAR <- the chat service's error text fit for a log line: at most
-# HG_NOTIFY_ERROR_MAX bytes, printable ASCII only (anything else becomes ?).
+# VAR <- the chat service's error text fit for a log line: the secret URL
+# redacted (a service may echo the request's path), then at most
+# HG_NOTIFY_ERROR_MAX bytes (cut after redaction, so that no part of a
+# secret survives a cut), printable ASCII only (anything else becomes ?).
 hg_notify_error_text() {
   local -n _text="$1"
-  local LC_ALL=C body="$2"
+  local LC_ALL=C body
+  hg_redact body "$2"
   body="${body:0:HG_NOTIFY_ERROR_MAX}"
   body="${body//[![:print:]]/?}"
   _text="${body}"
@@ -408,9 +583,10 @@ hg_notify_valid() {
   fi
 }
 
-# Moves FILE to the dead letters with WHY (one line beside it).
+# Moves FILE to the dead letters with WHY (one line beside it); NAME is its
+# spool name (FILE may be its claimed .sending- copy).
 hg_notify_bury() {
-  local file="$1" why="$2" name="${1##*/}" stamp
+  local file="$1" why="$2" name="${3:-${1##*/}}" stamp
   if ! mv -f -- "${file}" "${HG_NOTIFY_DEAD}${name}" 2>/dev/null; then
     # Never sent again, whatever: a message that blocks all others is worse.
     rm -f -- "${file}"
@@ -475,15 +651,40 @@ hg_notify_add_dropped() {
   local dropped="$2" note
   ((dropped > 0)) || return 0
   hg_notify_split "${_payload}" || return 0
-  note="\\n(${dropped} alert(s) dropped while the chat service was unreachable)"
+  note="\\n(${dropped} ban-tool message(s) dropped while the chat service was unreachable)"
   _payload="{\"text\":\"${HG_MSG_TEXT}${note}\"${HG_MSG_CHANNEL}}"
 }
 
 # Delivers one spooled FILE before DEADLINE (monotonic ms). Returns
-# 0 delivered (the file is removed), 2 dead-lettered, 3 the webhook is
-# refused for good (file kept), 1 transient failure (file kept).
+# 0 delivered (the file is removed) or gone meanwhile, 2 dead-lettered, 3 the
+# webhook is refused for good (file kept), 1 transient failure (file kept).
+# The file is claimed first (renamed to .sending-NAME) and put back when it
+# stays: no writer bounding the spool drops or merges it while it goes out.
 hg_notify_deliver() {
-  local file="$1" deadline="$2" name="${1##*/}" payload="" sent dropped=0
+  local spooled="$1" deadline="$2" name="${1##*/}" rc=0
+  local file="${HG_SPOOL_DIR}/.sending-${name}"
+  mv -f -- "${spooled}" "${file}" 2>/dev/null || return 0
+  hg_notify_deliver_claimed "${file}" "${deadline}" "${name}" || rc=$?
+  if ((rc == 1 || rc == 3)) && [[ -e "${file}" ]]; then
+    mv -f -- "${file}" "${spooled}"
+    # Writers did not count it while it was out: bound its queue again.
+    [[ "${name}" != msg-[0-9]-* ]] || hg_notify_bound_spool "${name:4:1}"
+  fi
+  return "${rc}"
+}
+
+# Puts back a message a killed run had claimed (caller holds the lock).
+hg_notify_unclaim() {
+  local file
+  for file in "${HG_SPOOL_DIR}"/.sending-msg-*.json; do
+    [[ -e "${file}" ]] || continue
+    mv -f -- "${file}" "${HG_SPOOL_DIR}/${file##*/.sending-}"
+  done
+}
+
+# hg_notify_deliver on the claimed FILE of spool name NAME.
+hg_notify_deliver_claimed() {
+  local file="$1" deadline="$2" name="$3" payload="" sent dropped=0
   local attempt now left max_time wait_ms channel_retry=0
   if ! IFS= read -r -d '' payload <"${file}"; then
     # read fails at end of file without a NUL: the normal case.
@@ -492,15 +693,15 @@ hg_notify_deliver() {
   # Written whole (temp file, rename) and newline-terminated: anything else
   # is a crash's leftover or not ours, and would block every later message.
   if [[ -z "${payload}" ]]; then
-    hg_notify_bury "${file}" "empty file"
+    hg_notify_bury "${file}" "empty file" "${name}"
     return 2
   fi
   if [[ "${payload}" != *$'\n' ]]; then
-    hg_notify_bury "${file}" "truncated (no final newline)"
+    hg_notify_bury "${file}" "truncated (no final newline)" "${name}"
     return 2
   fi
   if ! hg_notify_valid "${payload%$'\n'}"; then
-    hg_notify_bury "${file}" "${HG_REASON}"
+    hg_notify_bury "${file}" "${HG_REASON}" "${name}"
     return 2
   fi
   payload="${payload%$'\n'}"
@@ -542,12 +743,12 @@ hg_notify_deliver() {
           continue
         fi
         hg_notify_note_error "${name}: ${HG_REASON}"
-        hg_notify_bury "${file}" "${HG_REASON}"
+        hg_notify_bury "${file}" "${HG_REASON}" "${name}"
         return 2
         ;;
       message)
         hg_notify_note_error "${name}: ${HG_REASON}"
-        hg_notify_bury "${file}" "${HG_REASON}"
+        hg_notify_bury "${file}" "${HG_REASON}" "${name}"
         return 2
         ;;
       webhook)
@@ -572,6 +773,19 @@ hg_notify_deliver() {
     hg_sleep_until "$((now + wait_ms))"
   done
   return 1
+}
+
+# When the next message is the ban tool's and a burst of them waits (at
+# least HG_NOTIFY_BURST), the oldest (up to HG_NOTIFY_MERGE_MAX) become one
+# message (HG_NOTIFY_PENDING listed again).
+hg_notify_merge_burst() {
+  local -a events=()
+  [[ "${HG_NOTIFY_PENDING[0]##*/}" == "msg-${HG_NOTIFY_EVENTS}-"* ]] || return 0
+  hg_notify_queue events "${HG_NOTIFY_EVENTS}"
+  ((${#events[@]} >= HG_NOTIFY_BURST)) || return 0
+  hg_notify_merge "${events[@]:0:HG_NOTIFY_MERGE_MAX}"
+  ((HG_NOTIFY_MERGED < 2)) || hg_log INFO "a burst of ${#events[@]} ban-tool messages: the oldest ${HG_NOTIFY_MERGED} go as one"
+  hg_notify_pending
 }
 
 # Reads the refused-webhook state into HG_HOOK_* (HG_HOOK_STATE empty: fine).
@@ -700,13 +914,18 @@ hg_notify_flush() {
 # The body of hg_notify_flush, lock held.
 hg_notify_flush_locked() {
   local deadline="$1" result
+  hg_notify_unclaim
   if hg_notify_webhook_waits; then
     return "${HG_EX_NOPERM}"
   fi
   while :; do
-    hg_notify_trim
+    hg_notify_trim_all
     hg_notify_pending
-    ((${#HG_NOTIFY_PENDING[@]} > 0)) || return 0
+    if ((${#HG_NOTIFY_PENDING[@]} == 0)); then
+      hg_notify_make_reserve
+      return 0
+    fi
+    hg_notify_merge_burst
     result=0
     hg_notify_deliver "${HG_NOTIFY_PENDING[0]}" "${deadline}" || result=$?
     case "${result}" in

@@ -133,17 +133,39 @@ manifest_owns_file() {
 # ---- lock, state directory, work directory, recovery ---------------------------
 
 readonly TXN_LOCK_WAIT=600
+# The install lock: a root-only file (0600) in /run, root's directory (a
+# tmpfs every host has before the first install; created, 0755, only in a
+# test's --root that lacks it). flock(2) needs only a descriptor, and any
+# user can open a directory or a world-readable file: a lock on the root
+# directory (as before) let any local user hold it and fail every deploy.
+readonly TXN_LOCK_DIR=/run
+readonly TXN_LOCK_FILE="${TXN_LOCK_DIR}/hostguard-install.lock"
 TXN_LOCK_FD=""
 
 # One run at a time per root: a deploy runs the parts' installs in parallel
 # (they share directories, the state directory and its work directory, and
-# each run's recovery removes what a dead run left). The lock is flock(2) on
-# the root directory itself: nothing to create or clean, and a killed run's
+# each run's recovery removes what a dead run left). The lock file is never
+# removed (a waiting run would lock a file nobody else sees); a killed run's
 # lock goes with its processes.
 txn_lock() {
-  exec {TXN_LOCK_FD}<"${HG_ROOT:-/}"
+  local file="${HG_ROOT}${TXN_LOCK_FILE}" owner_mode
+  if [[ -n "${HG_ROOT}" && ! -e "${HG_ROOT}${TXN_LOCK_DIR}" ]]; then
+    mkdir -m 0755 -- "${HG_ROOT}${TXN_LOCK_DIR}"
+  fi
+  # Only root can have made anything in it: a link or a non-file there is
+  # root's mistake, refused rather than followed.
+  safe_root_dir "${TXN_LOCK_DIR}"
+  if [[ -L "${file}" ]] || [[ -e "${file}" && ! -f "${file}" ]]; then
+    hg_die "${TXN_LOCK_FILE} is not a regular file: refused (remove it)"
+  fi
+  exec {TXN_LOCK_FD}>>"${file}"
+  owner_mode="$(stat -c '%u %a' -- "${file}")"
+  if [[ "${owner_mode}" != "0 600" ]]; then
+    chown 0:0 -- "${file}"
+    chmod 0600 -- "${file}"
+  fi
   flock -w "${TXN_LOCK_WAIT}" "${TXN_LOCK_FD}" \
-    || hg_die "another install run kept ${HG_ROOT:-/} locked for ${TXN_LOCK_WAIT} s"
+    || hg_die "another install run kept ${TXN_LOCK_FILE} locked for ${TXN_LOCK_WAIT} s"
 }
 
 # Removes what a killed run left: the work directory and a half-built or

@@ -23,7 +23,7 @@
 #   receiver_mode MODE [ARG...]    switches the fault mode atomically:
 #       ok | status500 | ratelimit N | pace [N] | slow N | badbody |
 #       status CODE TEXT | reject WORD CODE TEXT | nochannel |
-#       retryafter N VALUE | hang [N] | reset | chaos SEED
+#       retryafter N VALUE | echopath CODE | hang [N] | reset | chaos SEED
 #       (Slack's answers; see test/helpers/webhook-receiver.py)
 #   receiver_texts                 prints each recorded payload.text, one per
 #                                  line, each newline inside shown as the two

@@ -32,6 +32,9 @@ it at run time by rewriting that file (write a temp file, then rename):
                    a channel override, as `ok` to one without
     retryafter N VALUE  429 with the header `Retry-After: VALUE` verbatim (09,
                    an HTTP date) to the first N requests in this mode, then ok
+    echopath CODE  answers CODE with an error text that echoes the request's
+                   path, as some services and proxies do: plain, inside the
+                   full URL, percent-encoded (either case) and JSON-escaped
     hang [N]       reads the request and never answers (N s, default 600)
     reset          reads the request and resets the connection (RST) before
                    answering
@@ -200,6 +203,20 @@ def make_handler(state):
                 self.note(429, now)
                 self.answer(429, "rate_limited",
                             [("Retry-After", " ".join(params[1:]))])
+                return
+            if name == "echopath":
+                code = int(params[0])
+                host = self.headers.get("Host", "")
+                quoted = urllib.parse.quote(self.path, safe="")
+                body = ("Cannot POST %s (https://%s%s; %s; %s; %s)" % (
+                    self.path, host, self.path, quoted,
+                    quoted.replace("%2F", "%2f"),
+                    json.dumps(self.path).replace("/", "\\/")))
+                if 200 <= code < 300:
+                    self.record(raw, now, code, body, payload)
+                else:
+                    self.note(code, now)
+                    self.answer(code, body)
                 return
             if name == "hang":
                 self.note("hang", now)

@@ -192,7 +192,7 @@ P="[Container Alert] "$'\n'
   receiver_texts | grep -qx '\[Container Alert\] \\nContainer stopped: c1 (Status: removed)\\nExit Code: unknown\\nError: No such container'
 }
 
-@test "runtime unavailable: no alert, previous state kept, exit 1" {
+@test "runtime unavailable: one alert (not repeated), previous state kept, exit 1" {
   containers web running 1.00% 1.00% 0 ""
   run_monitor
   local before
@@ -202,8 +202,11 @@ P="[Container Alert] "$'\n'
   run_monitor
   [[ "${status}" -eq 1 ]]
   [[ "${output}" == *"runtime unavailable"* ]]
-  [[ "$(receiver_count)" -eq 0 ]]
+  receiver_expect_texts "${P}Container check failed: runtime unavailable: false ps failed (exit 1); containers are not checked until it works again"
   [[ "$(cat "${HOSTGUARD_ROOT}/var/lib/hostguard/containers.running")" == "${before}" ]]
+  run_monitor
+  [[ "${status}" -eq 1 ]]
+  [[ "$(receiver_count)" -eq 1 ]]
 }
 
 @test "stats call fails: figures unknown, stopped alerts still sent, state saved" {
@@ -228,7 +231,7 @@ P="[Container Alert] "$'\n'
   FAKE_DOCKER_FAIL=inspect run_monitor
   [[ "${status}" -eq 1 ]]
   [[ "$(calls)" == "ps inspect" ]]
-  [[ "$(receiver_count)" -eq 0 ]]
+  receiver_expect_texts "${P}Container check failed: runtime unavailable: docker inspect failed (exit 1); containers are not checked until it works again"
   # The next run, with the engine back, still reports the stop.
   clear_received
   run_monitor
@@ -404,4 +407,99 @@ run_at() {
   FAKE_DOCKER_FAIL=inspect HOSTGUARD_NOW=1600 run_monitor
   [[ "${status}" -eq 1 ]]
   [[ "$(grep -c '"method": "GET"' "${RECEIVER_REQUESTS}")" -eq 1 ]]
+}
+
+# A heartbeat URL on the receiver (its GETs are recorded as requests).
+heartbeat_on() {
+  (umask 077 && printf 'url = "https://127.0.0.1:%s/ping/HEARTBEATsecret0123456789"\n' "${RECEIVER_PORT}" \
+    >"${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.curlrc")
+}
+
+heartbeats() {
+  grep -c '"method": "GET"' "${RECEIVER_REQUESTS}" || true
+}
+
+@test "issue 18: a hung runtime: each call ends at CONTAINER_RUNTIME_TIMEOUT, one alert through the spool, no heartbeat; it resolves when the runtime answers" {
+  containers web running 1.00% 1.00% 0 ""
+  settings CONTAINER_RUNTIME_TIMEOUT=2 ALERT_SEND_RESOLVED=true
+  heartbeat_on
+  run_monitor
+  [[ "${status}" -eq 0 ]]
+  [[ "$(heartbeats)" -eq 1 ]]
+  clear_received
+  local start=${SECONDS}
+  FAKE_DOCKER_HANG=ps run_monitor
+  [[ "${status}" -eq 1 ]]
+  ((SECONDS - start < 20))
+  receiver_expect_texts "${P}Container check failed: runtime unavailable: docker ps did not answer within 2 s; containers are not checked until it works again"
+  [[ "$(heartbeats)" -eq 1 ]]
+  # Hung in inspect too: still that one alert, never repeated.
+  FAKE_DOCKER_HANG=inspect run_monitor
+  [[ "${status}" -eq 1 ]]
+  [[ "$(receiver_count)" -eq 1 ]]
+  # The runtime answers again: resolved, heartbeat again.
+  run_monitor
+  [[ "${status}" -eq 0 ]]
+  [[ "$(receiver_count)" -eq 2 ]]
+  [[ "$(receiver_texts | tail -n1)" == "[Container Alert] \\nContainer check works again: docker answers" ]]
+  [[ "$(heartbeats)" -eq 2 ]]
+}
+
+@test "issue 18: a run stuck holding the lock: the next run alerts once (not only WARN), and the host monitor's heartbeat stops" {
+  containers web running 1.00% 1.00% 0 ""
+  heartbeat_on
+  run_monitor
+  [[ "${status}" -eq 0 ]]
+  clear_received
+  local lock="${HOSTGUARD_ROOT}/var/lib/hostguard/container-monitor.lock"
+  # A run that took the lock 20 minutes ago and never finished.
+  flock "${lock}" sleep 60 &
+  local holder=$!
+  sleep 0.5
+  touch -d '-20 min' "${lock}"
+  run_monitor
+  [[ "${status}" -eq 1 ]]
+  [[ "$(receiver_count)" -eq 1 ]]
+  [[ "$(receiver_texts)" == "[Container Alert] \\nContainer monitor stuck: a run started at $(date -d '-20 min' '+%Y-%m-%d %H:')"*" has not finished; containers are not checked until it does" ]] || {
+    receiver_texts
+    false
+  }
+  run_monitor
+  [[ "${status}" -eq 1 ]]
+  [[ "$(receiver_count)" -eq 1 ]]
+  # The host monitor runs fine, but sends no heartbeat for a stuck monitor.
+  local before
+  before="$(heartbeats)"
+  run timeout 60 "${REPO}/scripts/host-monitor"
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  [[ "${output}" == *"no heartbeat: a container-monitor run started at "*" has not completed"* ]]
+  [[ "$(heartbeats)" -eq "${before}" ]]
+  kill "${holder}"
+  wait "${holder}" || true
+}
+
+@test "issue 18: a stop alert that could be neither spooled nor delivered is not recorded as posted: the next run posts it" {
+  containers web running 1.00% 1.00% 0 ""
+  run_monitor
+  [[ "${status}" -eq 0 ]]
+  containers web exited 1.00% 1.00% 3 ""
+  # No spool (a file where its directory should be) and the service down.
+  local spool="${HOSTGUARD_ROOT}/var/spool/hostguard" port="${RECEIVER_PORT}"
+  mkdir -p "${spool}"
+  mv "${spool}" "${spool}.away"
+  : >"${spool}"
+  receiver_stop
+  clear_received
+  run_monitor
+  [[ "${output}" == *"alert lost"* ]]
+  rm "${spool}"
+  mv "${spool}.away" "${spool}"
+  receiver_start --port "${port}"
+  run_monitor
+  [[ "${status}" -eq 0 ]]
+  receiver_expect_texts "${P}Container stopped: web (Status: exited)"$'\n'"Exit Code: 3"$'\n'"Error: No specific error"
+  # Posted now: not again.
+  run_monitor
+  [[ "$(receiver_count)" -eq 1 ]]
 }

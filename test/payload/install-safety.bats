@@ -18,6 +18,9 @@ readonly OTHER_UID=64124
 setup() {
   hg_make_payload
   hg_make_root
+  # The password database of a real host knows its app users (issue 18:
+  # what runs as a user runs with that user's own groups).
+  hg_accounts app:"${APP_UID}" other:"${OTHER_UID}"
   # The app user must reach its files in the test's root, as on a real host.
   chmod 0711 "${BATS_RUN_TMPDIR}"
   mkdir -p "${ROOT}/opt/app/config" "${ROOT}/srv/www" "${ROOT}/etc" "${ROOT}/home/other"
@@ -177,4 +180,145 @@ printf "%d\n" "${swaps}"
   local owners
   owners="$(find "${ROOT}/opt/app" "${ROOT}/srv/www" -printf '%u\n' | sort -u)"
   [[ "${owners}" == "${APP_UID}" ]] || { echo "owners in the targets' trees: ${owners}" >&2; false; }
+}
+
+# The attacker of issue 18, as the app user: catches every process that runs
+# with its uid (root's helper), stops it (SIGSTOP), notes its groups, swaps
+# the properties file for a symlink to a file only group root may read,
+# resumes it, and puts the file back. Prints "caught N" and each helper's
+# "Gid:" and "Groups:" lines.
+readonly STOPPER='
+import os, signal, sys, time
+uid, props, victim, stop, limit = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5])
+me, seen, caught, ids = os.getpid(), set(), 0, []
+end = time.time() + limit
+while time.time() < end and not os.path.exists(stop):
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or name in seen:
+            continue
+        seen.add(name)
+        pid = int(name)
+        if pid == me:
+            continue
+        try:
+            with open("/proc/%d/status" % pid) as f:
+                status = f.read()
+            fields = dict(l.split(":", 1) for l in status.splitlines() if ":" in l)
+            if int(fields["Uid"].split()[0]) != uid:
+                continue
+        except (OSError, KeyError, ValueError, IndexError):
+            continue
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except OSError:
+            continue
+        caught += 1
+        fds = []
+        try:
+            for fd in os.listdir("/proc/%d/fd" % pid):
+                fds.append("%s->%s" % (fd, os.readlink("/proc/%d/fd/%s" % (pid, fd))))
+        except OSError:
+            pass
+        ids.append("Gid:%s Groups:%s fds: %s" % (fields["Gid"].strip(), fields.get("Groups", "").strip(), " ".join(sorted(fds))))
+        try:
+            os.rename(props, props + ".real")
+            os.symlink(victim, props)
+        except OSError:
+            pass
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except OSError:
+            pass
+        time.sleep(0.05)
+        try:
+            os.unlink(props)
+        except OSError:
+            pass
+        try:
+            os.rename(props + ".real", props)
+        except OSError:
+            pass
+print("caught %d" % caught)
+for line in ids:
+    print(line)
+'
+
+@test "issue 18: a user who stops root's helper and swaps its file for a link reads nothing of group root's" {
+  local props="${ROOT}/opt/app/config/application.properties" stop="${BATS_TEST_TMPDIR}/stop" i
+  # "chown app file" keeps the group root (Ansible's owner: without group:).
+  chown "${APP_UID}:0" "${props}"
+  printf 'group root secret\n' >"${ROOT}/etc/victim-group"
+  chmod 0640 "${ROOT}/etc/victim-group"
+  printf 'APP_PROPERTIES=/opt/app/config/application.properties\n' >"${SETTINGS}"
+  as_app /usr/bin/python3 -c "${STOPPER}" "${APP_UID}" "${props}" /etc/victim-group "${stop}" 120 \
+    >"${BATS_TEST_TMPDIR}/caught" 2>&1 &
+  local attacker=$!
+  sleep 0.5
+  for ((i = 0; i < 15; i++)); do
+    hg_install install --part web --settings "${SETTINGS}" >/dev/null 2>&1 || true
+    hg_install uninstall --part web >/dev/null 2>&1 || true
+    ! grep -q 'group root secret' "${props}" "${props}.real" 2>/dev/null || break
+  done
+  : >"${stop}"
+  wait "${attacker}" || { cat "${BATS_TEST_TMPDIR}/caught"; false; }
+  cat "${BATS_TEST_TMPDIR}/caught"
+  # Nothing group root may read reached the user's files.
+  ! grep -rq 'group root secret' "${ROOT}/opt/app"
+  # Root's helpers were caught, stopped and looked at: none ran with group
+  # root, as its primary or a supplementary group; they had the user's own.
+  (($(sed -n 's/^caught //p' "${BATS_TEST_TMPDIR}/caught") >= 5))
+  ! grep -E '^Gid:(.*[^0-9])?0([^0-9].*)?Groups:|Groups:(.* )?0( |$)' "${BATS_TEST_TMPDIR}/caught"
+  grep -q "^Gid:${APP_UID}" "${BATS_TEST_TMPDIR}/caught"
+  # It held nothing of root's: its standard three (pipes to and from root,
+  # /dev/null) and the user's own files only, no other descriptor.
+  local line fd
+  while IFS= read -r line; do
+    for fd in ${line#*fds:}; do
+      [[ "${fd}" =~ ^[0-2]-\>(pipe:\[[0-9]+\]|/dev/null)$ || "${fd}" =~ ^[0-9]+-\>${ROOT}/opt/app/ ]] || {
+        echo "a helper held ${fd}"
+        return 1
+      }
+    done
+  done < <(grep 'fds:' "${BATS_TEST_TMPDIR}/caught")
+  [[ "$(cat "${ROOT}/etc/victim-group")" == 'group root secret' ]]
+}
+
+@test "issue 18: a huge or sparse file in a user's directory is refused by name and limit, before anything is written" {
+  local props="${ROOT}/opt/app/config/application.properties"
+  printf 'APP_PROPERTIES=/opt/app/config/application.properties\n' >"${SETTINGS}"
+  # (Sparse: it costs the user nothing. 64 MiB keeps a run of the old code,
+  # which copied it whole, harmless to this machine.)
+  as_app truncate -s 64M "${props}"
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
+  run hg_install install --settings "${SETTINGS}"
+  echo "${output}"
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "APP_PROPERTIES: /opt/app/config/application.properties is 67108864 bytes, over the limit of 4194304 bytes"
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+  # The same for the site file, read whole in the preflight.
+  as_app truncate -s 0 "${props}"
+  as_app truncate -s 5M "${ROOT}/srv/www/site.conf"
+  printf 'NGINX_SERVER_CONF=/srv/www/site.conf\n' >"${SETTINGS}"
+  run hg_install install --part web --settings "${SETTINGS}"
+  echo "${output}"
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "NGINX_SERVER_CONF: /srv/www/site.conf is 5242880 bytes, over the limit of 4194304 bytes"
+}
+
+@test "issue 18: no local user can hold the install lock: flock on the root changes nothing, the lock file is root's 0600" {
+  # The old lock: flock on the root directory, which any user can open.
+  as_app flock "${ROOT}" sleep 60 &
+  local holder=$!
+  sleep 0.5
+  run timeout 30 "${PAYLOAD}/install" install --part base --root "${ROOT}" --settings "${SETTINGS}"
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  hg_assert_mode_owner "${ROOT}/run/hostguard-install.lock" "600 root:root"
+  hg_assert_mode_owner "${ROOT}/run" "755 root:root"
+  run as_app flock --nonblock "${ROOT}/run/hostguard-install.lock" true
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "Permission denied"
+  kill "${holder}"
+  wait "${holder}" || true
 }

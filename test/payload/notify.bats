@@ -88,10 +88,11 @@ receiver_wait_for_request() {
   return 1
 }
 
+# Spooled: waiting, or claimed by the run posting it (.sending-).
 spool_count() {
   local -a files
   shopt -s nullglob
-  files=("${HOSTGUARD_ROOT}"/var/spool/hostguard/msg-*.json)
+  files=("${HOSTGUARD_ROOT}"/var/spool/hostguard/msg-*.json "${HOSTGUARD_ROOT}"/var/spool/hostguard/.sending-msg-*.json)
   shopt -u nullglob
   echo "${#files[@]}"
 }
@@ -164,6 +165,22 @@ for line in open(sys.argv[1], encoding="utf-8"):
         continue
     print(form["payload"][0])
 ' "${RECEIVER_MESSAGES}"
+}
+
+# Fails unless TEXT holds PART.
+hg_contains() {
+  [[ "$1" == *"$2"* ]] || {
+    printf 'expected to find: %s\nin:\n%s\n' "$2" "$1"
+    return 1
+  }
+}
+
+# Waits (at most 30 s each) until no detached flush holds the spool lock,
+# twice: one started late may take it after the first wait.
+wait_flushes() {
+  flock -w 30 "${HOSTGUARD_ROOT}/var/spool/hostguard/.lock" true
+  sleep 0.5
+  flock -w 30 "${HOSTGUARD_ROOT}/var/spool/hostguard/.lock" true
 }
 
 now_ms() {
@@ -808,7 +825,34 @@ assert t[2] - t[1] >= 1.0, t
 ' "${RECEIVER_MESSAGES}"
 }
 
-@test "spool: at most NOTIFY_SPOOL_MAX messages; the oldest are dropped, counted, and the next delivered one says so" {
+@test "spool: at most NOTIFY_SPOOL_MAX ban-tool messages; the oldest are dropped, counted, and the next delivered one says so" {
+  receiver_start
+  receiver_make_root NOTIFY_SPOOL_MAX=3 NOTIFY_ATTEMPTS=1
+  local port="${RECEIVER_PORT}" i
+  receiver_stop
+  for i in 1 2 3 4 5; do
+    notify event ban --jail j1 --ip "192.0.2.${i}" --failures 3 --time 1700000000
+    expect_status 0
+    wait_flushes
+  done
+  expect_spool 3
+  [[ "$(cat "${HOSTGUARD_ROOT}/var/spool/hostguard/.notify-dropped")" -eq 2 ]]
+  notify status
+  [[ "${output}" == *"spool: 3 message(s) waiting (limit 3)"* && "${output}" == *"dropped: 2 ban-tool message(s)"* ]] || {
+    echo "${output}"
+    false
+  }
+  receiver_start --port "${port}"
+  notify flush
+  expect_status 0
+  local ban="\\n Failures: 3 failure(s)\\n Timestap: 1700000000"
+  expect_texts "Ban Alert(j1)\\n Banned IP: *192.0.2.3*${ban}\\n(2 ban-tool message(s) dropped while the chat service was unreachable)" \
+    "Ban Alert(j1)\\n Banned IP: *192.0.2.4*${ban}" "Ban Alert(j1)\\n Banned IP: *192.0.2.5*${ban}"
+  [[ "$(cat "${HOSTGUARD_ROOT}/var/spool/hostguard/.notify-dropped")" -eq 0 ]]
+  expect_no_leak
+}
+
+@test "spool: alerts over NOTIFY_SPOOL_MAX are merged, never dropped: every one arrives, oldest first" {
   receiver_start
   receiver_make_root NOTIFY_SPOOL_MAX=3 NOTIFY_ATTEMPTS=1
   local port="${RECEIVER_PORT}" i
@@ -818,17 +862,11 @@ assert t[2] - t[1] >= 1.0, t
     expect_status 75
   done
   expect_spool 3
-  [[ "$(cat "${HOSTGUARD_ROOT}/var/spool/hostguard/.notify-dropped")" -eq 2 ]]
-  notify status
-  [[ "${output}" == *"spool: 3 message(s) waiting (limit 3)"* && "${output}" == *"dropped: 2 alert(s)"* ]] || {
-    echo "${output}"
-    false
-  }
+  [[ ! -e "${HOSTGUARD_ROOT}/var/spool/hostguard/.notify-dropped" ]]
   receiver_start --port "${port}"
   notify flush
   expect_status 0
-  expect_texts "m3\\n(2 alert(s) dropped while the chat service was unreachable)" m4 m5
-  [[ "$(cat "${HOSTGUARD_ROOT}/var/spool/hostguard/.notify-dropped")" -eq 0 ]]
+  expect_texts "m1\\n\\nm2\\n\\nm3" m4 m5
   expect_no_leak
 }
 
@@ -868,6 +906,8 @@ assert t[2] - t[1] >= 1.0, t
   # Warm-up run: the CPU sample exists, as under cron.
   "${monitor}" >/dev/null
   receiver_wait_count 1 10
+  # The spool's reserve is used up already (a full disk keeps a message in it).
+  rm -f "${HOSTGUARD_ROOT}/var/spool/hostguard/.notify-reserve"
   # In a mount namespace of this test: a 64 KiB tmpfs over the spool and the
   # state dir, filled up; the monitor's log goes to a file on it too.
   run timeout 60 unshare -m --propagation private bash -c '
@@ -898,4 +938,158 @@ assert t[2] - t[1] >= 1.0, t
     false
   }
   [[ "$(receiver_count)" -eq 2 ]]
+}
+
+@test "issue 18: a service that echoes the secret path in its errors: redacted from --test, logs, status, last error and dead letters" {
+  receiver_start --mode "echopath 404"
+  receiver_make_root NOTIFY_ATTEMPTS=1
+  local spool="${HOSTGUARD_ROOT}/var/spool/hostguard"
+  notify --test
+  expect_status 77
+  hg_redacted_echo() {
+    [[ "$1" == *"Cannot POST [secret URL redacted] ([secret URL redacted]; [secret URL redacted]; [secret URL redacted]; "* ]] || {
+      echo "not the redacted echo: $1"
+      return 1
+    }
+  }
+  hg_redacted_echo "${output}"
+  # Refused for good: a dead letter, its reason and the last error.
+  notify text "refused for good"
+  expect_status 77
+  expect_dead 1
+  hg_redacted_echo "$(cat "${spool}"/dead-msg-*.json.reason)"
+  hg_redacted_echo "$(cat "${spool}/.notify-last-error")"
+  # Transient: the log line of each attempt.
+  receiver_mode echopath 500
+  notify text "transient"
+  expect_status 75
+  hg_redacted_echo "${output}"
+  # Delivered with an answer that is not ok: the warning.
+  receiver_mode echopath 200
+  notify flush
+  expect_status 0
+  hg_redacted_echo "${output}"
+  notify status
+  hg_redacted_echo "${output}"
+  expect_no_leak
+}
+
+@test "issue 18: a flood of bans neither evicts nor delays a monitor alert; every writer keeps the bound; the alert goes first" {
+  receiver_start
+  receiver_make_root NOTIFY_SPOOL_MAX=5 NOTIFY_ATTEMPTS=1
+  local port="${RECEIVER_PORT}" i spool
+  spool="${HOSTGUARD_ROOT}/var/spool/hostguard"
+  receiver_stop
+  enqueue "[Server Alert] "$'\n'"High Disk Usage Detected: 95%"
+  # Eight bans at once, as fail2ban runs them, the service down.
+  for i in 1 2 3 4 5 6 7 8; do
+    notify event ban --jail j1 --ip "192.0.2.${i}" --failures 3 --time 1700000000 &
+  done
+  wait
+  wait_flushes
+  # The alert is still there; the bans kept their own bound, whoever wrote.
+  expect_spool 6
+  [[ "$(cat "${spool}/.notify-dropped")" -eq 3 ]]
+  receiver_start --port "${port}"
+  notify flush
+  expect_status 0
+  [[ "$(receiver_texts | head -n1)" == "[Server Alert] \\nHigh Disk Usage Detected: 95%\\n(3 ban-tool message(s) dropped while the chat service was unreachable)" ]] || {
+    receiver_texts
+    false
+  }
+  [[ "$(receiver_count)" -eq 6 ]]
+  expect_no_leak
+}
+
+@test "issue 18: a burst of ban-tool messages goes merged, every one of them once, in order" {
+  receiver_start
+  receiver_make_root NOTIFY_ATTEMPTS=1
+  local port="${RECEIVER_PORT}" i
+  receiver_stop
+  for i in $(seq 1 25); do
+    notify event ban --jail j1 --ip "192.0.2.${i}" --failures 3 --time 1700000000
+    expect_status 0
+  done
+  wait_flushes
+  receiver_start --port "${port}"
+  notify flush
+  expect_status 0
+  # A few messages (bursts of 10 or more merged), not 25, holding every ban
+  # once, in order.
+  (($(receiver_count) < 10)) || { receiver_texts; false; }
+  local want got
+  want="$(for i in $(seq 1 25); do printf 'Ban Alert(j1)\\n Banned IP: *192.0.2.%d*\\n Failures: 3 failure(s)\\n Timestap: 1700000000\\n\\n' "${i}"; done)"
+  got="$(receiver_texts | while IFS= read -r line; do printf '%s\\n\\n' "${line}"; done)"
+  [[ "${got}" == "${want}" ]] || { echo "got: ${got}"; false; }
+  expect_spool 0
+}
+
+@test "issue 18: disk full during a ban: kept in the spool's reserve; with no reserve left, logged as lost and exit 74 (not the action's 'kept')" {
+  command -v unshare >/dev/null
+  receiver_start
+  receiver_make_root
+  # A delivery run makes the reserve.
+  notify text "warm-up"
+  expect_status 0
+  [[ -f "${HOSTGUARD_ROOT}/var/spool/hostguard/.notify-reserve" ]]
+  receiver_stop
+  run timeout 60 unshare -m --propagation private bash -c '
+    root="$1" notify="$2" spool="$1/var/spool/hostguard"
+    cp -a "${spool}" "${spool}.copy"
+    mount -t tmpfs -o size=128k,mode=0700 hg-full "${spool}"
+    cp -a "${spool}.copy/." "${spool}/"
+    dd if=/dev/zero of="${spool}/fill" bs=4k 2>/dev/null
+    for ip in 192.0.2.1 192.0.2.2; do
+      rc=0
+      "${notify}" event ban --jail j1 --ip "${ip}" --failures 3 --time 1700000000 2>&1 || rc=$?
+      echo "exit ${rc}"
+      # Full again (once its detached flush is done): what the reserve gave
+      # back is taken.
+      flock -w 30 "${spool}/.lock" true
+      sleep 0.5
+      flock -w 30 "${spool}/.lock" true
+      dd if=/dev/zero of="${spool}/fill2-${ip}" bs=1k 2>/dev/null
+    done
+    ls -A "${spool}"
+  ' _ "${HOSTGUARD_ROOT}" "${NOTIFY}"
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  # The first is kept (the reserve gave room), the second is not: exit 74.
+  [[ "${output}" == *"used the spool's reserve to keep this message"*"exit 0"*"LOST"*"exit 74"* ]]
+  [[ "$(grep -c '^msg-1-' <<<"${output}")" -eq 1 ]]
+  # The action treats only 0 and 75 as kept.
+  local action="${BATS_TEST_DIRNAME}/../../scripts/fail2ban/action.d/slack-notify.conf"
+  grep -q '^actionban = .* || \[ \$? -eq 75 \]$' "${action}"
+}
+
+@test "issue 18: NOTIFY_CA_FILE that anyone but root could change is refused, naming it: nothing is posted" {
+  receiver_start
+  receiver_make_root
+  local dir="${BATS_TEST_TMPDIR}/cadir" conf="${HOSTGUARD_ROOT}/etc/hostguard/hostguard.conf"
+  mkdir -m 0755 "${dir}"
+  cp "${RECEIVER_CA}" "${dir}/ca.pem"
+  sed -i "s|^NOTIFY_CA_FILE=.*|NOTIFY_CA_FILE=${dir}/ca.pem|" "${conf}"
+  # Root's, writable by root only: fine.
+  notify --test
+  expect_status 0
+  # The file writable by a group.
+  chmod 0664 "${dir}/ca.pem"
+  notify --test
+  expect_status 78
+  hg_contains "${output}" "NOTIFY_CA_FILE ${dir}/ca.pem: ${dir}/ca.pem is writable by a group or by all users: refused"
+  chmod 0644 "${dir}/ca.pem"
+  # Its directory a user's.
+  chown 64123 "${dir}"
+  notify text "not with that CA"
+  expect_status 78
+  hg_contains "${output}" "NOTIFY_CA_FILE ${dir}/ca.pem: ${dir} belongs to uid 64123, not root: refused"
+  chown 0 "${dir}"
+  # A link to it from a directory writable by all (not sticky).
+  mkdir -m 0777 "${BATS_TEST_TMPDIR}/open"
+  ln -s "${dir}/ca.pem" "${BATS_TEST_TMPDIR}/open/ca.pem"
+  sed -i "s|^NOTIFY_CA_FILE=.*|NOTIFY_CA_FILE=${BATS_TEST_TMPDIR}/open/ca.pem|" "${conf}"
+  notify flush
+  expect_status 78
+  hg_contains "${output}" "${BATS_TEST_TMPDIR}/open is writable by a group or by all users: refused"
+  [[ "$(receiver_count)" -eq 1 ]]
 }

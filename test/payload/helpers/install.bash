@@ -47,21 +47,22 @@ hg_path_without() {
 hg_make_root() {
   ROOT="${BATS_TEST_TMPDIR}/root"
   rm -rf "${ROOT}"
-  mkdir -m 0755 "${ROOT}"
+  mkdir -m 0755 "${ROOT}" "${ROOT}/run"
 }
 
 # One line per path (type, mode, owner, size of files, link target, and with
 # "mtime" the modification time in ns), then the sha256 of every file.
 # Directory sizes are left out: they depend on the filesystem's history.
+# /run is left out: the install lock lives there (a tmpfs on a host).
 hg_listing() {
   local root="$1" with_mtime="${2:-}" format='%p|%y|%m|%u|%g|%s|%l'
   [[ -z "${with_mtime}" ]] || format+='|%T@'
   (
     cd "${root}" || exit 1
-    find . -printf "${format}\n" \
+    find . -path ./run -prune -o -printf "${format}\n" \
       | awk -F'|' 'BEGIN { OFS = "|" } $2 == "d" { $6 = "-" } { print }' \
       | LC_ALL=C sort
-    find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
+    find . -path ./run -prune -o -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
   )
 }
 
@@ -75,9 +76,45 @@ hg_assert_same_listing() {
   fi
 }
 
+# The test's accounts, as a real host has them for its app users: copies of
+# this machine's /etc/passwd and /etc/group with each "name:uid" user added
+# (primary group: a group of its own, same id) and each "+group:gid:members"
+# group. hg_install (and hg_with_accounts) bind-mount them over /etc/passwd
+# and /etc/group in a private mount namespace: this machine's own files are
+# never touched.
+hg_accounts() {
+  local spec name id
+  HG_ACCOUNTS_DIR="${BATS_TEST_TMPDIR}/accounts"
+  mkdir -p "${HG_ACCOUNTS_DIR}"
+  cp /etc/passwd "${HG_ACCOUNTS_DIR}/passwd"
+  cp /etc/group "${HG_ACCOUNTS_DIR}/group"
+  for spec in "$@"; do
+    if [[ "${spec}" == +* ]]; then
+      printf '%s\n' "${spec#+}" | sed 's/^\([^:]*\):\([0-9]*\):/\1:x:\2:/' >>"${HG_ACCOUNTS_DIR}/group"
+      continue
+    fi
+    name="${spec%%:*}"
+    id="${spec#*:}"
+    printf '%s:x:%s:%s::/nonexistent:/usr/sbin/nologin\n' "${name}" "${id}" "${id}" >>"${HG_ACCOUNTS_DIR}/passwd"
+    printf '%s:x:%s:\n' "${name}" "${id}" >>"${HG_ACCOUNTS_DIR}/group"
+  done
+  chmod 0644 "${HG_ACCOUNTS_DIR}/passwd" "${HG_ACCOUNTS_DIR}/group"
+}
+
+# Runs COMMAND... with the accounts of hg_accounts (as is without them).
+hg_with_accounts() {
+  if [[ -z "${HG_ACCOUNTS_DIR:-}" ]]; then
+    "$@"
+    return
+  fi
+  unshare --mount --propagation private sh -c \
+    'mount --bind "$1/passwd" /etc/passwd && mount --bind "$1/group" /etc/group && shift && exec "$@"' \
+    _ "${HG_ACCOUNTS_DIR}" "$@"
+}
+
 # Runs the payload's installer in $ROOT.
 hg_install() {
-  "${PAYLOAD}/install" "$1" --root "${ROOT}" "${@:2}"
+  hg_with_accounts "${PAYLOAD}/install" "$1" --root "${ROOT}" "${@:2}"
 }
 
 hg_assert_mode_owner() {
