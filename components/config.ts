@@ -23,7 +23,8 @@ export interface BastionSettings {
     securityGroupId?: string;
 }
 
-export interface HostSettings {
+/** One entry of hostguard:hosts: the SSH target and its own schedule (not a setting read on the host). */
+export interface TargetHost {
     /** Short name: used in resource names and the render folder. */
     name: string;
     host: string;
@@ -39,7 +40,7 @@ export interface HostSettings {
 
 export interface HostguardConfig {
     settings: PayloadSettings;
-    hosts: HostSettings[];
+    hosts: TargetHost[];
     bastion?: BastionSettings;
     /** false leaves every AWS resource out (local or non-AWS hosts, end-to-end tests). */
     aws: boolean;
@@ -295,7 +296,7 @@ function secretPresent(raw: RawConfig, key: StackKey, required: boolean): boolea
     if (isEncrypted(v)) {
         return true;
     }
-    // The URL is sent trimmed (webhookStdin); the host checks the same rule on it.
+    // The URL is sent trimmed (curlUrlLine); the host checks the same rule on it.
     const value = typeof v === "string" && row.rule === "httpsUrl" ? v.trim() : v;
     if (typeof value !== "string" || !ruleRegExp(row.rule!).test(value)) {
         throw new ConfigError(key, `must be ${RULES[row.rule!].allowed} (the value is not shown because it is a secret)`);
@@ -344,7 +345,7 @@ function fieldsOf(key: string, row: StackKeyRow, v: unknown, sshUser: string): R
     return out;
 }
 
-function hostList(raw: RawConfig, sshUser: string): HostSettings[] {
+function hostList(raw: RawConfig, sshUser: string): TargetHost[] {
     const row = stackKeyRow("hosts");
     const list = structured(raw, "hosts", undefined);
     if (!Array.isArray(list) || list.length === 0) {

@@ -8,16 +8,17 @@
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
-import { BastionSettings, HostSettings, PayloadSettings } from "./config";
+import { PARTS, readPayload, renderHost, sha256, tarFiles, type Part, type PayloadFile } from "./bundles";
+import { BastionSettings, PayloadSettings, TargetHost } from "./config";
+import { cronSchedule, JAIL_NAME, SETTINGS_PATH } from "./hostFiles";
 import {
-    cronSchedule, JAIL_NAME, PARTS, partCreateCommand, partDeleteCommand, readPayload, removeHeartbeatCommand, renderHost,
-    setHeartbeatCommand, setWebhookCommand, SETTINGS_PATH, sha256, tarFiles, WEBHOOK_CHECK_TRANSIENT, webhookStdin,
-    type Part, type PayloadFile,
-} from "./render";
+    curlUrlLine, partCreateCommand, partDeleteCommand, removeHeartbeatCommand, setHeartbeatCommand, setWebhookCommand,
+    WEBHOOK_CHECK_TRANSIENT,
+} from "./remoteCommands";
 import { INTERVAL_SECONDS, pinnedOffset, splitOffset } from "./schedule";
 
 export interface HostDeploymentArgs {
-    host: HostSettings;
+    host: TargetHost;
     settings: PayloadSettings;
     /** Secret: the SSH key of the deploy user. */
     privateKey: pulumi.Input<string>;
@@ -111,7 +112,7 @@ export class HostDeployment extends pulumi.ComponentResource {
             connection,
             create: setWebhookCommand(sudo, args.settings.verifyWebhook),
             // Rotation changes only this stdin: an in-place update that runs set-webhook again.
-            stdin: pulumi.secret(pulumi.output(args.webhookUrl).apply(webhookStdin)),
+            stdin: pulumi.secret(pulumi.output(args.webhookUrl).apply(curlUrlLine)),
             logging: "none",
             addPreviousOutputInEnv: false,
         }, { parent: this, dependsOn: [base], additionalSecretOutputs: ["stdin", "stdout", "stderr"] });
@@ -126,7 +127,7 @@ export class HostDeployment extends pulumi.ComponentResource {
                 connection,
                 create: setHeartbeatCommand(sudo),
                 delete: removeHeartbeatCommand(sudo),
-                stdin: pulumi.secret(pulumi.output(args.heartbeatUrl).apply(webhookStdin)),
+                stdin: pulumi.secret(pulumi.output(args.heartbeatUrl).apply(curlUrlLine)),
                 logging: "none",
                 addPreviousOutputInEnv: false,
             }, { parent: this, dependsOn: [base], additionalSecretOutputs: ["stdin", "stdout", "stderr"] });

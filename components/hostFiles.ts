@@ -7,6 +7,8 @@ import { HOST_SETTINGS, hostText, SETTINGS, type PayloadSettings, type SettingKe
 
 export const JAIL_NAME = "nginx-bad-request";
 export const INSTALL_DIR = "/usr/local/lib/hostguard";
+/** The settings file on the host (written by base; scripts/lib/common.sh reads it). */
+export const SETTINGS_PATH = "/etc/hostguard/hostguard.conf";
 
 /** What a host's rendered files depend on: its settings, its name and its schedule. */
 export interface HostValues {

@@ -9,7 +9,7 @@ import { HostguardConfig, hostKeyWarning, NAMESPACE, RawConfig, refuseNamespaceT
 export { hostKeyWarning };
 import { HostDeployment, type InstalledFile } from "./hostDeployment";
 import { IngressRule, SecurityGroup } from "./securityGroup";
-import { PayloadFile } from "./render";
+import { type PayloadFile } from "./bundles";
 
 /**
  * The namespace's raw values (secrets included, decrypted by the engine): validated, never printed.

@@ -16,10 +16,11 @@ import * as yaml from "js-yaml";
 import {
     hostKeyWarning, NAMESPACE, refuseNamespaceTypos, validateConfig, type HostguardConfig, type RawConfig,
 } from "../components/config";
+import { renderHost } from "../components/bundles";
+import { cronSchedule, JAIL_NAME, SETTINGS_PATH } from "../components/hostFiles";
 import {
-    cronSchedule, JAIL_NAME, partCreateCommand, partDeleteCommand, removeHeartbeatCommand, renderHost, SETTINGS_PATH,
-    setHeartbeatCommand, setWebhookCommand, webhookStdin,
-} from "../components/render";
+    curlUrlLine, partCreateCommand, partDeleteCommand, removeHeartbeatCommand, setHeartbeatCommand, setWebhookCommand,
+} from "../components/remoteCommands";
 import { SETTING_KEYS, validateSettings } from "../components/settings";
 
 const REDACTED = "<redacted: set with pulumi config set --secret hostguard:webhookUrl>";
@@ -114,7 +115,7 @@ export function renderStack(root: string, stack: string, outDir: string, cronMin
             write(path.join(hostDir, f.destination), f.content, f.mode);
         }
         write(path.join(hostDir, SETTINGS_PATH), settingsText);
-        write(path.join(hostDir, "etc/hostguard/webhook.curlrc"), webhookStdin(REDACTED), 0o600);
+        write(path.join(hostDir, "etc/hostguard/webhook.curlrc"), curlUrlLine(REDACTED), 0o600);
         const manifest = {
             stack, host: host.name, address: host.host, user: host.user, hostKeyChecked: host.hostKey !== undefined,
             bastion: config.bastion?.host ?? null,

@@ -8,12 +8,12 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { describe, it } from "node:test";
 import { DEFAULT_SETTINGS } from "../../components/config";
-import { jailIgnoreIps, renderCron, renderJail, renderSettingsFile } from "../../components/hostFiles";
-import { INTERVAL_SECONDS, pinnedOffset, splitOffset } from "../../components/schedule";
 import {
-    cronSchedule, hostFiles, parseFileTable, partBundle, partCreateCommand, partDeleteCommand, PARTS, payloadFile, readPayload,
-    renderHost, sha256, tarFiles, type PayloadFile,
-} from "../../components/render";
+    hostFiles, parseFileTable, partBundle, PARTS, payloadFile, readPayload, renderHost, sha256, tarFiles, type PayloadFile,
+} from "../../components/bundles";
+import { cronSchedule, jailIgnoreIps, renderCron, renderJail, renderSettingsFile } from "../../components/hostFiles";
+import { partCreateCommand, partDeleteCommand } from "../../components/remoteCommands";
+import { INTERVAL_SECONDS, pinnedOffset, splitOffset } from "../../components/schedule";
 
 const EXPECTED_DEFAULT_SETTINGS = `# hostguard settings, written by the Pulumi program (components/settings.ts).
 # Change the stack config and run \`pulumi up\`; edits here are overwritten.

@@ -3,22 +3,20 @@
 // files the file table (scripts/files.table) lists, read from `scripts/` or
 // rendered from the settings (components/hostFiles.ts), plus the settings file
 // that part's install step reads, packed as a byte-deterministic tar. A part's
-// hash covers exactly the bytes of its bundle. No Pulumi runtime here: the
-// components, `npm run render` and the unit tests all call these functions.
+// hash covers exactly the bytes of its bundle. The commands that ship a bundle
+// are in components/remoteCommands.ts. No Pulumi runtime here: the components,
+// `npm run render` and the unit tests all call these functions.
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as tarStream from "tar-stream";
-import { cronSchedule, INSTALL_DIR, installKeys, JAIL_NAME, RENDERED, renderSettingsFile, type HostValues } from "./hostFiles";
+import { installKeys, RENDERED, renderSettingsFile, type HostValues } from "./hostFiles";
 import { type PayloadSettings } from "./settings";
-
-export { cronSchedule, INSTALL_DIR, JAIL_NAME };
 
 export const PARTS = ["base", "monitors", "bantool", "web"] as const;
 export type Part = (typeof PARTS)[number];
 
 export const SCRIPTS_DIR = path.resolve(__dirname, "..", "scripts");
-export const SETTINGS_PATH = "/etc/hostguard/hostguard.conf";
 /** Name of the file table, in scripts/ and in every bundle. */
 export const FILE_TABLE = "files.table";
 /** Name of the settings file inside a bundle. */
@@ -219,71 +217,4 @@ export async function tarFiles(files: PayloadFile[]): Promise<Buffer> {
     }
     pack.finalize();
     return done;
-}
-
-/** Shell text run over SSH for one part. It never carries a secret: the tar arrives on stdin. */
-export function partCreateCommand(b: PartBundle, sudo: boolean): string {
-    const script = [
-        `# hostguard part ${b.part}: bundle sha256 ${b.sha256}`,
-        "set -eu",
-        "umask 077",
-        "d=$(mktemp -d /tmp/hostguard.XXXXXXXX)",
-        'trap "rm -rf $d" EXIT',
-        'base64 -d | tar -xf - -C "$d"',
-        `"$d/install" install --part ${b.part} --settings "$d/${SETTINGS_FILE}"`,
-    ].join("\n");
-    return asRoot(script, sudo);
-}
-
-export function partDeleteCommand(part: Part, sudo: boolean): string {
-    return asRoot(`${INSTALL_DIR}/install uninstall --part ${part}`, sudo);
-}
-
-/** What the webhook command prints when its connectivity test failed for now (the program warns). */
-export const WEBHOOK_CHECK_TRANSIENT = "hostguard: connectivity test not delivered (transient failure)";
-
-/**
- * Writes the webhook from stdin; with VERIFY, then posts the connectivity test
- * through the host's notifier (`hostguard-notify --test`: 0 delivered, 75
- * transient, anything else refused). A refusal fails the command, so the
- * resource fails with the notifier's lines (status and the service's error
- * text; never the URL) in its error.
- */
-export function setWebhookCommand(sudo: boolean, verify = false): string {
-    if (!verify) {
-        return asRoot(`${INSTALL_DIR}/install set-webhook`, sudo);
-    }
-    return asRoot([
-        "# hostguard webhook: write it, then post the connectivity test (verifyWebhook)",
-        `${INSTALL_DIR}/install set-webhook || exit $?`,
-        "rc=0",
-        `${INSTALL_DIR}/hostguard-notify --test || rc=$?`,
-        "case $rc in",
-        "0) echo \"hostguard: connectivity test delivered\" ;;",
-        `75) echo "${WEBHOOK_CHECK_TRANSIENT}" ;;`,
-        "*) echo \"hostguard: the webhook was refused (hostguard-notify --test exit $rc); set a working hostguard:webhookUrl\" >&2; exit $rc ;;",
-        "esac",
-    ].join("\n"), sudo);
-}
-
-/** Writes the heartbeat URL (a curl config line on stdin) to heartbeat.curlrc, 0600. */
-export function setHeartbeatCommand(sudo: boolean): string {
-    return asRoot(`${INSTALL_DIR}/install set-heartbeat`, sudo);
-}
-
-/** Removes heartbeat.curlrc: the heartbeat stops. */
-export function removeHeartbeatCommand(sudo: boolean): string {
-    return asRoot(`${INSTALL_DIR}/install set-heartbeat --remove`, sudo);
-}
-
-/** The stdin of set-webhook: the curl config line. Only ever built inside a secret Output. */
-export function webhookStdin(url: string): string {
-    return `url = "${url.trim()}"\n`;
-}
-
-function asRoot(script: string, sudo: boolean): string {
-    if (script.includes("'")) {
-        throw new Error("remote scripts must not contain single quotes");
-    }
-    return sudo ? `sudo -n sh -c '${script}'` : script;
 }
