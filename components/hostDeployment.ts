@@ -59,6 +59,19 @@ export class HostDeployment extends pulumi.ComponentResource {
         const payload = args.payload ?? readPayload();
         const sudo = args.host.user !== "root";
 
+        // A render error (a bad files.table row, a payload file no part ships) belongs to this
+        // host: a ResourceError on it, thrown by a first render before any child exists.
+        const render = (o: number): ReturnType<typeof renderHost> => {
+            try {
+                return renderHost(args.settings, splitOffset(o).minute, payload, {
+                    cronSecond: splitOffset(o).second, hostName: args.host.name, adminCidrs: args.adminCidrs ?? [],
+                });
+            } catch (e) {
+                throw new pulumi.ResourceError(e instanceof Error ? e.message : String(e), this, true);
+            }
+        };
+        render(0);
+
         // Drawn once over the whole interval (minute and second) and kept in state, so a
         // fleet spreads its posts over the 10 minutes; a host's explicit cronMinute needs no
         // random provider (test stacks, pinned fleets) and runs on that minute. The alias
@@ -73,9 +86,7 @@ export class HostDeployment extends pulumi.ComponentResource {
         this.cronMinute = offset.apply((o) => splitOffset(o).minute);
         this.cronSchedule = this.cronMinute.apply(cronSchedule);
 
-        const rendered = offset.apply((o) => renderHost(args.settings, splitOffset(o).minute, payload, {
-            cronSecond: splitOffset(o).second, hostName: args.host.name, adminCidrs: args.adminCidrs ?? [],
-        }));
+        const rendered = offset.apply(render);
         const connection = pulumi.secret(pulumi.output({
             host: args.host.host,
             port: args.host.port,
