@@ -40,7 +40,7 @@ export function renderSettingsFile(s: PayloadSettings, only?: (key: SettingKey) 
     return [
         "# hostguard settings, written by the Pulumi program (components/settings.ts).",
         "# Change the stack config and run `pulumi up`; edits here are overwritten.",
-        ...rows.map((r) => line(r.host as string, hostText(r.key as SettingKey, s[r.key as SettingKey]))),
+        ...rows.map((r) => line(r.host as string, hostText(s[r.key as SettingKey]))),
         ...(only === undefined ? [line("HOST_NAME", hostName)] : []),
         "",
     ].join("\n");

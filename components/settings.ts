@@ -352,14 +352,6 @@ export const PER_HOST_SETTINGS: readonly SettingRow[] = [
     },
 ];
 
-export function settingRow(key: string): SettingRow {
-    const row = (SETTINGS as readonly SettingRow[]).find((r) => r.key === key);
-    if (!row) {
-        throw new Error(`no setting ${key}`);
-    }
-    return row;
-}
-
 /** Thrown with the stack-config key of the value it refuses. */
 export class SettingError extends Error {
     constructor(readonly key: string, readonly reason: string) {
@@ -531,7 +523,7 @@ function typed(row: SettingRow, text: string): number | string | string[] | bool
 }
 
 /** The host text form of a typed value. */
-export function hostText(key: SettingKey, value: PayloadSettings[SettingKey]): string {
+export function hostText(value: PayloadSettings[SettingKey]): string {
     return Array.isArray(value) ? value.join(",") : String(value);
 }
 
