@@ -10,15 +10,11 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as tarStream from "tar-stream";
+import { expandRow, FILE_TABLE, parseFileTable, PARTS, type Part } from "./fileTable";
 import { installKeys, RENDERED, renderSettingsFile, type HostValues } from "./hostFiles";
 import { type PayloadSettings } from "./settings";
 
-export const PARTS = ["base", "monitors", "bantool", "web"] as const;
-export type Part = (typeof PARTS)[number];
-
 export const SCRIPTS_DIR = path.resolve(__dirname, "..", "scripts");
-/** Name of the file table, in scripts/ and in every bundle. */
-export const FILE_TABLE = "files.table";
 /** Name of the settings file inside a bundle. */
 export const SETTINGS_FILE = "hostguard.conf";
 /**
@@ -37,14 +33,6 @@ export interface PayloadFile {
     sha256: string;
 }
 
-/** One line of the file table. */
-export interface FileRow {
-    part: Part;
-    source: string;
-    destination: string;
-    mode: 0o755 | 0o644;
-}
-
 export function sha256(data: string | Buffer): string {
     return createHash("sha256").update(data).digest("hex");
 }
@@ -52,23 +40,6 @@ export function sha256(data: string | Buffer): string {
 export function payloadFile(p: string, content: string | Buffer, mode: 0o755 | 0o644 = 0o644): PayloadFile {
     const buf = Buffer.isBuffer(content) ? content : Buffer.from(content, "utf8");
     return { path: p, mode, content: buf, sha256: sha256(buf) };
-}
-
-/** Parses the file table with the rules `install` applies to it. */
-export function parseFileTable(text: string): FileRow[] {
-    const rows: FileRow[] = [];
-    text.split("\n").forEach((raw, i) => {
-        const line = raw.trim();
-        if (line === "" || line.startsWith("#")) {
-            return;
-        }
-        const f = line.split(/\s+/);
-        if (f.length !== 4 || !(PARTS as readonly string[]).includes(f[0]) || !f[2].startsWith("/") || !/^0(755|644)$/.test(f[3])) {
-            throw new Error(`${FILE_TABLE}:${i + 1}: expected PART SOURCE DESTINATION MODE (a part of ${PARTS.join(", ")}, mode 0755 or 0644)`);
-        }
-        rows.push({ part: f[0] as Part, source: f[1], destination: f[2], mode: f[3] === "0755" ? 0o755 : 0o644 });
-    });
-    return rows;
 }
 
 /** All files of the payload folder, sorted, with their mode (from the executable bit) and hash. */
@@ -94,23 +65,11 @@ function sortFiles<T extends { path: string }>(files: T[]): T[] {
     return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
-/** A source pattern (`*` only in the last segment, as `install` expands it) against a path. */
-function sourceMatches(source: string, p: string): boolean {
-    if (!source.includes("*")) {
-        return source === p;
-    }
-    const dir = source.slice(0, source.lastIndexOf("/") + 1);
-    const glob = source.slice(dir.length);
-    if (!p.startsWith(dir) || p.slice(dir.length).includes("/")) {
-        return false;
-    }
-    const re = new RegExp(`^${glob.split("*").map((x) => x.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join("[^/]*")}$`);
-    return re.test(p.slice(dir.length));
-}
-
 /** One file a host receives: the bundle path, where it lands, its mode and bytes. */
 export interface HostFile extends PayloadFile {
     part: Part;
+    /** The source of its table row (a glob such as lib/*.sh for each file it matched). */
+    tableSource: string;
     destination: string;
 }
 
@@ -125,22 +84,23 @@ export function hostFiles(values: HostValues, payload: PayloadFile[]): HostFile[
         throw new Error(`scripts/${FILE_TABLE} is missing`);
     }
     const out: HostFile[] = [];
+    const paths = payload.map((f) => f.path);
     for (const row of parseFileTable(table.content.toString("utf8"))) {
-        const matched = payload.filter((f) => sourceMatches(row.source, f.path));
         const render = RENDERED[row.source];
+        const matched = expandRow(row, paths).filter((m) => paths.includes(m.path));
         if (render !== undefined && matched.length > 0) {
             throw new Error(`${FILE_TABLE}: ${row.source} is both a file of scripts/ and rendered`);
         }
         if (render !== undefined) {
-            out.push({ ...payloadFile(row.source, render(values), row.mode), part: row.part, destination: row.destination });
+            out.push({ ...payloadFile(row.source, render(values), row.mode), part: row.part, tableSource: row.source, destination: row.destination });
             continue;
         }
         if (matched.length === 0) {
             throw new Error(`${FILE_TABLE}: ${row.source} is neither a file of scripts/ nor rendered (components/hostFiles.ts)`);
         }
-        for (const f of matched) {
-            const destination = row.destination.endsWith("/") ? row.destination + path.posix.basename(f.path) : row.destination;
-            out.push({ ...payloadFile(f.path, f.content, row.mode), part: row.part, destination });
+        for (const m of matched) {
+            const f = payload.find((p) => p.path === m.path)!;
+            out.push({ ...payloadFile(f.path, f.content, row.mode), part: row.part, tableSource: row.source, destination: m.destination });
         }
     }
     const shipped = new Set(out.map((f) => f.path));
@@ -170,7 +130,7 @@ export function partSettings(part: Part, settings: PayloadSettings, hostName = "
 
 /** The bundle of one part: installer + the part's files + its settings file. */
 export function partBundle(part: Part, files: HostFile[], settings: PayloadSettings, hostName = ""): PartBundle {
-    const installer = files.filter((f) => f.part === "base" && INSTALLER_SOURCES.some((s) => sourceMatches(s, f.path)));
+    const installer = files.filter((f) => f.part === "base" && INSTALLER_SOURCES.includes(f.tableSource));
     const own = files.filter((f) => f.part === part && !installer.includes(f));
     const bundle: PayloadFile[] = sortFiles([
         ...[...installer, ...own].map(({ path: p, mode, content, sha256: h }) => ({ path: p, mode, content, sha256: h })),

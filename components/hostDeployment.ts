@@ -8,8 +8,9 @@
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
-import { PARTS, readPayload, renderHost, sha256, tarFiles, type Part, type PayloadFile } from "./bundles";
+import { readPayload, renderHost, sha256, tarFiles, type PayloadFile } from "./bundles";
 import { BastionSettings, PayloadSettings, TargetHost } from "./config";
+import { PARTS, type Part } from "./fileTable";
 import { cronSchedule, JAIL_NAME, SETTINGS_PATH } from "./hostFiles";
 import {
     curlUrlLine, partCreateCommand, partDeleteCommand, removeHeartbeatCommand, setHeartbeatCommand, setWebhookCommand,

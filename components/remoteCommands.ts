@@ -2,7 +2,8 @@
 // (components/hostDeployment.ts wires them to @pulumi/command; `npm run render`
 // prints them). Pure functions: a command's text never carries a secret, which
 // travels only on its stdin.
-import { type PartBundle, SETTINGS_FILE, type Part } from "./bundles";
+import { type PartBundle, SETTINGS_FILE } from "./bundles";
+import { type Part } from "./fileTable";
 import { INSTALL_DIR } from "./hostFiles";
 
 /** Shell text run over SSH for one part. It never carries a secret: the tar arrives on stdin. */

@@ -9,8 +9,9 @@ import * as path from "node:path";
 import { describe, it } from "node:test";
 import { DEFAULT_SETTINGS } from "../../components/config";
 import {
-    hostFiles, parseFileTable, partBundle, PARTS, payloadFile, readPayload, renderHost, sha256, tarFiles, type PayloadFile,
+    hostFiles, partBundle, payloadFile, readPayload, renderHost, sha256, tarFiles, type PayloadFile,
 } from "../../components/bundles";
+import { parseFileTable, PARTS } from "../../components/fileTable";
 import { cronSchedule, jailIgnoreIps, renderCron, renderJail, renderSettingsFile } from "../../components/hostFiles";
 import { partCreateCommand, partDeleteCommand } from "../../components/remoteCommands";
 import { INTERVAL_SECONDS, pinnedOffset, splitOffset } from "../../components/schedule";
@@ -235,7 +236,7 @@ describe("tar bundles", () => {
 });
 
 describe("remote command text", () => {
-    const hostFile = (p: string, text: string, mode: 0o755 | 0o644, part: "base" | "monitors") => ({ ...file(p, text, mode), part, destination: `/x/${p}` });
+    const hostFile = (p: string, text: string, mode: 0o755 | 0o644, part: "base" | "monitors") => ({ ...file(p, text, mode), part, tableSource: p, destination: `/x/${p}` });
     const b = partBundle("monitors", [hostFile("install", "i", 0o755, "base"), hostFile("host-monitor", "m", 0o755, "monitors")], DEFAULT_SETTINGS);
     it("unpacks stdin to a private temp dir and runs the installer for the part", () => {
         const cmd = partCreateCommand(b, false);
