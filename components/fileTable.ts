@@ -3,6 +3,8 @@
 // `npm run settings:gen` writes), so `install` and this parser accept and
 // refuse the same lines, and a glob source expands the same way on both sides
 // (test/unit/file-table.test.ts feeds both the same tables).
+import { sq } from "./settings";
+
 export const PARTS = ["base", "monitors", "bantool", "web"] as const;
 export type Part = (typeof PARTS)[number];
 
@@ -37,9 +39,9 @@ export const FILE_TABLE_BLOCK_END = "# END file table grammar";
 
 /** The generated bash block of scripts/lib/common.sh: install reads files.table with it. */
 export function renderFileTableBlock(): string {
-    const sq = (s: string): string => `'${s.replace(/'/g, "'\\''")}'`;
     return [
         FILE_TABLE_BLOCK_BEGIN,
+        `readonly HG_PARTS=(${PARTS.join(" ")})`,
         `readonly HG_FILE_ROW_RE=${sq(rowPattern("[[:blank:]]"))}`,
         `readonly HG_FILE_SKIP_RE=${sq(skipPattern("[[:blank:]]"))}`,
         `readonly HG_FILE_ROW_ALLOWED=${sq(FILE_ROW_ALLOWED)}`,

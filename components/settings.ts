@@ -579,8 +579,8 @@ export const DEFAULT_SETTINGS: PayloadSettings = validateSettings({});
 export const HOST_BLOCK_BEGIN = "# BEGIN settings table (generated from components/settings.ts by `npm run settings:gen`; do not edit)";
 export const HOST_BLOCK_END = "# END settings table";
 
-/** Bash single-quoted literal. */
-function sq(text: string): string {
+/** Bash single-quoted literal (the generated blocks of common.sh). */
+export function sq(text: string): string {
     return `'${text.replace(/'/g, "'\\''")}'`;
 }
 
