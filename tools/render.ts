@@ -16,7 +16,7 @@ import * as yaml from "js-yaml";
 import {
     hostKeyWarning, NAMESPACE, refuseNamespaceTypos, validateConfig, type HostguardConfig, type RawConfig,
 } from "../components/config";
-import { renderHost } from "../components/bundles";
+import { renderHost, SETTINGS_FILE } from "../components/bundles";
 import { cronSchedule, JAIL_NAME, SETTINGS_PATH } from "../components/hostFiles";
 import {
     curlUrlLine, partCreateCommand, partDeleteCommand, removeHeartbeatCommand, setHeartbeatCommand, setWebhookCommand,
@@ -150,7 +150,7 @@ export function renderPayload(dir: string, settings: RawConfig, cronMinute: numb
     fs.rmSync(dir, { recursive: true, force: true });
     for (const b of renderHost(validated, cronMinute, undefined, { cronSecond }).bundles) {
         for (const f of b.files) {
-            if (b.part === "base" || f.path !== "hostguard.conf") {
+            if (b.part === "base" || f.path !== SETTINGS_FILE) {
                 write(path.join(dir, f.path), f.content, f.mode);
             }
         }
