@@ -414,6 +414,11 @@ export function hostKeyWarning(config: Pick<HostguardConfig, "insecureAcceptAnyH
         `Set the host keys (\`ssh-keyscan -t ed25519 HOST\` over a trusted path) and remove ${NAMESPACE}:${INSECURE_HOST_KEY_OPT_OUT}.`;
 }
 
+/** Everything preview (and `npm run render`) warns about: the host-key opt-out, then values surely wrong. */
+export function configWarnings(config: HostguardConfig): string[] {
+    return [hostKeyWarning(config), ...config.warnings].filter((w) => w !== "");
+}
+
 function hostKey(key: string, v: unknown): string {
     const why = typeof v === "string" ? hostKeyRefusal(v) : `must be ${RULES.hostKey.allowed}`;
     if (why !== null) {

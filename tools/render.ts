@@ -14,7 +14,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as yaml from "js-yaml";
 import {
-    hostKeyWarning, NAMESPACE, refuseNamespaceTypos, validateConfig, type HostguardConfig, type RawConfig,
+    configWarnings, NAMESPACE, refuseNamespaceTypos, validateConfig, type HostguardConfig, type RawConfig,
 } from "../components/config";
 import { renderHost, SETTINGS_FILE } from "../components/bundles";
 import { cronSchedule, JAIL_NAME, SETTINGS_PATH } from "../components/hostFiles";
@@ -82,11 +82,6 @@ export function readStackFile(file: string): RawConfig {
 /** The stack file's config validated as at preview: a secret in plain text in the file is refused. */
 export function stackConfig(root: string, stack: string): HostguardConfig {
     return validateConfig(readStackFile(path.join(root, `Pulumi.${stack}.yaml`)), { requireSecrets: false, secretKeys: [] });
-}
-
-/** What preview would warn about for the stack: the INSECURE host-key opt-out and values surely wrong. */
-export function stackWarnings(config: HostguardConfig): string[] {
-    return [hostKeyWarning(config), ...config.warnings].filter((w) => w !== "");
 }
 
 function write(file: string, content: string | Buffer, mode = 0o644): void {
@@ -164,7 +159,7 @@ function main(): void {
         renderPayload(path.resolve(opts.payload), opts.settings, opts.cronMinute, opts.cronSecond);
         return;
     }
-    for (const warning of stackWarnings(stackConfig(root, opts.stack))) {
+    for (const warning of configWarnings(stackConfig(root, opts.stack))) {
         console.error(`render: warning: ${warning}`);
     }
     for (const dir of renderStack(root, opts.stack, path.resolve(root, opts.out), opts.cronMinute, opts.cronSecond)) {
