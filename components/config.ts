@@ -23,7 +23,8 @@ export interface BastionSettings {
     securityGroupId?: string;
 }
 
-export interface HostSettings {
+/** One entry of hostguard:hosts: the SSH target and its own schedule (not a setting read on the host). */
+export interface TargetHost {
     /** Short name: used in resource names and the render folder. */
     name: string;
     host: string;
@@ -42,7 +43,7 @@ export interface HostSettings {
 
 export interface HostguardConfig {
     settings: PayloadSettings;
-    hosts: HostSettings[];
+    hosts: TargetHost[];
     bastion?: BastionSettings;
     /** false leaves every AWS resource out (local or non-AWS hosts, end-to-end tests). */
     aws: boolean;
@@ -301,7 +302,7 @@ function secretPresent(raw: RawConfig, key: StackKey, required: boolean): boolea
     if (isEncrypted(v)) {
         return true;
     }
-    // The URL is sent trimmed (webhookStdin); the host checks the same rule on it.
+    // The URL is sent trimmed (curlUrlLine); the host checks the same rule on it.
     const value = typeof v === "string" && row.rule === "httpsUrl" ? v.trim() : v;
     if (typeof value !== "string" || !ruleRegExp(row.rule!).test(value)) {
         throw new ConfigError(key, `must be ${RULES[row.rule!].allowed} (the value is not shown because it is a secret)`);
@@ -350,7 +351,7 @@ function fieldsOf(key: string, row: StackKeyRow, v: unknown, sshUser: string): R
     return out;
 }
 
-function hostList(raw: RawConfig, sshUser: string): HostSettings[] {
+function hostList(raw: RawConfig, sshUser: string): TargetHost[] {
     const row = stackKeyRow("hosts");
     const list = structured(raw, "hosts", undefined);
     if (!Array.isArray(list) || list.length === 0) {
@@ -417,6 +418,11 @@ export function hostKeyWarning(config: Pick<HostguardConfig, "insecureAcceptAnyH
     return `INSECURE: ${NAMESPACE}:${INSECURE_HOST_KEY_OPT_OUT} is true. SSH accepts ANY server key for ${which}: ` +
         "anyone on the network path can pose as the server and receive the webhook URL and every script. " +
         `Set the host keys (\`ssh-keyscan -t ed25519 HOST\` over a trusted path) and remove ${NAMESPACE}:${INSECURE_HOST_KEY_OPT_OUT}.`;
+}
+
+/** Everything preview (and `npm run render`) warns about: the host-key opt-out, then values surely wrong. */
+export function configWarnings(config: HostguardConfig): string[] {
+    return [hostKeyWarning(config), ...config.warnings].filter((w) => w !== "");
 }
 
 function hostKey(key: string, v: unknown): string {

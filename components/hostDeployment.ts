@@ -8,16 +8,18 @@
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
-import { BastionSettings, HostSettings, PayloadSettings } from "./config";
+import { readPayload, renderHost, SETTINGS_FILE, sha256, tarFiles, type PayloadFile } from "./bundles";
+import { BastionSettings, PayloadSettings, TargetHost } from "./config";
+import { PARTS, type Part } from "./fileTable";
+import { cronSchedule, JAIL_NAME, SETTINGS_PATH } from "./hostFiles";
 import {
-    cronSchedule, JAIL_NAME, PARTS, partCreateCommand, partDeleteCommand, readPayload, removeHeartbeatCommand, renderHost,
-    setHeartbeatCommand, setWebhookCommand, SETTINGS_PATH, sha256, tarFiles, WEBHOOK_CHECK_TRANSIENT, webhookStdin,
-    type Part, type PayloadFile,
-} from "./render";
+    curlUrlLine, partCreateCommand, partDeleteCommand, removeHeartbeatCommand, setHeartbeatCommand, setWebhookCommand,
+    WEBHOOK_CHECK_TRANSIENT,
+} from "./remoteCommands";
 import { INTERVAL_SECONDS, pinnedOffset, splitOffset } from "./schedule";
 
 export interface HostDeploymentArgs {
-    host: HostSettings;
+    host: TargetHost;
     settings: PayloadSettings;
     /** Secret: the SSH key of the deploy user. */
     privateKey: pulumi.Input<string>;
@@ -58,6 +60,19 @@ export class HostDeployment extends pulumi.ComponentResource {
         const payload = args.payload ?? readPayload();
         const sudo = args.host.user !== "root";
 
+        // A render error (a bad files.table row, a payload file no part ships) belongs to this
+        // host: a ResourceError on it, thrown by a first render before any child exists.
+        const render = (o: number): ReturnType<typeof renderHost> => {
+            try {
+                return renderHost(args.settings, splitOffset(o).minute, payload, {
+                    cronSecond: splitOffset(o).second, hostName: args.host.name, adminCidrs: args.adminCidrs ?? [],
+                });
+            } catch (e) {
+                throw new pulumi.ResourceError(e instanceof Error ? e.message : String(e), this, true);
+            }
+        };
+        render(0);
+
         // Drawn once over the whole interval (minute and second) and kept in state, so a
         // fleet spreads its posts over the 10 minutes; a host's explicit cronMinute needs no
         // random provider (test stacks, pinned fleets) and runs on that minute. The alias
@@ -72,9 +87,7 @@ export class HostDeployment extends pulumi.ComponentResource {
         this.cronMinute = offset.apply((o) => splitOffset(o).minute);
         this.cronSchedule = this.cronMinute.apply(cronSchedule);
 
-        const rendered = offset.apply((o) => renderHost(args.settings, splitOffset(o).minute, payload, {
-            cronSecond: splitOffset(o).second, hostName: args.host.name, adminCidrs: args.adminCidrs ?? [],
-        }));
+        const rendered = offset.apply(render);
         const connection = pulumi.secret(pulumi.output({
             host: args.host.host,
             port: args.host.port,
@@ -111,7 +124,7 @@ export class HostDeployment extends pulumi.ComponentResource {
             connection,
             create: setWebhookCommand(sudo, args.settings.verifyWebhook),
             // Rotation changes only this stdin: an in-place update that runs set-webhook again.
-            stdin: pulumi.secret(pulumi.output(args.webhookUrl).apply(webhookStdin)),
+            stdin: pulumi.secret(pulumi.output(args.webhookUrl).apply(curlUrlLine)),
             logging: "none",
             addPreviousOutputInEnv: false,
         }, { parent: this, dependsOn: [base], additionalSecretOutputs: ["stdin", "stdout", "stderr"] });
@@ -126,7 +139,7 @@ export class HostDeployment extends pulumi.ComponentResource {
                 connection,
                 create: setHeartbeatCommand(sudo),
                 delete: removeHeartbeatCommand(sudo),
-                stdin: pulumi.secret(pulumi.output(args.heartbeatUrl).apply(webhookStdin)),
+                stdin: pulumi.secret(pulumi.output(args.heartbeatUrl).apply(curlUrlLine)),
                 logging: "none",
                 addPreviousOutputInEnv: false,
             }, { parent: this, dependsOn: [base], additionalSecretOutputs: ["stdin", "stdout", "stderr"] });
@@ -138,7 +151,7 @@ export class HostDeployment extends pulumi.ComponentResource {
 
         this.files = rendered.apply((r) => r.files.map((f): InstalledFile => ({
             part: f.part, path: f.path, destination: f.destination, sha256: f.sha256,
-        })).concat([{ part: "base", path: "hostguard.conf", destination: SETTINGS_PATH, sha256: sha256(r.settingsText) }]));
+        })).concat([{ part: "base", path: SETTINGS_FILE, destination: SETTINGS_PATH, sha256: sha256(r.settingsText) }]));
         this.partHashes = rendered.apply((r) => Object.fromEntries(r.bundles.map((b) => [b.part, b.sha256])));
         this.registerOutputs({ cronOffset: this.cronOffset, cronSchedule: this.cronSchedule, files: this.files, partHashes: this.partHashes, jail: this.jail });
     }

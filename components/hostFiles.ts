@@ -7,6 +7,8 @@ import { HOST_SETTINGS, hostText, SETTINGS, type PayloadSettings, type SettingKe
 
 export const JAIL_NAME = "nginx-bad-request";
 export const INSTALL_DIR = "/usr/local/lib/hostguard";
+/** The settings file on the host (written by base; scripts/lib/common.sh reads it). */
+export const SETTINGS_PATH = "/etc/hostguard/hostguard.conf";
 
 /** What a host's rendered files depend on: its settings, its name and its schedule. */
 export interface HostValues {
@@ -38,7 +40,7 @@ export function renderSettingsFile(s: PayloadSettings, only?: (key: SettingKey) 
     return [
         "# hostguard settings, written by the Pulumi program (components/settings.ts).",
         "# Change the stack config and run `pulumi up`; edits here are overwritten.",
-        ...rows.map((r) => line(r.host as string, hostText(r.key as SettingKey, s[r.key as SettingKey]))),
+        ...rows.map((r) => line(r.host as string, hostText(s[r.key as SettingKey]))),
         ...(only === undefined ? [line("HOST_NAME", hostName)] : []),
         "",
     ].join("\n");

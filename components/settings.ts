@@ -361,14 +361,6 @@ export const PER_HOST_SETTINGS: readonly SettingRow[] = [
     },
 ];
 
-export function settingRow(key: string): SettingRow {
-    const row = (SETTINGS as readonly SettingRow[]).find((r) => r.key === key);
-    if (!row) {
-        throw new Error(`no setting ${key}`);
-    }
-    return row;
-}
-
 /** Thrown with the stack-config key of the value it refuses. */
 export class SettingError extends Error {
     constructor(readonly key: string, readonly reason: string) {
@@ -540,7 +532,7 @@ function typed(row: SettingRow, text: string): number | string | string[] | bool
 }
 
 /** The host text form of a typed value. */
-export function hostText(key: SettingKey, value: PayloadSettings[SettingKey]): string {
+export function hostText(value: PayloadSettings[SettingKey]): string {
     return Array.isArray(value) ? value.join(",") : String(value);
 }
 
@@ -596,8 +588,8 @@ export const DEFAULT_SETTINGS: PayloadSettings = validateSettings({});
 export const HOST_BLOCK_BEGIN = "# BEGIN settings table (generated from components/settings.ts by `npm run settings:gen`; do not edit)";
 export const HOST_BLOCK_END = "# END settings table";
 
-/** Bash single-quoted literal. */
-function sq(text: string): string {
+/** Bash single-quoted literal (the generated blocks of common.sh). */
+export function sq(text: string): string {
     return `'${text.replace(/'/g, "'\\''")}'`;
 }
 

@@ -4,12 +4,10 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as runtimeConfig from "@pulumi/pulumi/runtime/config";
 import * as runtimeState from "@pulumi/pulumi/runtime/state";
-import { HostguardConfig, hostKeyWarning, NAMESPACE, RawConfig, refuseNamespaceTypos, SECRET_KEYS } from "./config";
-
-export { hostKeyWarning };
+import { configWarnings, HostguardConfig, NAMESPACE, RawConfig, refuseNamespaceTypos, SECRET_KEYS } from "./config";
 import { HostDeployment, type InstalledFile } from "./hostDeployment";
 import { IngressRule, SecurityGroup } from "./securityGroup";
-import { PayloadFile } from "./render";
+import { type PayloadFile } from "./bundles";
 
 /**
  * The namespace's raw values (secrets included, decrypted by the engine): validated, never printed.
@@ -58,7 +56,7 @@ export interface StackOutputs {
 }
 
 export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): StackOutputs {
-    for (const warning of [hostKeyWarning(config), ...config.warnings].filter((w) => w !== "")) {
+    for (const warning of configWarnings(config)) {
         pulumi.log.warn(warning);
     }
     const cfg = new pulumi.Config(NAMESPACE);

@@ -14,12 +14,13 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as yaml from "js-yaml";
 import {
-    hostKeyWarning, NAMESPACE, refuseNamespaceTypos, validateConfig, type HostguardConfig, type RawConfig,
+    configWarnings, NAMESPACE, refuseNamespaceTypos, validateConfig, type HostguardConfig, type RawConfig,
 } from "../components/config";
+import { renderHost, SETTINGS_FILE } from "../components/bundles";
+import { cronSchedule, JAIL_NAME, SETTINGS_PATH } from "../components/hostFiles";
 import {
-    cronSchedule, JAIL_NAME, partCreateCommand, partDeleteCommand, removeHeartbeatCommand, renderHost, SETTINGS_PATH,
-    setHeartbeatCommand, setWebhookCommand, webhookStdin,
-} from "../components/render";
+    curlUrlLine, partCreateCommand, partDeleteCommand, removeHeartbeatCommand, setHeartbeatCommand, setWebhookCommand,
+} from "../components/remoteCommands";
 import { SETTING_KEYS, validateSettings } from "../components/settings";
 
 const REDACTED = "<redacted: set with pulumi config set --secret hostguard:webhookUrl>";
@@ -83,11 +84,6 @@ export function stackConfig(root: string, stack: string): HostguardConfig {
     return validateConfig(readStackFile(path.join(root, `Pulumi.${stack}.yaml`)), { requireSecrets: false, secretKeys: [] });
 }
 
-/** What preview would warn about for the stack: the INSECURE host-key opt-out and values surely wrong. */
-export function stackWarnings(config: HostguardConfig): string[] {
-    return [hostKeyWarning(config), ...config.warnings].filter((w) => w !== "");
-}
-
 function write(file: string, content: string | Buffer, mode = 0o644): void {
     fs.mkdirSync(path.dirname(file), { recursive: true });
     fs.writeFileSync(file, content, { mode });
@@ -114,7 +110,7 @@ export function renderStack(root: string, stack: string, outDir: string, cronMin
             write(path.join(hostDir, f.destination), f.content, f.mode);
         }
         write(path.join(hostDir, SETTINGS_PATH), settingsText);
-        write(path.join(hostDir, "etc/hostguard/webhook.curlrc"), webhookStdin(REDACTED), 0o600);
+        write(path.join(hostDir, "etc/hostguard/webhook.curlrc"), curlUrlLine(REDACTED), 0o600);
         const manifest = {
             stack, host: host.name, address: host.host, user: host.user, hostKeyChecked: host.hostKey !== undefined,
             bastion: config.bastion?.host ?? null,
@@ -149,7 +145,7 @@ export function renderPayload(dir: string, settings: RawConfig, cronMinute: numb
     fs.rmSync(dir, { recursive: true, force: true });
     for (const b of renderHost(validated, cronMinute, undefined, { cronSecond }).bundles) {
         for (const f of b.files) {
-            if (b.part === "base" || f.path !== "hostguard.conf") {
+            if (b.part === "base" || f.path !== SETTINGS_FILE) {
                 write(path.join(dir, f.path), f.content, f.mode);
             }
         }
@@ -163,7 +159,7 @@ function main(): void {
         renderPayload(path.resolve(opts.payload), opts.settings, opts.cronMinute, opts.cronSecond);
         return;
     }
-    for (const warning of stackWarnings(stackConfig(root, opts.stack))) {
+    for (const warning of configWarnings(stackConfig(root, opts.stack))) {
         console.error(`render: warning: ${warning}`);
     }
     for (const dir of renderStack(root, opts.stack, path.resolve(root, opts.out), opts.cronMinute, opts.cronSecond)) {

@@ -10,7 +10,7 @@
 import { randomInt } from "node:crypto";
 import * as pulumi from "@pulumi/pulumi";
 import { validateConfig, type RawConfig } from "../../components/config";
-import { payloadFile } from "../../components/render";
+import { payloadFile } from "../../components/bundles";
 import { buildStack, rawStackConfig, stackSecretKeys } from "../../components/stack";
 
 const TABLE = [

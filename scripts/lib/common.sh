@@ -83,6 +83,12 @@ readonly HG_URL_RE='^https://([A-Za-z0-9._~%!$&'\''()*+,;=:-]+@)?([A-Za-z0-9]([A
 # A curl config line holding one such URL (quoted or not) and nothing else curl would act on.
 readonly HG_URL_LINE_RE='^[[:space:]]*(--)?url[[:space:]]*[=:]?[[:space:]]*("https://([A-Za-z0-9._~%!$&'\''()*+,;=:-]+@)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?([.][A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*[.]?|\[[0-9A-Fa-f:.]+\])(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(/[A-Za-z0-9._~%!$&'\''()*+,;=:@/-]*)?([?][A-Za-z0-9._~%!$&'\''()*+,;=:@/?-]*)?"|https://([A-Za-z0-9._~%!$&'\''()*+,;=:-]+@)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?([.][A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*[.]?|\[[0-9A-Fa-f:.]+\])(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(/[A-Za-z0-9._~%!$&'\''()*+,;=:@/-]*)?([?][A-Za-z0-9._~%!$&'\''()*+,;=:@/?-]*)?)[[:space:]]*$'
 # END settings table
+# BEGIN file table grammar (generated from components/fileTable.ts by `npm run settings:gen`; do not edit)
+readonly HG_PARTS=(base monitors bantool web)
+readonly HG_FILE_ROW_RE='^[[:blank:]]*(base|monitors|bantool|web)[[:blank:]]+(([A-Za-z0-9_][A-Za-z0-9_.-]*/)*[A-Za-z0-9_][A-Za-z0-9_.-]*[[:blank:]]+/([A-Za-z0-9_.-]+/)*([A-Za-z0-9_.-]+)?|([A-Za-z0-9_][A-Za-z0-9_.-]*/)*([A-Za-z0-9_][A-Za-z0-9_.-]*)?[*][A-Za-z0-9_.*-]*[[:blank:]]+/([A-Za-z0-9_.-]+/)*)[[:blank:]]+0(755|644)[[:blank:]]*$'
+readonly HG_FILE_SKIP_RE='^[[:blank:]]*(#.*)?$'
+readonly HG_FILE_ROW_ALLOWED='a part of base, monitors, bantool, web; a relative source path (no segment starting with a dot), with * only in its last segment and then a destination folder; an absolute destination (ending in / for a folder); mode 0755 or 0644'
+# END file table grammar
 
 hg_die() {
   local text

@@ -113,12 +113,12 @@ JSON
   [[ "${status}" -eq 64 ]]
 }
 
-# The webhook command of the deploy (components/render.ts, verifyWebhook on),
+# The webhook command of the deploy (components/remoteCommands.ts, verifyWebhook on),
 # pointed at a temp root with the base part installed.
 webhook_command() {
   local node="${REPO}/node_modules/.bin/node" cmd
   cmd="$(cd "${REPO}" && "${node}" --import tsx -e \
-    'import { setWebhookCommand } from "./components/render"; process.stdout.write(setWebhookCommand(false, true));')"
+    'import { setWebhookCommand } from "./components/remoteCommands"; process.stdout.write(setWebhookCommand(false, true));')"
   printf '%s' "${cmd//\/usr\/local\/lib\/hostguard\//${ROOT}/usr/local/lib/hostguard/}"
 }
 

@@ -9,7 +9,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { describe, it } from "node:test";
 import { validateConfig } from "../../components/config";
-import { renderHost, sha256 } from "../../components/render";
+import { renderHost, sha256 } from "../../components/bundles";
 import { readStackFile, renderStack } from "../../tools/render";
 
 const ROOT = path.resolve(__dirname, "../..");

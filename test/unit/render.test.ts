@@ -8,12 +8,13 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { describe, it } from "node:test";
 import { DEFAULT_SETTINGS } from "../../components/config";
-import { jailIgnoreIps, renderCron, renderJail, renderSettingsFile } from "../../components/hostFiles";
-import { INTERVAL_SECONDS, pinnedOffset, splitOffset } from "../../components/schedule";
 import {
-    cronSchedule, hostFiles, parseFileTable, partBundle, partCreateCommand, partDeleteCommand, PARTS, payloadFile, readPayload,
-    renderHost, sha256, tarFiles, type PayloadFile,
-} from "../../components/render";
+    hostFiles, partBundle, payloadFile, readPayload, renderHost, sha256, tarFiles, type PayloadFile,
+} from "../../components/bundles";
+import { parseFileTable, PARTS } from "../../components/fileTable";
+import { cronSchedule, jailIgnoreIps, renderCron, renderJail, renderSettingsFile } from "../../components/hostFiles";
+import { partCreateCommand, partDeleteCommand } from "../../components/remoteCommands";
+import { INTERVAL_SECONDS, pinnedOffset, splitOffset } from "../../components/schedule";
 
 const EXPECTED_DEFAULT_SETTINGS = `# hostguard settings, written by the Pulumi program (components/settings.ts).
 # Change the stack config and run \`pulumi up\`; edits here are overwritten.
@@ -236,7 +237,7 @@ describe("tar bundles", () => {
 });
 
 describe("remote command text", () => {
-    const hostFile = (p: string, text: string, mode: 0o755 | 0o644, part: "base" | "monitors") => ({ ...file(p, text, mode), part, destination: `/x/${p}` });
+    const hostFile = (p: string, text: string, mode: 0o755 | 0o644, part: "base" | "monitors") => ({ ...file(p, text, mode), part, tableSource: p, destination: `/x/${p}` });
     const b = partBundle("monitors", [hostFile("install", "i", 0o755, "base"), hostFile("host-monitor", "m", 0o755, "monitors")], DEFAULT_SETTINGS);
     it("unpacks stdin to a private temp dir and runs the installer for the part", () => {
         const cmd = partCreateCommand(b, false);

@@ -150,7 +150,7 @@ function valuesFor(row: SettingRow): fc.Arbitrary<unknown> {
 
 /** The typed value preview gave for a key, as the host writes it. */
 function previewText(config: ReturnType<typeof validateConfig>, key: SettingKey): string {
-    return hostText(key, config.settings[key]);
+    return hostText(config.settings[key]);
 }
 
 // ---- the properties -------------------------------------------------------

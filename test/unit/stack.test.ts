@@ -10,7 +10,8 @@ import * as path from "node:path";
 import { after, before, describe, it, mock } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
 import { SECRET_KEYS, validateConfig, type RawConfig } from "../../components/config";
-import { setWebhookCommand, sha256, type PayloadFile } from "../../components/render";
+import { sha256, type PayloadFile } from "../../components/bundles";
+import { setWebhookCommand } from "../../components/remoteCommands";
 import { buildStack, type StackOutputs } from "../../components/stack";
 import { readStackFile, renderStack } from "../../tools/render";
 

@@ -1,7 +1,7 @@
 // The one URL rule of the webhook and the heartbeat (RULES.httpsUrl in
 // components/settings.ts), on both sides: the stack validator (validateConfig,
 // webhookUrl and heartbeatUrl) and the host, where the real `install
-// set-webhook` reads the stdin the deploy sends (webhookStdin) and checks it
+// set-webhook` reads the stdin the deploy sends (curlUrlLine) and checks it
 // with the generated HG_URL_RE, and notify.sh / heartbeat.sh accept the line
 // install wrote (HG_URL_LINE_RE). The same URLs go to every side: fixed
 // hostile cases and fast-check values; they must agree on each.
@@ -13,7 +13,7 @@ import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import fc from "fast-check";
 import { ConfigError, SECRET_KEYS, validateConfig } from "../../components/config";
-import { webhookStdin } from "../../components/render";
+import { curlUrlLine } from "../../components/remoteCommands";
 
 const SCRIPTS = path.resolve(__dirname, "../../scripts");
 const RUNS = Number(process.env.CONTRACT_RUNS ?? 3);
@@ -57,7 +57,7 @@ function host(urls: string[]): boolean[] {
         let stderr = "";
         try {
             execFileSync("bash", [path.join(SCRIPTS, "install"), "set-webhook", "--root", root], {
-                input: webhookStdin(url), stdio: "pipe", timeout: 30_000, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" },
+                input: curlUrlLine(url), stdio: "pipe", timeout: 30_000, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" },
             });
             assert.fail(`install set-webhook succeeded without a base install for ${JSON.stringify(url)}`);
         } catch (e: any) {

@@ -3,24 +3,18 @@
 // files the file table (scripts/files.table) lists, read from `scripts/` or
 // rendered from the settings (components/hostFiles.ts), plus the settings file
 // that part's install step reads, packed as a byte-deterministic tar. A part's
-// hash covers exactly the bytes of its bundle. No Pulumi runtime here: the
-// components, `npm run render` and the unit tests all call these functions.
+// hash covers exactly the bytes of its bundle. The commands that ship a bundle
+// are in components/remoteCommands.ts. No Pulumi runtime here: the components,
+// `npm run render` and the unit tests all call these functions.
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as tarStream from "tar-stream";
-import { cronSchedule, INSTALL_DIR, installKeys, JAIL_NAME, RENDERED, renderSettingsFile, type HostValues } from "./hostFiles";
+import { expandRow, FILE_TABLE, parseFileTable, PARTS, type Part } from "./fileTable";
+import { installKeys, RENDERED, renderSettingsFile, type HostValues } from "./hostFiles";
 import { type PayloadSettings } from "./settings";
 
-export { cronSchedule, INSTALL_DIR, JAIL_NAME };
-
-export const PARTS = ["base", "monitors", "bantool", "web"] as const;
-export type Part = (typeof PARTS)[number];
-
 export const SCRIPTS_DIR = path.resolve(__dirname, "..", "scripts");
-export const SETTINGS_PATH = "/etc/hostguard/hostguard.conf";
-/** Name of the file table, in scripts/ and in every bundle. */
-export const FILE_TABLE = "files.table";
 /** Name of the settings file inside a bundle. */
 export const SETTINGS_FILE = "hostguard.conf";
 /**
@@ -39,14 +33,6 @@ export interface PayloadFile {
     sha256: string;
 }
 
-/** One line of the file table. */
-export interface FileRow {
-    part: Part;
-    source: string;
-    destination: string;
-    mode: 0o755 | 0o644;
-}
-
 export function sha256(data: string | Buffer): string {
     return createHash("sha256").update(data).digest("hex");
 }
@@ -54,23 +40,6 @@ export function sha256(data: string | Buffer): string {
 export function payloadFile(p: string, content: string | Buffer, mode: 0o755 | 0o644 = 0o644): PayloadFile {
     const buf = Buffer.isBuffer(content) ? content : Buffer.from(content, "utf8");
     return { path: p, mode, content: buf, sha256: sha256(buf) };
-}
-
-/** Parses the file table with the rules `install` applies to it. */
-export function parseFileTable(text: string): FileRow[] {
-    const rows: FileRow[] = [];
-    text.split("\n").forEach((raw, i) => {
-        const line = raw.trim();
-        if (line === "" || line.startsWith("#")) {
-            return;
-        }
-        const f = line.split(/\s+/);
-        if (f.length !== 4 || !(PARTS as readonly string[]).includes(f[0]) || !f[2].startsWith("/") || !/^0(755|644)$/.test(f[3])) {
-            throw new Error(`${FILE_TABLE}:${i + 1}: expected PART SOURCE DESTINATION MODE (a part of ${PARTS.join(", ")}, mode 0755 or 0644)`);
-        }
-        rows.push({ part: f[0] as Part, source: f[1], destination: f[2], mode: f[3] === "0755" ? 0o755 : 0o644 });
-    });
-    return rows;
 }
 
 /** All files of the payload folder, sorted, with their mode (from the executable bit) and hash. */
@@ -96,23 +65,11 @@ function sortFiles<T extends { path: string }>(files: T[]): T[] {
     return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
-/** A source pattern (`*` only in the last segment, as `install` expands it) against a path. */
-function sourceMatches(source: string, p: string): boolean {
-    if (!source.includes("*")) {
-        return source === p;
-    }
-    const dir = source.slice(0, source.lastIndexOf("/") + 1);
-    const glob = source.slice(dir.length);
-    if (!p.startsWith(dir) || p.slice(dir.length).includes("/")) {
-        return false;
-    }
-    const re = new RegExp(`^${glob.split("*").map((x) => x.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join("[^/]*")}$`);
-    return re.test(p.slice(dir.length));
-}
-
 /** One file a host receives: the bundle path, where it lands, its mode and bytes. */
 export interface HostFile extends PayloadFile {
     part: Part;
+    /** The source of its table row (a glob such as lib/*.sh for each file it matched). */
+    tableSource: string;
     destination: string;
 }
 
@@ -127,22 +84,23 @@ export function hostFiles(values: HostValues, payload: PayloadFile[]): HostFile[
         throw new Error(`scripts/${FILE_TABLE} is missing`);
     }
     const out: HostFile[] = [];
+    const paths = payload.map((f) => f.path);
     for (const row of parseFileTable(table.content.toString("utf8"))) {
-        const matched = payload.filter((f) => sourceMatches(row.source, f.path));
         const render = RENDERED[row.source];
+        const matched = expandRow(row, paths).filter((m) => paths.includes(m.path));
         if (render !== undefined && matched.length > 0) {
             throw new Error(`${FILE_TABLE}: ${row.source} is both a file of scripts/ and rendered`);
         }
         if (render !== undefined) {
-            out.push({ ...payloadFile(row.source, render(values), row.mode), part: row.part, destination: row.destination });
+            out.push({ ...payloadFile(row.source, render(values), row.mode), part: row.part, tableSource: row.source, destination: row.destination });
             continue;
         }
         if (matched.length === 0) {
             throw new Error(`${FILE_TABLE}: ${row.source} is neither a file of scripts/ nor rendered (components/hostFiles.ts)`);
         }
-        for (const f of matched) {
-            const destination = row.destination.endsWith("/") ? row.destination + path.posix.basename(f.path) : row.destination;
-            out.push({ ...payloadFile(f.path, f.content, row.mode), part: row.part, destination });
+        for (const m of matched) {
+            const f = payload.find((p) => p.path === m.path)!;
+            out.push({ ...payloadFile(f.path, f.content, row.mode), part: row.part, tableSource: row.source, destination: m.destination });
         }
     }
     const shipped = new Set(out.map((f) => f.path));
@@ -172,7 +130,7 @@ export function partSettings(part: Part, settings: PayloadSettings, hostName = "
 
 /** The bundle of one part: installer + the part's files + its settings file. */
 export function partBundle(part: Part, files: HostFile[], settings: PayloadSettings, hostName = ""): PartBundle {
-    const installer = files.filter((f) => f.part === "base" && INSTALLER_SOURCES.some((s) => sourceMatches(s, f.path)));
+    const installer = files.filter((f) => f.part === "base" && INSTALLER_SOURCES.includes(f.tableSource));
     const own = files.filter((f) => f.part === part && !installer.includes(f));
     const bundle: PayloadFile[] = sortFiles([
         ...[...installer, ...own].map(({ path: p, mode, content, sha256: h }) => ({ path: p, mode, content, sha256: h })),
@@ -219,71 +177,4 @@ export async function tarFiles(files: PayloadFile[]): Promise<Buffer> {
     }
     pack.finalize();
     return done;
-}
-
-/** Shell text run over SSH for one part. It never carries a secret: the tar arrives on stdin. */
-export function partCreateCommand(b: PartBundle, sudo: boolean): string {
-    const script = [
-        `# hostguard part ${b.part}: bundle sha256 ${b.sha256}`,
-        "set -eu",
-        "umask 077",
-        "d=$(mktemp -d /tmp/hostguard.XXXXXXXX)",
-        'trap "rm -rf $d" EXIT',
-        'base64 -d | tar -xf - -C "$d"',
-        `"$d/install" install --part ${b.part} --settings "$d/${SETTINGS_FILE}"`,
-    ].join("\n");
-    return asRoot(script, sudo);
-}
-
-export function partDeleteCommand(part: Part, sudo: boolean): string {
-    return asRoot(`${INSTALL_DIR}/install uninstall --part ${part}`, sudo);
-}
-
-/** What the webhook command prints when its connectivity test failed for now (the program warns). */
-export const WEBHOOK_CHECK_TRANSIENT = "hostguard: connectivity test not delivered (transient failure)";
-
-/**
- * Writes the webhook from stdin; with VERIFY, then posts the connectivity test
- * through the host's notifier (`hostguard-notify --test`: 0 delivered, 75
- * transient, anything else refused). A refusal fails the command, so the
- * resource fails with the notifier's lines (status and the service's error
- * text; never the URL) in its error.
- */
-export function setWebhookCommand(sudo: boolean, verify = false): string {
-    if (!verify) {
-        return asRoot(`${INSTALL_DIR}/install set-webhook`, sudo);
-    }
-    return asRoot([
-        "# hostguard webhook: write it, then post the connectivity test (verifyWebhook)",
-        `${INSTALL_DIR}/install set-webhook || exit $?`,
-        "rc=0",
-        `${INSTALL_DIR}/hostguard-notify --test || rc=$?`,
-        "case $rc in",
-        "0) echo \"hostguard: connectivity test delivered\" ;;",
-        `75) echo "${WEBHOOK_CHECK_TRANSIENT}" ;;`,
-        "*) echo \"hostguard: the webhook was refused (hostguard-notify --test exit $rc); set a working hostguard:webhookUrl\" >&2; exit $rc ;;",
-        "esac",
-    ].join("\n"), sudo);
-}
-
-/** Writes the heartbeat URL (a curl config line on stdin) to heartbeat.curlrc, 0600. */
-export function setHeartbeatCommand(sudo: boolean): string {
-    return asRoot(`${INSTALL_DIR}/install set-heartbeat`, sudo);
-}
-
-/** Removes heartbeat.curlrc: the heartbeat stops. */
-export function removeHeartbeatCommand(sudo: boolean): string {
-    return asRoot(`${INSTALL_DIR}/install set-heartbeat --remove`, sudo);
-}
-
-/** The stdin of set-webhook: the curl config line. Only ever built inside a secret Output. */
-export function webhookStdin(url: string): string {
-    return `url = "${url.trim()}"\n`;
-}
-
-function asRoot(script: string, sudo: boolean): string {
-    if (script.includes("'")) {
-        throw new Error("remote scripts must not contain single quotes");
-    }
-    return sudo ? `sudo -n sh -c '${script}'` : script;
 }

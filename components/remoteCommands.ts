@@ -1,0 +1,77 @@
+// The shell text of the remote commands that ship a host's parts and secrets
+// (components/hostDeployment.ts wires them to @pulumi/command; `npm run render`
+// prints them). Pure functions: a command's text never carries a secret, which
+// travels only on its stdin.
+import { type PartBundle, SETTINGS_FILE } from "./bundles";
+import { type Part } from "./fileTable";
+import { INSTALL_DIR } from "./hostFiles";
+
+/** Shell text run over SSH for one part. It never carries a secret: the tar arrives on stdin. */
+export function partCreateCommand(b: PartBundle, sudo: boolean): string {
+    const script = [
+        `# hostguard part ${b.part}: bundle sha256 ${b.sha256}`,
+        "set -eu",
+        "umask 077",
+        "d=$(mktemp -d /tmp/hostguard.XXXXXXXX)",
+        'trap "rm -rf $d" EXIT',
+        'base64 -d | tar -xf - -C "$d"',
+        `"$d/install" install --part ${b.part} --settings "$d/${SETTINGS_FILE}"`,
+    ].join("\n");
+    return asRoot(script, sudo);
+}
+
+export function partDeleteCommand(part: Part, sudo: boolean): string {
+    return asRoot(`${INSTALL_DIR}/install uninstall --part ${part}`, sudo);
+}
+
+/** What the webhook command prints when its connectivity test failed for now (the program warns). */
+export const WEBHOOK_CHECK_TRANSIENT = "hostguard: connectivity test not delivered (transient failure)";
+
+/**
+ * Writes the webhook from stdin; with VERIFY, then posts the connectivity test
+ * through the host's notifier (`hostguard-notify --test`: 0 delivered, 75
+ * transient, anything else refused). A refusal fails the command, so the
+ * resource fails with the notifier's lines (status and the service's error
+ * text; never the URL) in its error.
+ */
+export function setWebhookCommand(sudo: boolean, verify = false): string {
+    if (!verify) {
+        return asRoot(`${INSTALL_DIR}/install set-webhook`, sudo);
+    }
+    return asRoot([
+        "# hostguard webhook: write it, then post the connectivity test (verifyWebhook)",
+        `${INSTALL_DIR}/install set-webhook || exit $?`,
+        "rc=0",
+        `${INSTALL_DIR}/hostguard-notify --test || rc=$?`,
+        "case $rc in",
+        "0) echo \"hostguard: connectivity test delivered\" ;;",
+        `75) echo "${WEBHOOK_CHECK_TRANSIENT}" ;;`,
+        "*) echo \"hostguard: the webhook was refused (hostguard-notify --test exit $rc); set a working hostguard:webhookUrl\" >&2; exit $rc ;;",
+        "esac",
+    ].join("\n"), sudo);
+}
+
+/** Writes the heartbeat URL (a curl config line on stdin) to heartbeat.curlrc, 0600. */
+export function setHeartbeatCommand(sudo: boolean): string {
+    return asRoot(`${INSTALL_DIR}/install set-heartbeat`, sudo);
+}
+
+/** Removes heartbeat.curlrc: the heartbeat stops. */
+export function removeHeartbeatCommand(sudo: boolean): string {
+    return asRoot(`${INSTALL_DIR}/install set-heartbeat --remove`, sudo);
+}
+
+/**
+ * The stdin of set-webhook and of set-heartbeat: the URL as a curl config
+ * line. Only ever built inside a secret Output.
+ */
+export function curlUrlLine(url: string): string {
+    return `url = "${url.trim()}"\n`;
+}
+
+function asRoot(script: string, sudo: boolean): string {
+    if (script.includes("'")) {
+        throw new Error("remote scripts must not contain single quotes");
+    }
+    return sudo ? `sudo -n sh -c '${script}'` : script;
+}

@@ -1,0 +1,43 @@
+// The READMEs stay true about the tree: every file path they name exists (in
+// the repository: a fresh clone has nothing beside it), and README's Layout
+// table names every component and every test folder.
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { describe, it } from "node:test";
+
+const ROOT = path.resolve(__dirname, "../..");
+const READMES = ["README.md", "scripts/README.md", "tools/README.md"];
+
+/** Backquoted file paths (a folder and a known extension) a README names. */
+function namedPaths(text: string): string[] {
+    return [...new Set([...text.matchAll(/`([\w./-]*\/[\w.-]+\.(?:md|ts|sh|bash|py|yaml|json))`/g)].map((m) => m[1]))];
+}
+
+/** The first column of README's Layout table. */
+function layoutPaths(): string[] {
+    const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
+    const section = readme.split(/^## Layout$/m)[1]?.split(/^## /m)[0] ?? "";
+    return [...section.matchAll(/^\| `([^`]+)` \|/gm)].map((m) => m[1]);
+}
+
+describe("the READMEs", () => {
+    for (const readme of READMES) {
+        it(`${readme} names only files of the repository`, () => {
+            const dir = path.dirname(path.join(ROOT, readme));
+            const missing = namedPaths(fs.readFileSync(path.join(ROOT, readme), "utf8"))
+                .filter((p) => !fs.existsSync(path.resolve(ROOT, p)) && !fs.existsSync(path.resolve(dir, p)));
+            assert.deepEqual(missing, []);
+        });
+    }
+
+    it("README's Layout table names every component and test folder, and nothing that is gone", () => {
+        const layout = layoutPaths();
+        const wanted = [
+            ...fs.readdirSync(path.join(ROOT, "components")).filter((f) => f.endsWith(".ts")).map((f) => `components/${f}`),
+            ...fs.readdirSync(path.join(ROOT, "test"), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => `test/${e.name}/`),
+        ];
+        assert.deepEqual(wanted.filter((p) => !layout.includes(p)), []);
+        assert.deepEqual(layout.filter((p) => !fs.existsSync(path.join(ROOT, p))), []);
+    });
+});
