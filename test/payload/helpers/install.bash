@@ -107,6 +107,7 @@ hg_with_accounts() {
     "$@"
     return
   fi
+  # shellcheck disable=SC2016 # the inner sh expands $1 and $@, not this shell
   unshare --mount --propagation private sh -c \
     'mount --bind "$1/passwd" /etc/passwd && mount --bind "$1/group" /etc/group && shift && exec "$@"' \
     _ "${HG_ACCOUNTS_DIR}" "$@"
