@@ -67,7 +67,8 @@ ban_seconds() {
   # lines have been read too.
   fail2ban_log_lines 192.0.2.78 3
   fail2ban_wait_for 15 is_banned 192.0.2.78
-  has_rule 192.0.2.78
+  # fail2ban lists a ban before its actions ran: wait for the rule too.
+  fail2ban_wait_for 15 has_rule 192.0.2.78
   sleep 1
   for ip in 198.51.100.9 198.51.100.200 192.0.2.77 127.0.0.2; do
     ! is_banned "${ip}" || { echo "${ip} was banned" >&2; false; }
