@@ -96,6 +96,12 @@ function stmt_end() {
   }
   reset()
 }
+# How far a skip goes when no character within 256 may end the word: to
+# the end of the line at most (its newline is read as a character).
+function skipmax() {
+  if (p >= L) return 0
+  return (L - p < 256) ? L - p : 256
+}
 function block_start(at,   name) {
   name = arg[1]
   if (depth == 0 && (name == "http" || name == "events" || name == "stream" || name == "mail")) main = 1
@@ -137,7 +143,7 @@ function block_start(at,   name) {
       ls = 1; ns = 0
     }
     if (ls) {
-      if (c == 1) continue
+      if (c == 1) { p += match(substr(line, p + 1, 256), /[^ \t\r]/) ? RSTART - 1 : skipmax(); continue }
       if (nargs == 0) { sline = lineno; sindent = indent }
       if (c == 2) {
         if (nargs == 0) { fail("unexpected \"" ch "\""); exit 1 }
@@ -163,15 +169,17 @@ function block_start(at,   name) {
     v = 0
     if (c == 5) { q = 1; continue }
     if (c == 8) { v = 1; continue }
+    # Inside a word: what cannot end it is skipped up to the next character
+    # that may (at most 256 at a time, so the copy stays short).
     if (dq) {
-      if (c != 6) continue
+      if (c != 6) { p += match(substr(line, p + 1, 256), /["\\$]/) ? RSTART - 1 : skipmax(); continue }
       dq = 0; ns = 1
     } else if (sq) {
-      if (c != 7) continue
+      if (c != 7) { p += match(substr(line, p + 1, 256), /['\\$]/) ? RSTART - 1 : skipmax(); continue }
       sq = 0; ns = 1
     } else if (c == 1 || c == 2) {
       ls = 1
-    } else continue
+    } else { p += match(substr(line, p + 1, 256), /[ \t\r;{\\$]/) ? RSTART - 1 : skipmax(); continue }
     # The word ends before this character.
     push(wbuf substr(line, wst, p - wst))
     if (ch == ";") stmt_end()
@@ -283,37 +291,65 @@ NGX_EDIT_AT=()
 NGX_EDIT_DEL=()
 NGX_EDIT_TEXT=()
 
-# Copies LEN bytes (all when LEN is -1) of file SRC from byte FROM to stdout.
-ngx_copy_range() {
-  local src="$1" from="$2" len="$3"
-  ((len != 0)) || return 0
-  if ((len < 0)); then
-    dd if="${src}" bs=64K skip="${from}" iflag=skip_bytes status=none
-  else
-    dd if="${src}" bs=64K skip="${from}" count="${len}" iflag=skip_bytes,count_bytes status=none
-  fi
+# Applies edits to a file in one pass, byte for byte elsewhere (awk keeps
+# NUL and any other byte; the caller checks the size of what comes out).
+# Input: first the edits on stdin, "offset<TAB>bytes to delete<TAB>text"
+# (text with \n and \t written as such), then a line "." ; then the file.
+# Variable: size, the file's size (whether its last line has a newline).
+read -r -d '' NGX_SPLICE_AWK <<'AWK' || true
+BEGIN { ORS = ""; n = 0; e = 1; skip = 0; editing = 1 }
+editing {
+  if ($0 == ".") { editing = 0; next }
+  split($0, f, "\t")
+  n++; eat[n] = f[1] + 0; edel[n] = f[2] + 0; t = f[3]
+  gsub(/\\n/, "\n", t); gsub(/\\t/, "\t", t); etext[n] = t
+  next
 }
+function emit(chunk, cstart, from, to) {
+  if (from < skip - cstart + 1) from = skip - cstart + 1
+  if (from <= to) print substr(chunk, from, to - from + 1)
+}
+{
+  chunk = $0
+  if (off + length($0) < size) chunk = chunk "\n"
+  i = 1
+  while (e <= n && eat[e] < off + length(chunk)) {
+    rel = eat[e] - off
+    emit(chunk, off, i, rel)
+    print etext[e]
+    if (eat[e] + edel[e] > skip) skip = eat[e] + edel[e]
+    i = rel + 1
+    e++
+  }
+  emit(chunk, off, i, length(chunk))
+  off += length(chunk)
+}
+END { for (; e <= n; e++) print etext[e] }
+AWK
+readonly NGX_SPLICE_AWK
 
-# Writes file SRC with the NGX_EDIT_* changes applied to file OUT, byte
-# for byte elsewhere.
+# Writes file SRC with the NGX_EDIT_* changes (ascending offsets) applied to
+# file OUT, byte for byte elsewhere. Returns 1 when OUT is not exactly as
+# long as it must be (nothing may then be written from it).
 ngx_splice() {
-  local src="$1" out="$2" k at del
-  local -i pos=0
+  local src="$1" out="$2" k text size
+  local -i want
+  size="$(stat -c %s -- "${src}")"
+  want=${size}
+  for ((k = 0; k < ${#NGX_EDIT_AT[@]}; k++)); do
+    want+=$((${#NGX_EDIT_TEXT[k]} - NGX_EDIT_DEL[k]))
+  done
   {
     for ((k = 0; k < ${#NGX_EDIT_AT[@]}; k++)); do
-      at="${NGX_EDIT_AT[k]}"
-      del="${NGX_EDIT_DEL[k]}"
-      if ((at < pos)); then
-        del=$((del - (pos - at)))
-        at="${pos}"
-        ((del >= 0)) || del=0
-      fi
-      ngx_copy_range "${src}" "${pos}" "$((at - pos))"
-      printf '%s' "${NGX_EDIT_TEXT[k]}"
-      pos=$((at + del))
+      text="${NGX_EDIT_TEXT[k]//$'\n'/\\n}"
+      printf '%s\t%s\t%s\n' "${NGX_EDIT_AT[k]}" "${NGX_EDIT_DEL[k]}" "${text//$'\t'/\\t}"
     done
-    ngx_copy_range "${src}" "${pos}" -1
-  } >"${out}"
+    printf '.\n'
+  } | LC_ALL=C awk -v size="${size}" "${NGX_SPLICE_AWK}" - "${src}" >"${out}"
+  (($(stat -c %s -- "${out}") == want)) || {
+    NGX_ERROR="the edited copy has not the expected size"
+    return 1
+  }
 }
 
 # Adds the include marked with TOKEN to every server block ngx_scan found
@@ -346,28 +382,31 @@ ngx_add_include() {
   local src="$1" out="$2" token="$3" ctx="${4:-auto}"
   ngx_scan "${ctx}" <"${src}" || return 1
   ngx_plan_add "${token}"
-  ngx_splice "${src}" "${out}"
+  ngx_splice "${src}" "${out}" || return 1
 }
 
 # File SRC without the lines marked with TOKEN (an empty TOKEN: the lines
 # of versions that wrote no token), into file OUT; NGX_REMOVED is how many.
 NGX_REMOVED=0
 ngx_remove_include() {
-  local src="$1" out="$2" token="$3" mark at len ranges
+  local src="$1" out="$2" token="$3" mark at len ranges size
   mark="${NGX_INCLUDE_LINE}${token:+ ${token}}"
   NGX_EDIT_AT=()
   NGX_EDIT_DEL=()
   NGX_EDIT_TEXT=()
   ranges="$(LC_ALL=C tr '\0' '\1' <"${src}" \
     | LC_ALL=C awk -v mark="${mark}" -v smark="${mark}${NGX_SPLIT_SUFFIX}" "${NGX_UNMARK_AWK}")"
+  size="$(stat -c %s -- "${src}")"
   while read -r at len; do
     [[ -n "${at}" ]] || continue
+    # A split line that ends the file has no newline after it.
+    ((at + len <= size)) || len=$((size - at))
     NGX_EDIT_AT+=("${at}")
     NGX_EDIT_DEL+=("${len}")
     NGX_EDIT_TEXT+=("")
   done <<<"${ranges}"
   NGX_REMOVED=${#NGX_EDIT_AT[@]}
-  ngx_splice "${src}" "${out}"
+  ngx_splice "${src}" "${out}" || return 1
 }
 
 # ---- the files nginx loads from NGINX_SERVER_CONF (needs lib/safe-path.sh) ----
@@ -523,7 +562,8 @@ ngx_install_include() {
     ngx_plan_add "${token}"
     ((NGX_ADDED > 0)) || continue
     content="$(mktemp "${WORK_DIR}/nginx.XXXXXX")"
-    ngx_splice "${NGX_FILE_COPY[k]}" "${content}"
+    ngx_splice "${NGX_FILE_COPY[k]}" "${content}" \
+      || hg_die "NGINX_SERVER_CONF: ${NGX_FILES[k]}: ${NGX_ERROR}: refused"
     safe_resolve_file "${NGX_FILE_LABEL[k]}" "${NGX_FILES[k]}"
     [[ "${SAFE_REAL}" == "${NGX_FILES[k]}" ]] || hg_die "${NGX_FILES[k]} moved while install read it: refused"
     manifest_add include "${SAFE_REAL}" "${token}"
@@ -548,7 +588,8 @@ ngx_uninstall_include() {
   copy="$(mktemp "${WORK_DIR}/nginx.XXXXXX")"
   safe_read "${copy}"
   content="$(mktemp "${WORK_DIR}/nginx.XXXXXX")"
-  ngx_remove_include "${copy}" "${content}" "${token}"
+  ngx_remove_include "${copy}" "${content}" "${token}" \
+    || hg_die "NGINX_SERVER_CONF: ${real}: ${NGX_ERROR}: the deny include was not removed"
   ((NGX_REMOVED > 0)) || return 0
   JOURNAL+=("u"$'\t'"NGINX_SERVER_CONF"$'\t'"${SAFE_REAL}"$'\t'"${copy}")
   safe_replace "${content}"

@@ -64,6 +64,54 @@ scan_verdict() {
   round_trip $'server {\n    include /etc/nginx/snippets/hostguard-deny.conf;\n    listen 8001;\n}\nserver { listen 8002; }\n' 1
 }
 
+@test "nginx-conf: { } ; inside words and quotes are read as nginx's lexer reads them (issue 18, 11)" {
+  local long
+  long="$(printf 'x%.0s' {1..700})"
+  # A } inside a word is part of it; `${` keeps its brace; quotes mid-word
+  # are plain characters; a quoted keyword is the keyword.
+  round_trip $'server {\n    add_header X-A a}b;\n    add_header X-B x}}x} always;\n}\n' 1
+  round_trip $'server { add_header X-C ${host}}; add_header X-D a"b\'c; }\n' 1
+  round_trip $'"server" { listen 8001; }\n\'server\'\n{ listen 8002; }\n' 2
+  # Words and quoted strings longer than the scanner's 256-byte steps, and
+  # one quoted string over several lines.
+  round_trip "server { add_header X-L ${long}}; add_header X-M \"${long}\\\"}{;\"; }"$'\n' 1
+  round_trip $'server {\n    return 200 "line one }\n    line two {\n";\n}\nserver { listen 8002; }\n' 2
+  # Against nginx itself: accepted and refused alike (refusals the lexer
+  # makes; nginx -t also refuses what its directives do not allow).
+  local text
+  for text in $'server { add_header X a{b; }' $'server { return 200 "a"}; }' $'server { listen 1; }}' \
+    $'server { set $a "x"y; }' $'server { listen 1 }'; do
+    printf '%s' "${text}" >"${BATS_TEST_TMPDIR}/bad"
+    ngx_add_include "${BATS_TEST_TMPDIR}/bad" "${BATS_TEST_TMPDIR}/out" 0 && { printf 'accepted: %q\n' "${text}" >&2; false; }
+    ! nginx_accepts "${text}"
+  done
+}
+
+@test "nginx-conf: every byte (NUL, CR, 0x80-0xff) goes through add and remove untouched (issue 18, 8)" {
+  local dir="${BATS_TEST_TMPDIR}/bytes" b
+  mkdir -p "${dir}"
+  {
+    printf 'server { # every byte but the newline:'
+    for b in $(seq 0 255); do
+      ((b == 10)) || printf "\\$(printf '%03o' "${b}")"
+    done
+    printf '\r\n    listen 8001;\r\n}\r\nserver { listen 8002; } # \0 and no newline at the end'
+  } >"${dir}/orig"
+  [[ "$(stat -c %s "${dir}/orig")" -gt 300 ]]
+  ngx_add_include "${dir}/orig" "${dir}/added" 0123abcd
+  [[ "${NGX_ADDED}" -eq 2 ]]
+  # One block opens a line with more on it: split, and joined back.
+  [[ "$(grep -a -c 'line split' "${dir}/added")" -eq 1 ]]
+  ngx_remove_include "${dir}/added" "${dir}/removed" 0123abcd
+  [[ "${NGX_REMOVED}" -eq 2 ]]
+  cmp "${dir}/orig" "${dir}/removed"
+  # nginx reads the installed file the same way.
+  sed "s|${NGX_SNIPPET}|${BATS_TEST_TMPDIR}/snippets/deny.conf|" "${dir}/added" >"${dir}/site"
+  printf 'pid %s/pid;\nerror_log %s/error.log;\nevents {}\nhttp {\naccess_log off;\ninclude %s/site;\n}\n' \
+    "${dir}" "${dir}" "${dir}" >"${dir}/nginx.conf"
+  nginx -t -q -p "${dir}" -c "${dir}/nginx.conf" -e "${dir}/error.log"
+}
+
 @test "nginx-conf: text nginx refuses is refused with its line" {
   local text
   for text in $'server {\n listen 1;\n' $'server { listen 1 }' $'}\n' $'server { return 200 "x; }' \
