@@ -21,6 +21,8 @@ readonly NGX_SNIPPET=/etc/nginx/snippets/hostguard-deny.conf
 # rest starts a new line, and "(line split)" tells the undo to join it back.
 readonly NGX_INCLUDE_LINE="include ${NGX_SNIPPET}; # hostguard"
 readonly NGX_SPLIT_SUFFIX=" (line split)"
+# ... and "(location)" marks the line added to a location block.
+readonly NGX_LOCATION_SUFFIX=" (location)"
 # How many files one NGINX_SERVER_CONF may pull in through includes.
 readonly NGX_MAX_FILES=1000
 
@@ -31,9 +33,10 @@ readonly NGX_MAX_FILES=1000
 # http {}; http; main), snippet. Output, TAB-separated:
 #   C ctx                                      the context decided
 #   S open insert split has line indent        a server block of the http context
+#   L open insert split has line indent        a location block inside one
 #   I line ctx path                            an include where servers may stand
-#   R line directive                           a rewrite (or a try_files that
-#                                              serves another file) in a server
+#   R line directive                           a rewrite or try_files the checks
+#                                              cannot see after (README)
 #   E line: message                            refused as nginx would (exit 1)
 # open: byte offset of its `{`; insert: where the include goes (end of the
 # `{` line, or after the `{` when split is 1); has: it already includes the
@@ -42,7 +45,7 @@ readonly NGX_MAX_FILES=1000
 # shellcheck disable=SC2016 # awk's own $ fields
 read -r -d '' NGX_SCAN_AWK <<'AWK' || true
 BEGIN {
-  ls = 1; lineno = 1; off = 0; depth = 0; path[0] = ""; owner[0] = 0
+  ls = 1; lineno = 1; off = 0; depth = 0; path[0] = ""; owner[0] = 0; srv[0] = 0; inloc[0] = 0
   # Character classes: 1 blank, 2 ; or {, 3 }, 4 #, 5 \, 6 ", 7 ', 8 $.
   cls[" "] = 1; cls["\t"] = 1; cls["\r"] = 1; cls["\n"] = 1
   cls[";"] = 2; cls["{"] = 2; cls["}"] = 3; cls["#"] = 4
@@ -70,7 +73,7 @@ function unescape(w,   out, i, c) {
 }
 function push(w) {
   nargs++
-  if (nargs <= 3) arg[nargs] = unescape(w)
+  if (nargs <= 4) arg[nargs] = unescape(w)
   if (arg[1] == "try_files" && nargs > 2 && !tf_safe(prev)) tfbad = 1
   if (nargs > 1) prev = unescape(w)
   wbuf = ""; inw = 0
@@ -83,7 +86,7 @@ function tf_safe(a) {
   return tolower(a) !~ /[.](env|git|bak|old|dist|dev|local)$/
 }
 function reset() {
-  nargs = 0; arg[1] = ""; arg[2] = ""; arg[3] = ""; prev = ""; tfbad = 0
+  nargs = 0; arg[1] = ""; arg[2] = ""; arg[3] = ""; arg[4] = ""; prev = ""; tfbad = 0
   ls = 1; ns = 0; v = 0; inw = 0; wbuf = ""; q = 0; sq = 0; dq = 0
 }
 function stmt_end() {
@@ -93,6 +96,7 @@ function stmt_end() {
   }
   if (arg[1] == "rewrite" || (arg[1] == "try_files" && tfbad)) {
     nrw++; rline[nrw] = sline; rpath[nrw] = path[depth]; rname[nrw] = arg[1]
+    rsrv[nrw] = srv[depth]; rloc[nrw] = inloc[depth]; rflag[nrw] = (nargs >= 4) ? arg[4] : ""
   }
   reset()
 }
@@ -102,17 +106,25 @@ function skipmax() {
   if (p >= L) return 0
   return (L - p < 256) ? L - p : 256
 }
+# Whether a block path lies inside a server block of the http context.
+function inserver(pth) {
+  return pth == srvpath || substr(pth, 1, length(srvpath) + 1) == srvpath " "
+}
 function block_start(at,   name) {
   name = arg[1]
   if (depth == 0 && (name == "http" || name == "events" || name == "stream" || name == "mail")) main = 1
   depth++
   path[depth] = (depth == 1) ? name : path[depth - 1] " " name
-  owner[depth] = 0
-  if (name == "server" && nargs == 1) {
+  owner[depth] = 0; srv[depth] = srv[depth - 1]; inloc[depth] = inloc[depth - 1]
+  # Server blocks, and location blocks (candidates: kept at the end when
+  # they sit inside a server block of the http context).
+  if ((name == "server" && nargs == 1) || (name == "location" && srv[depth - 1] > 0)) {
     nsrv++; sopen[nsrv] = at; sparent[nsrv] = path[depth - 1]; sl[nsrv] = sline
-    sind[nsrv] = sindent; shas[nsrv] = 0
+    sind[nsrv] = sindent; shas[nsrv] = 0; skind[nsrv] = (name == "server") ? "S" : "L"
     owner[depth] = nsrv
     pend = nsrv
+    if (name == "server") srv[depth] = nsrv
+    else { inloc[depth] = 1; slocs[srv[depth - 1]]++ }
   }
   reset()
 }
@@ -197,10 +209,12 @@ END {
   if (ctx == "auto") ctx = main ? "main" : "http"
   want = (ctx == "main") ? "http" : ""
   print "C\t" ctx
+  srvpath = (want == "") ? "server" : "http server"
   for (k = 1; k <= nsrv; k++) {
-    if (sparent[k] != want) continue
+    if (skind[k] == "S" && sparent[k] != want) continue
+    if (skind[k] == "L" && !inserver(sparent[k])) continue
     ind = sind[k]; gsub(/ /, "s", ind); gsub(/\t/, "t", ind)
-    print "S\t" sopen[k] "\t" sins[k] "\t" ssplit[k] "\t" shas[k] "\t" sl[k] "\ti" ind
+    print skind[k] "\t" sopen[k] "\t" sins[k] "\t" ssplit[k] "\t" shas[k] "\t" sl[k] "\ti" ind
   }
   for (k = 1; k <= ninc; k++) {
     if (iparent[k] == "") ictx = ctx
@@ -209,11 +223,15 @@ END {
     if (iarg[k] ~ /[[:cntrl:]]/) { print "E\tline " iline[k] ": an include path with a control character"; exit 1 }
     print "I\t" iline[k] "\t" ictx "\t" iarg[k]
   }
-  # Rewrites and try_files inside a server block of the http context.
-  srvpath = (want == "") ? "server" : "http server"
+  # What the checks at the top of the server and of each location cannot
+  # see: a rewrite with `break` inside a location (the location then serves
+  # the new URI without another check), a rewrite in a server block without
+  # locations, a try_files serving another file.
   for (k = 1; k <= nrw; k++) {
-    if (rpath[k] != srvpath && substr(rpath[k], 1, length(srvpath) + 1) != srvpath " ") continue
-    print "R\t" rline[k] "\t" rname[k]
+    if (!inserver(rpath[k])) continue
+    if (rname[k] == "rewrite" && rloc[k] && rflag[k] != "break") continue
+    if (rname[k] == "rewrite" && !rloc[k] && slocs[rsrv[k]] > 0) continue
+    print "R\t" rline[k] "\t" rname[k] (rflag[k] == "break" ? " ... break" : "")
   }
 }
 AWK
@@ -221,24 +239,28 @@ readonly NGX_SCAN_AWK
 
 # Marks what ngx_add_include added with TOKEN: prints "offset length" of
 # each byte range to delete (a marked line with the newline before it; a
-# split line also with the newline after it). Variables: mark, smark.
+# split line also with the newline after it). Variables: mark, and the
+# suffixes smark (line split) and lmark (location).
 read -r -d '' NGX_UNMARK_AWK <<'AWK' || true
 {
   t = $0; sub(/^[ \t]*/, "", t)
-  if (NR > 1 && t == mark) print off - 1 "\t" length($0) + 1
-  else if (NR > 1 && t == smark) print off - 1 "\t" length($0) + 2
+  if (NR > 1 && (t == mark || t == mark lmark)) print off - 1 "\t" length($0) + 1
+  else if (NR > 1 && (t == mark smark || t == mark lmark smark)) print off - 1 "\t" length($0) + 2
   off += length($0) + 1
 }
 AWK
 readonly NGX_UNMARK_AWK
 
-# Filled by ngx_scan: the server blocks of the http context of one file.
+# Filled by ngx_scan: the server blocks of the http context of one file and
+# the location blocks inside them (at any depth), in the order of the file.
 NGX_CTX=""
-NGX_SERVER_INSERT=() # byte offset where the include goes
-NGX_SERVER_SPLIT=()  # 1 when the rest of the `{` line moves to a new line
-NGX_SERVER_HAS=()    # 1 when it already includes NGX_SNIPPET at its own level
-NGX_SERVER_LINE=()
-NGX_SERVER_INDENT=() # leading blanks of the line of its `server` keyword
+NGX_SERVERS=0       # how many of the blocks are server blocks
+NGX_BLOCK_KIND=()   # S: a server block of the http context; L: a location in one
+NGX_BLOCK_INSERT=() # byte offset where the include goes
+NGX_BLOCK_SPLIT=()  # 1 when the rest of the `{` line moves to a new line
+NGX_BLOCK_HAS=()    # 1 when it already includes NGX_SNIPPET at its own level
+NGX_BLOCK_LINE=()
+NGX_BLOCK_INDENT=() # leading blanks of the line of its first word
 NGX_INCLUDES=()      # "line<TAB>context<TAB>path" of includes to follow
 NGX_REWRITES=()      # "line<TAB>directive" of rewrites (try_files) the rule cannot see
 NGX_ERROR=""
@@ -259,25 +281,29 @@ ngx_scan() {
 ngx_parse_records() {
   local records="$1" kind a b c d e f indent
   NGX_CTX=""
-  NGX_SERVER_INSERT=()
-  NGX_SERVER_SPLIT=()
-  NGX_SERVER_HAS=()
-  NGX_SERVER_LINE=()
-  NGX_SERVER_INDENT=()
+  NGX_SERVERS=0
+  NGX_BLOCK_KIND=()
+  NGX_BLOCK_INSERT=()
+  NGX_BLOCK_SPLIT=()
+  NGX_BLOCK_HAS=()
+  NGX_BLOCK_LINE=()
+  NGX_BLOCK_INDENT=()
   NGX_INCLUDES=()
   NGX_REWRITES=()
   NGX_ERROR=""
   while IFS=$'\t' read -r kind a b c d e f; do
     case "${kind}" in
       C) NGX_CTX="${a}" ;;
-      S)
-        NGX_SERVER_INSERT+=("${b}")
-        NGX_SERVER_SPLIT+=("${c}")
-        NGX_SERVER_HAS+=("${d}")
-        NGX_SERVER_LINE+=("${e}")
+      S | L)
+        NGX_BLOCK_KIND+=("${kind}")
+        [[ "${kind}" == L ]] || NGX_SERVERS=$((NGX_SERVERS + 1))
+        NGX_BLOCK_INSERT+=("${b}")
+        NGX_BLOCK_SPLIT+=("${c}")
+        NGX_BLOCK_HAS+=("${d}")
+        NGX_BLOCK_LINE+=("${e}")
         indent="${f#i}"
         indent="${indent//s/ }"
-        NGX_SERVER_INDENT+=("${indent//t/$'\t'}")
+        NGX_BLOCK_INDENT+=("${indent//t/$'\t'}")
         ;;
       I) NGX_INCLUDES+=("${a}"$'\t'"${b}"$'\t'"${c}${d:+$'\t'${d}}") ;;
       R) NGX_REWRITES+=("${a}"$'\t'"${b}") ;;
@@ -352,8 +378,8 @@ ngx_splice() {
   }
 }
 
-# Adds the include marked with TOKEN to every server block ngx_scan found
-# without it: sets NGX_EDIT_* and NGX_ADDED (how many).
+# Adds the include marked with TOKEN to every block ngx_scan found without
+# it: sets NGX_EDIT_* and NGX_ADDED (how many).
 NGX_ADDED=0
 ngx_plan_add() {
   local token="$1" k line
@@ -361,12 +387,13 @@ ngx_plan_add() {
   NGX_EDIT_DEL=()
   NGX_EDIT_TEXT=()
   NGX_ADDED=0
-  for ((k = 0; k < ${#NGX_SERVER_INSERT[@]}; k++)); do
-    ((NGX_SERVER_HAS[k])) && continue
-    line="${NGX_SERVER_INDENT[k]}    ${NGX_INCLUDE_LINE} ${token}"
-    NGX_EDIT_AT+=("${NGX_SERVER_INSERT[k]}")
+  for ((k = 0; k < ${#NGX_BLOCK_INSERT[@]}; k++)); do
+    ((NGX_BLOCK_HAS[k])) && continue
+    line="${NGX_BLOCK_INDENT[k]}    ${NGX_INCLUDE_LINE} ${token}"
+    [[ "${NGX_BLOCK_KIND[k]}" == S ]] || line+="${NGX_LOCATION_SUFFIX}"
+    NGX_EDIT_AT+=("${NGX_BLOCK_INSERT[k]}")
     NGX_EDIT_DEL+=(0)
-    if ((NGX_SERVER_SPLIT[k])); then
+    if ((NGX_BLOCK_SPLIT[k])); then
       NGX_EDIT_TEXT+=($'\n'"${line}${NGX_SPLIT_SUFFIX}"$'\n')
     else
       NGX_EDIT_TEXT+=($'\n'"${line}")
@@ -395,7 +422,7 @@ ngx_remove_include() {
   NGX_EDIT_DEL=()
   NGX_EDIT_TEXT=()
   ranges="$(LC_ALL=C tr '\0' '\1' <"${src}" \
-    | LC_ALL=C awk -v mark="${mark}" -v smark="${mark}${NGX_SPLIT_SUFFIX}" "${NGX_UNMARK_AWK}")"
+    | LC_ALL=C awk -v mark="${mark}" -v smark="${NGX_SPLIT_SUFFIX}" -v lmark="${NGX_LOCATION_SUFFIX}" "${NGX_UNMARK_AWK}")"
   size="$(stat -c %s -- "${src}")"
   while read -r at len; do
     [[ -n "${at}" ]] || continue
@@ -500,7 +527,7 @@ ngx_walk() {
     NGX_FILE_LABEL+=("${label}")
     NGX_FILE_COPY+=("${copy}")
     NGX_FILE_RECORDS+=("${records}")
-    servers+=${#NGX_SERVER_INSERT[@]}
+    servers+=${NGX_SERVERS}
     for entry in "${NGX_INCLUDES[@]}"; do
       IFS=$'\t' read -r line ictx ipath <<<"${entry}"
       ngx_include_targets "NGINX_SERVER_CONF: ${SAFE_REAL} line ${line}: include ${ipath}" "${ipath}"
@@ -571,7 +598,7 @@ ngx_install_include() {
     JOURNAL+=("u"$'\t'"NGINX_SERVER_CONF"$'\t'"${SAFE_REAL}"$'\t'"${NGX_FILE_COPY[k]}")
     safe_replace "${content}"
     total=$((total + NGX_ADDED))
-    hg_log INFO "added the deny include to ${NGX_ADDED} server block(s) of ${SAFE_REAL}"
+    hg_log INFO "added the deny include to ${NGX_ADDED} server and location block(s) of ${SAFE_REAL}"
   done
   ((total > 0)) || hg_log INFO "every server block nginx loads from ${conf} has the deny include"
 }

@@ -23,10 +23,10 @@ nginx_accepts() {
   nginx -t -q -p "${dir}" -c "${dir}/nginx.conf" -e "${dir}/error.log"
 }
 
-# Adds, checks the count WANT, that nginx accepts the result, that a second
+# Adds, checks the count (SERVERS, LOCATIONS: 0 unless given), that nginx accepts the result, that a second
 # add adds nothing, and that removing gives back TEXT byte for byte.
 round_trip() {
-  local text="$1" want="$2" dir="${BATS_TEST_TMPDIR}/rt"
+  local text="$1" want=$(($2 + ${3:-0})) dir="${BATS_TEST_TMPDIR}/rt"
   mkdir -p "${dir}"
   printf '%s' "${text}" >"${dir}/orig"
   ngx_add_include "${dir}/orig" "${dir}/added" 0123abcd || { echo "refused: ${NGX_ERROR}" >&2; return 1; }
@@ -55,9 +55,9 @@ scan_verdict() {
   round_trip $'server{listen 8001;}' 1
   round_trip $'server { # a comment { with braces }\n    listen 8001;\n}\n' 1
   round_trip $'server {\r\n    listen 8001;\r\n}\r\n' 1
-  round_trip $'server { listen 8001; location / { return 200 "a \\" { b"; } }\nserver { listen 8002; }\n' 2
+  round_trip $'server { listen 8001; location / { return 200 "a \\" { b"; } }\nserver { listen 8002; }\n' 2 1
   round_trip $'server {\n    listen 8001;\n    set $a "${uri}x";\n    return 200 \'}\';\n}\n' 1
-  round_trip $'upstream u { server 127.0.0.1:1; }\nserver { listen 8001; location / { proxy_pass http://u; } }\n' 1
+  round_trip $'upstream u { server 127.0.0.1:1; }\nserver { listen 8001; location / { proxy_pass http://u; } }\n' 1 1
   round_trip $'map $uri $m { default 0; server 1; }\nserver { listen 8001; }\n' 1
   round_trip $'server { listen 8001; server_name a#b; }\n' 1
   round_trip $'# server { listen 1; }\nserver { listen 8001; }  # trailing\n' 1
@@ -122,5 +122,5 @@ scan_verdict() {
   done
   printf 'stream { server { listen 1; proxy_pass a:1; } }\n' >"${BATS_TEST_TMPDIR}/stream"
   ngx_scan auto <"${BATS_TEST_TMPDIR}/stream"
-  [[ "${#NGX_SERVER_INSERT[@]}" -eq 0 ]]
+  [[ "${#NGX_BLOCK_INSERT[@]}" -eq 0 ]]
 }

@@ -48,7 +48,8 @@ in_sandbox() {
 }
 
 # The probe script run inside: install, start nginx, probe every server
-# block listed in the case's .probes file, stop nginx, uninstall.
+# block listed in the case's .probes file ("URL [PATH...]": the paths to
+# probe, else the six of every case), stop nginx, uninstall.
 readonly PROBE_SCRIPT='
 payload="$1" conf="$2" probes="$3"
 settings="${S_OUT}/settings.conf"
@@ -56,15 +57,16 @@ printf "NGINX_SERVER_CONF=%s\n" "${conf}" >"${settings}"
 "${payload}/install" install --part web --root / --settings "${settings}"
 cp -a /etc/nginx/. "${S_OUT}/installed-tree"
 nginx
-for url in $(cat "${probes}"); do
+while read -r url paths; do
   scheme="${url%%://*}" hostport="${url#*://}"
   host="${hostport%:*}" port="${hostport##*:}"
-  for path in /.env "/app/.env;x" /.git/config /static/.git/HEAD /.well-known/x.bak /; do
+  [[ -n "${paths}" ]] || paths="/.env /app/.env;x /.git/config /static/.git/HEAD /.well-known/x.bak /"
+  for path in ${paths}; do
     code="$(curl -s -k -o /dev/null --max-time 5 --path-as-is -w "%{http_code}" \
       --resolve "${host}:${port}:127.0.0.1" "${scheme}://${host}:${port}${path}")"
     printf "%s %s %s\n" "${url}" "${path}" "${code}"
   done
-done >"${S_OUT}/answers"
+done <"${probes}" >"${S_OUT}/answers"
 nginx -s quit
 for ((i = 0; i < 50; i++)); do [[ -s /run/nginx.pid ]] || break; sleep 0.1; done
 "${payload}/install" uninstall --part web --root /
@@ -103,7 +105,7 @@ sandbox_case() {
   blocks="$(grep -c . "${probes}")"
   # The deny answers 403 in each block; the site's own answer for /.
   echo "--- answers:" && cat "${BATS_TEST_TMPDIR}/answers"
-  [[ "$(grep -c . "${BATS_TEST_TMPDIR}/answers")" -eq $((blocks * 6)) ]]
+  [[ "$(grep -c . "${BATS_TEST_TMPDIR}/answers")" -eq "$(awk '{ n += (NF > 1) ? NF - 1 : 6 } END { print n }' "${probes}")" ]]
   while read -r url path code; do
     if [[ "${path}" == / ]]; then
       [[ "${code}" != 403 && "${code}" != 000 ]] || { echo "${url}/ -> ${code}" >&2; false; }
@@ -111,9 +113,10 @@ sandbox_case() {
       [[ "${code}" == 403 ]] || { echo "${url}${path} -> ${code}" >&2; false; }
     fi
   done <"${BATS_TEST_TMPDIR}/answers"
-  # Exactly one include per http server block: as many as the case lists.
-  want="$(grep -a -r -c 'include /etc/nginx/snippets/hostguard-deny.conf; # hostguard' "${BATS_TEST_TMPDIR}/installed-tree" \
-    | awk -F: '{ n += $NF } END { print n + 0 }')"
+  # Exactly one include per http server block: as many as the case lists
+  # (the locations' own are marked "(location)").
+  want="$(grep -a -r -c -E '^[[:blank:]]*include /etc/nginx/snippets/hostguard-deny.conf; # hostguard( [0-9a-f]{16})?( \(line split\))?$' \
+    "${BATS_TEST_TMPDIR}/installed-tree" | awk -F: '{ n += $NF } END { print n + 0 }')"
   echo "--- installed:" && grep -a -r -B2 'hostguard-deny.conf; # hostguard' "${BATS_TEST_TMPDIR}/installed-tree" || true
   [[ "${want}" -eq "${blocks}" ]]
   # Uninstall gives back every byte of every file of the tree.
@@ -162,7 +165,7 @@ sandbox_case() {
 
 # A server block answering 200 for every path (a .env too, without the rule).
 open_server() {
-  printf 'server {\n    listen %s;\n    server_name %s;\n    location / { return 200 "%s\\n"; }\n}\n' "$1" "$2" "$2"
+  printf 'server {\n    listen %s;\n    server_name %s;\n    location / {\n        return 200 "%s\\n";\n    }\n}\n' "$1" "$2" "$2"
 }
 
 @test "includes: the server of a file a site includes with a wildcard gets the include too (issue 18, 6)" {
@@ -199,13 +202,13 @@ CONF
   local site="${S}/etc-nginx/sites-enabled/site"
   {
     printf 'server {\n    listen 80;\n    server_name a.test; # a NUL \0 in a comment\n'
-    printf '    location / { return 200 "a\\n"; }\n}\n'
+    printf '    location / {\n        return 200 "a\\n";\n    }\n}\n'
     open_server 8081 b.test
   } >"${site}"
   cp -- "${site}" "${BATS_TEST_TMPDIR}/original"
   printf 'http://a.test:80\nhttp://b.test:8081\n' >"${BATS_TEST_TMPDIR}/probes"
   sandbox_case /etc/nginx/sites-enabled/site "${BATS_TEST_TMPDIR}/probes"
-  # The installed file is the original plus the two include lines, NUL kept.
+  # The installed file is the original plus the include lines, NUL kept.
   grep -a -v 'hostguard-deny.conf; # hostguard' "${BATS_TEST_TMPDIR}/installed-tree/sites-enabled/site" \
     | cmp - "${BATS_TEST_TMPDIR}/original"
   cmp "${BATS_TEST_TMPDIR}/original" "${site}"
@@ -262,4 +265,36 @@ CONF
   hg_assert_contains "${output}" "/etc/nginx/extra/missing.conf is missing"
   hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/after"
   hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
+@test "rewrites: a server-level rewrite, rewrite ... last and a rewrite without flag in a location do not get around the rule; break and try_files are warned about (issue 18, 7)" {
+  mkdir -p "${S}/www/d"
+  printf 'SECRET=1\n' >"${S}/www/d/.env"
+  chmod -R a+rX "${S}/www"
+  cat >"${S}/etc-nginx/sites-enabled/site" <<CONF
+server {
+    listen 80;
+    server_name a.test;
+    root ${S}/www;
+    rewrite ^/srv/(.*)\.txt\$ /\$1;
+    location / {
+        rewrite ^/(.*)\.html\$ /\$1 last;
+        return 200 "a\n";
+    }
+    location /b/ { rewrite ^/b/(.*)\.htm\$ /c/\$1; }
+    location /c/ { return 200 "c\n"; }
+    location /d/ {
+        rewrite ^/d/(.*)\.php\$ /d/\$1 break;
+    }
+    location /e/ { try_files \$uri \$uri.bak \$uri/ =404; }
+}
+CONF
+  # Each path is rewritten to a denied one: /.env, /.git/config, /c/.git, ...
+  printf 'http://a.test:80 /.env.html /.git/config.html /srv/.env.txt /srv/a/.git/HEAD.txt /b/.git.htm /b/x.bak.htm /\n' \
+    >"${BATS_TEST_TMPDIR}/probes"
+  sandbox_case /etc/nginx/sites-enabled/site "${BATS_TEST_TMPDIR}/probes"
+  # What the rule cannot see is named, with its line.
+  hg_assert_contains "${output}" "WARN /etc/nginx/sites-enabled/site line 13: this rewrite ... break serves another URI than the one the deny rule checked"
+  hg_assert_contains "${output}" "WARN /etc/nginx/sites-enabled/site line 15: this try_files serves another URI"
+  [[ "$(grep -c 'WARN' <<<"${output}")" -eq 2 ]]
 }
