@@ -156,11 +156,12 @@ export const SETTINGS = [
     {
         key: "nginxServerConf", host: "NGINX_SERVER_CONF", type: "path", default: "", pattern: OPTIONAL_PATH, install: "web",
         allowed: "empty or an absolute path",
-        doc: "site file (or nginx.conf) whose every `server` block of the http context gets the deny include",
+        doc: "site file (or nginx.conf) whose every `server` block of the http context, its own and those of the files it includes, gets the deny include, and so does each of their `location` blocks",
     },
     {
         key: "appProperties", host: "APP_PROPERTIES", type: "path", default: "", pattern: OPTIONAL_PATH, install: "web",
-        allowed: "empty or an absolute path", doc: "Spring application.properties to set spring.web.resources.add-mappings=false in",
+        allowed: "empty or an absolute path",
+        doc: "Spring application.properties to set spring.web.resources.add-mappings=false in (a YAML file, application.yml, is refused)",
     },
 ] as const satisfies readonly SettingRow[];
 
