@@ -1,19 +1,20 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2034 # NGX_* results are read by the script that sources this file
-# The nginx edit of `install --part web`: the deny include goes into every
-# `server` block of the http context nginx loads from NGINX_SERVER_CONF: the
-# file's own blocks and those of every file it includes where a server block
-# may stand (its top level, or http {} of a main file), followed as nginx
-# follows them (a relative path against the conf prefix, globs in sorted
-# order). Blocks are found by nginx's own lexer (ngx_conf_read_token:
-# comments, quotes, escapes, `${`, `{` `}` `;` inside words), run by awk in
-# one linear pass, never by line patterns; `server` in upstream, stream or
-# mail blocks is left alone. Files are spliced by byte offset (dd), so every
-# byte nginx accepts (a NUL in a comment too) goes through untouched. Each
-# added line carries a token (a hash of the file before the edit), kept in the
-# manifest: uninstall removes those lines and no other, not even an
-# identical line an admin wrote. The do (ngx_install_include) and the undo
-# (ngx_uninstall_include) sit side by side. Sourced by install, never run.
+# The nginx edit of `install --part web`: the deny include goes at the top of
+# every `server` block of the http context nginx loads from NGINX_SERVER_CONF
+# and of every `location` block inside one: the file's own blocks and those
+# of every file it includes where a server block may stand (its top level,
+# or http {} of a main file), followed as nginx follows them (a relative
+# path against the conf prefix, globs). Blocks are found by nginx's own
+# lexer (ngx_conf_read_token: comments, quotes, escapes, `${`, `{` `}` `;`
+# inside words), run by awk in one linear pass, never by line patterns;
+# `server` in upstream, stream or mail blocks is left alone. Files are
+# spliced by byte offset in one awk pass, so every byte nginx accepts (a NUL
+# in a comment too) goes through untouched. Each added line carries a token
+# (a hash of the file before the edit), kept in the manifest: uninstall
+# removes those lines and no other, not even an identical line an admin
+# wrote. The do (ngx_install_include) and the undo (ngx_uninstall_include)
+# sit side by side. Sourced by install, never run.
 
 readonly NGX_SNIPPET=/etc/nginx/snippets/hostguard-deny.conf
 # The line added after a block's `{` line ends with the marker, then the

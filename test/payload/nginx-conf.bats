@@ -76,6 +76,8 @@ scan_verdict() {
   # one quoted string over several lines.
   round_trip "server { add_header X-L ${long}}; add_header X-M \"${long}\\\"}{;\"; }"$'\n' 1
   round_trip $'server {\n    return 200 "line one }\n    line two {\n";\n}\nserver { listen 8002; }\n' 2
+  # A quoted string may be followed by `)` (an if condition), as nginx allows.
+  round_trip $'server {\n    if ($uri = "/x") { return 204; }\n    if ($host ~* \'^a}\') { return 204; }\n}\n' 1
   # Against nginx itself: accepted and refused alike (refusals the lexer
   # makes; nginx -t also refuses what its directives do not allow).
   local text
