@@ -4,11 +4,15 @@
 # certbot edited (with its redirect block), a Spring Boot reverse proxy with
 # ^~ locations and an upstream, the keyword and its brace on separate lines,
 # one-line and nested blocks, braces in comments and strings, and a whole
-# nginx.conf with a stream block. Each runs with root / inside private mount
-# and network namespaces whose /etc/nginx, /var/lib, /var/log/nginx and /run
-# are the test's copies: install runs the real `nginx -t`, the real nginx then
-# serves every server block on its own ports (80, 443, ...), and uninstall must
-# give back every byte. This machine's /etc/nginx is compared before and after.
+# nginx.conf with a stream block; then the cases of issue 18: servers in
+# files the site or nginx.conf includes (a wildcard, a relative path), a NUL
+# in a comment, an include line the admin wrote before install, a `}` inside
+# a word, rewrites the rule must see after, and includes refused. Each runs
+# with root / inside private mount and network namespaces whose /etc/nginx,
+# /var/lib, /var/log/nginx and /run are the test's copies: install runs the
+# real `nginx -t`, the real nginx then serves every server block on its own
+# ports (80, 443, ...), and uninstall must give back every byte. This
+# machine's /etc/nginx is compared before and after.
 
 load helpers/install
 
