@@ -126,3 +126,23 @@ scan_verdict() {
   ngx_scan auto <"${BATS_TEST_TMPDIR}/stream"
   [[ "${#NGX_BLOCK_INSERT[@]}" -eq 0 ]]
 }
+
+@test "nginx-conf: removing takes only the lines with the install's token; an empty token, those of versions without one (issue 18, 10)" {
+  local dir="${BATS_TEST_TMPDIR}/tok"
+  mkdir -p "${dir}"
+  printf '%s\n' 'server {' \
+    '    include /etc/nginx/snippets/hostguard-deny.conf; # hostguard' \
+    '    listen 8001;' '}' 'server {' \
+    '    include /etc/nginx/snippets/hostguard-deny.conf; # hostguard 1111111111111111' \
+    '    listen 8002;' '    location / {' \
+    '        include /etc/nginx/snippets/hostguard-deny.conf; # hostguard 2222222222222222 (location)' \
+    '        return 204;' '    }' '}' >"${dir}/site"
+  ngx_remove_include "${dir}/site" "${dir}/one" 2222222222222222
+  [[ "${NGX_REMOVED}" -eq 1 ]]
+  [[ "$(grep -c hostguard "${dir}/one")" -eq 2 ]]
+  ! grep -q 2222222222222222 "${dir}/one"
+  ngx_remove_include "${dir}/one" "${dir}/two" ""
+  [[ "${NGX_REMOVED}" -eq 1 ]]
+  grep -q '# hostguard 1111111111111111$' "${dir}/two"
+  [[ "$(grep -c hostguard "${dir}/two")" -eq 1 ]]
+}
