@@ -272,11 +272,20 @@ NGX_ERROR=""
 ngx_scan() {
   local ctx="${1:-auto}" records
   if ! records="$(ngx_scan_file - "${ctx}")"; then
-    NGX_ERROR="${records##*E$'\t'}"
-    [[ "${records}" == *E$'\t'* ]] || NGX_ERROR="could not be read"
+    NGX_ERROR="$(ngx_scan_error "${records}")"
     return 1
   fi
   ngx_parse_records "${records}"
+}
+
+# Prints the refusal in the scan RECORDS ("line N: what"), or that the file
+# could not be read when the scan did not finish.
+ngx_scan_error() {
+  if [[ "$1" == *E$'\t'* ]]; then
+    printf '%s\n' "${1##*E$'\t'}"
+  else
+    printf 'could not be read\n'
+  fi
 }
 
 ngx_parse_records() {
@@ -517,10 +526,10 @@ ngx_walk() {
       copy="$(mktemp "${work}/nginx.XXXXXX")"
       safe_read "${copy}"
       records="$(ngx_scan_file "${copy}" "${ctx}")" \
-        || hg_die "${label}: ${SAFE_REAL}: ${records#*E$'\t'}: the deny include cannot be placed"
+        || hg_die "${label}: ${SAFE_REAL}: $(ngx_scan_error "${records}"): the deny include cannot be placed"
     else
       records="$(safe_as_owner cat -- "${HG_ROOT}${SAFE_REAL}" | ngx_scan_file - "${ctx}")" \
-        || hg_die "${label}: ${SAFE_REAL}: ${records#*E$'\t'}: the deny include cannot be placed"
+        || hg_die "${label}: ${SAFE_REAL}: $(ngx_scan_error "${records}"): the deny include cannot be placed"
     fi
     ngx_parse_records "${records}"
     NGX_FILES+=("${SAFE_REAL}")
