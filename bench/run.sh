@@ -9,7 +9,7 @@
 # --quick uses small sizes (20,000 log lines, 1 and 10 containers, 1 ban
 # trial per backend, 1 and 2 deployed hosts, 5 messages) and writes
 # bench/results-quick.md unless --out is given. --only runs one section
-# (host, containers, filter, ban, deploy, delivery, ban100, soak, escape, offsets or flood) and writes its table
+# (host, containers, filter, ban, deploy, delivery, ban100, soak, escape, offsets, flood or nginx) and writes its table
 # only to the --out FILE, if given; CI runs it so the benchmark cannot rot, without asserting
 # timings. Exit status: 0 when every measurement ran and every correctness
 # check held (a missed timing target is reported in the table, not an
@@ -45,8 +45,10 @@ source "${BENCH_REPO}/bench/lib/alerts.bash"
 source "${BENCH_REPO}/bench/lib/offsets.bash"
 # shellcheck source=lib/flood.bash
 source "${BENCH_REPO}/bench/lib/flood.bash"
+# shellcheck source=lib/nginx.bash
+source "${BENCH_REPO}/bench/lib/nginx.bash"
 
-readonly BENCH_SECTIONS="host containers filter ban deploy delivery ban100 soak escape offsets flood"
+readonly BENCH_SECTIONS="host containers filter ban deploy delivery ban100 soak escape offsets flood nginx"
 
 usage() {
   echo "usage: bash bench/run.sh [--quick] [--only SECTION] [--out FILE]" >&2
@@ -103,6 +105,7 @@ report() {
 - **9 escaping**: `hg_json_quote` (what `hg_json_string` prints) on a 1 KiB and a 64 KiB text (ASCII with quotes, backslashes, newlines, tabs, UTF-8 and one control character), median of the runs, in one bash; the reference is the time per KiB of the 1 KiB text.
 - **10 fleet offsets**: `bench/lib/offsets.ts` builds the stack (`buildStack`, a small payload) for 100 hosts under `pulumi.runtime.setMocks`; each `RandomInteger` the program registers gets a uniform draw over the range it asked for (the random provider's behaviour) and each host's `cronOffset` output is read back: the second of the 10-minute interval at which its monitors post (cron minute, then the line's `sleep`). Per fleet, the largest number of hosts posting in the same second; median and worst over the fleets. Reference: the 0-9 minute draw of earlier versions, where every host of a minute posts on its second 0. Checked: the program's range is 0-599.
 - **11 ban flood** (issue 18): N ban-tool messages (the texts of `event ban`) spooled in the ban tool's queue with the receiver down, then one host-monitor disk alert; the receiver back in `pace 1` mode, `hostguard-notify flush` until the spool is empty (at most 40 runs). Checked: the alert is the first message the receiver recorded, and every ban arrives once, in order (bursts go merged). Measured: from the receiver's return to the alert's arrival; the reference is one FIFO queue (earlier versions) at 1 message/s: N seconds.
+- **12 nginx include**: `ngx_add_include` of `scripts/lib/nginx-conf.sh` (what `install --part web` runs on each file, twice per install: the check, then the edit): nginx's lexer in awk over the whole file, then the splice, on a generated site file of 1 MiB (the same 13-line server block repeated: comments, quoted strings and words holding `{` `}` `;`, locations, a quoted regex) against one of 10 KiB; median of the runs. Checked: every server block gets the include, and removing it gives back every byte. A linear scan costs about the size ratio (~100x) or less (starting tr and awk is a fixed cost); the quadratic one of earlier versions took 18.6 s for 80 KB.
 - **6 delivery**: the HTTPS receiver in `pace 1` mode (one message per second, 429 with `Retry-After: 1` beyond). The messages are spooled with `hg_notify_enqueue`, then `hostguard-notify flush` runs until the spool is empty (at most 10 runs, each with the production budget of 40 s). Exactly-once and order are checked on what the receiver recorded. Floor: one second per message.
 EOF
 }
@@ -151,6 +154,7 @@ main() {
     "escape|21|5"
     "offsets|100 10|100 2"
     "flood|1000|100"
+    "nginx|1048576 10240 5|1048576 10240 1"
   )
   local step section full small
   local -a args

@@ -327,7 +327,7 @@ export const SETTINGS = [
     {
         key: "nginxServerConf", host: "NGINX_SERVER_CONF", type: "path", default: "", pattern: OPTIONAL_PATH, install: "web",
         allowed: "empty or a file nginx reads: a *.conf file under /etc/nginx/ or a site file in /etc/nginx/sites-*/ (an absolute path)",
-        doc: "site file (or nginx.conf) whose every `server` block of the http context gets the deny include",
+        doc: "site file (or nginx.conf) whose every `server` block of the http context, its own and those of the files it includes, gets the deny include, and so does each of their `location` blocks",
     },
     {
         key: "appProperties", host: "APP_PROPERTIES", type: "path", default: "", pattern: OPTIONAL_PATH, install: "web",

@@ -64,11 +64,35 @@ properties_write() {
   safe_replace "${content}"
 }
 
+# Dies when host path PATH names a YAML file: a key=value line would make
+# the YAML unparseable (an application.yml stops the application), and
+# editing YAML safely (merged into an existing spring: tree, comments and
+# every other byte kept, an exact undo) needs a YAML parser a host may not
+# have. Refused before anything is written.
+properties_refuse_yaml() {
+  local path="$1" name
+  name="${1##*/}"
+  case "${name,,}" in
+    *.yml | *.yaml)
+      hg_die "APP_PROPERTIES: ${path} is a YAML file: refused (only the .properties format is edited; set spring: web: resources: add-mappings: false in it by hand, or name an application.properties)"
+      ;;
+  esac
+}
+
+# Checks APP_PROPERTIES before anything is written: safe to edit, and a
+# .properties file (the name given, and the file a symlink leads to).
+properties_preflight() {
+  [[ -n "${HG_APP_PROPERTIES}" ]] || return 0
+  properties_refuse_yaml "${HG_APP_PROPERTIES}"
+  safe_resolve_file APP_PROPERTIES "${HG_APP_PROPERTIES}"
+  properties_refuse_yaml "${SAFE_REAL}"
+}
+
 properties_install() {
   local conf="${HG_APP_PROPERTIES}" real copy i line key_re prefix sep value new continued=0 found=0 old_eol
   local -a new_lines=() records=()
   [[ -n "${conf}" ]] || return 0
-  safe_resolve_file APP_PROPERTIES "${conf}"
+  properties_preflight
   real="${SAFE_REAL}"
   copy="$(properties_read)"
   read_lines "${copy}"

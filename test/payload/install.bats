@@ -79,7 +79,7 @@ EOF
   hg_install install --settings "${SETTINGS}"
   local site="${ROOT}/etc/nginx/sites-available/site" count
   [[ -L "${ROOT}/etc/nginx/sites-enabled/site" ]]
-  count="$(grep -c '^ *include /etc/nginx/snippets/hostguard-deny.conf; # hostguard$' "${site}")"
+  count="$(grep -c '^ *include /etc/nginx/snippets/hostguard-deny.conf; # hostguard [0-9a-f]\{16\}$' "${site}")"
   [[ "${count}" -eq 2 ]] || { cat "${site}" >&2; false; }
   grep -A1 '^server {$' "${site}" | grep -q 'hostguard-deny.conf; # hostguard'
   grep -A1 '^server{$' "${site}" | grep -q 'hostguard-deny.conf; # hostguard'

@@ -4,11 +4,15 @@
 # certbot edited (with its redirect block), a Spring Boot reverse proxy with
 # ^~ locations and an upstream, the keyword and its brace on separate lines,
 # one-line and nested blocks, braces in comments and strings, and a whole
-# nginx.conf with a stream block. Each runs with root / inside private mount
-# and network namespaces whose /etc/nginx, /var/lib, /var/log/nginx and /run
-# are the test's copies: install runs the real `nginx -t`, the real nginx then
-# serves every server block on its own ports (80, 443, ...), and uninstall must
-# give back every byte. This machine's /etc/nginx is compared before and after.
+# nginx.conf with a stream block; then the cases of issue 18: servers in
+# files the site or nginx.conf includes (a wildcard, a relative path), a NUL
+# in a comment, an include line the admin wrote before install, a `}` inside
+# a word, rewrites the rule must see after, and includes refused. Each runs
+# with root / inside private mount and network namespaces whose /etc/nginx,
+# /var/lib, /var/log/nginx and /run are the test's copies: install runs the
+# real `nginx -t`, the real nginx then serves every server block on its own
+# ports (80, 443, ...), and uninstall must give back every byte. This
+# machine's /etc/nginx is compared before and after.
 
 load helpers/install
 
@@ -48,23 +52,25 @@ in_sandbox() {
 }
 
 # The probe script run inside: install, start nginx, probe every server
-# block listed in the case's .probes file, stop nginx, uninstall.
+# block listed in the case's .probes file ("URL [PATH...]": the paths to
+# probe, else the six of every case), stop nginx, uninstall.
 readonly PROBE_SCRIPT='
 payload="$1" conf="$2" probes="$3"
 settings="${S_OUT}/settings.conf"
 printf "NGINX_SERVER_CONF=%s\n" "${conf}" >"${settings}"
 "${payload}/install" install --part web --root / --settings "${settings}"
-cp -- "${conf}" "${S_OUT}/installed"
+cp -a /etc/nginx/. "${S_OUT}/installed-tree"
 nginx
-for url in $(cat "${probes}"); do
+while read -r url paths; do
   scheme="${url%%://*}" hostport="${url#*://}"
   host="${hostport%:*}" port="${hostport##*:}"
-  for path in /.env "/app/.env;x" /.git/config /static/.git/HEAD /.well-known/x.bak /; do
+  [[ -n "${paths}" ]] || paths="/.env /app/.env;x /.git/config /static/.git/HEAD /.well-known/x.bak /"
+  for path in ${paths}; do
     code="$(curl -s -k -o /dev/null --max-time 5 --path-as-is -w "%{http_code}" \
       --resolve "${host}:${port}:127.0.0.1" "${scheme}://${host}:${port}${path}")"
     printf "%s %s %s\n" "${url}" "${path}" "${code}"
   done
-done >"${S_OUT}/answers"
+done <"${probes}" >"${S_OUT}/answers"
 nginx -s quit
 for ((i = 0; i < 50; i++)); do [[ -s /run/nginx.pid ]] || break; sleep 0.1; done
 "${payload}/install" uninstall --part web --root /
@@ -73,7 +79,7 @@ for ((i = 0; i < 50; i++)); do [[ -s /run/nginx.pid ]] || break; sleep 0.1; done
 # Installs into, probes and uninstalls the corpus FILE placed at host path
 # CONF of the sandbox (SITE: a site file in sites-enabled; MAIN: nginx.conf).
 corpus_case() {
-  local name="$1" kind="$2" conf dest original want blocks line url path code
+  local name="$1" kind="$2" conf dest original
   if [[ "${kind}" == MAIN ]]; then
     conf=/etc/nginx/nginx.conf
   else
@@ -83,20 +89,27 @@ corpus_case() {
   sed "s|@DIR@|${S}|g" "${CORPUS}/${name}" >"${dest}"
   original="${BATS_TEST_TMPDIR}/original"
   cp -- "${dest}" "${original}"
+  sandbox_case "${conf}" "${CORPUS}/${name}.probes"
+  cmp -- "${original}" "${dest}"
+}
+
+# Installs with NGINX_SERVER_CONF=CONF into the sandbox's /etc/nginx as the
+# test laid it out, probes every server block listed in the file PROBES (one
+# URL each), and uninstalls. Checks: one include per listed block in the
+# whole tree, 403 for each denied path in each block, the site's own answer
+# for /, and every byte of every file of the tree given back.
+sandbox_case() {
+  local conf="$1" probes="$2" want blocks url path code
   hg_listing "${S}/etc-nginx" >"${BATS_TEST_TMPDIR}/before"
   export S_OUT="${BATS_TEST_TMPDIR}"
-  run in_sandbox "${PAYLOAD}" "${conf}" "${CORPUS}/${name}.probes" <<<"${PROBE_SCRIPT}"
+  run in_sandbox "${PAYLOAD}" "${conf}" "${probes}" <<<"${PROBE_SCRIPT}"
   echo "${output}"
   [[ "${status}" -eq 0 ]]
   hg_assert_contains "${output}" "nginx configuration tested"
-  # Exactly one include per http server block: as many as the case lists.
-  blocks="$(grep -c . "${CORPUS}/${name}.probes")"
-  want="$(grep -c 'include /etc/nginx/snippets/hostguard-deny.conf; # hostguard' "${BATS_TEST_TMPDIR}/installed")"
-  echo "--- installed:" && cat "${BATS_TEST_TMPDIR}/installed"
-  [[ "${want}" -eq "${blocks}" ]]
+  blocks="$(grep -c . "${probes}")"
   # The deny answers 403 in each block; the site's own answer for /.
   echo "--- answers:" && cat "${BATS_TEST_TMPDIR}/answers"
-  [[ "$(grep -c . "${BATS_TEST_TMPDIR}/answers")" -eq $((blocks * 6)) ]]
+  [[ "$(grep -c . "${BATS_TEST_TMPDIR}/answers")" -eq "$(awk '{ n += (NF > 1) ? NF - 1 : 6 } END { print n }' "${probes}")" ]]
   while read -r url path code; do
     if [[ "${path}" == / ]]; then
       [[ "${code}" != 403 && "${code}" != 000 ]] || { echo "${url}/ -> ${code}" >&2; false; }
@@ -104,8 +117,13 @@ corpus_case() {
       [[ "${code}" == 403 ]] || { echo "${url}${path} -> ${code}" >&2; false; }
     fi
   done <"${BATS_TEST_TMPDIR}/answers"
-  # Uninstall gives back every byte of the file and of the whole tree.
-  cmp -- "${original}" "${dest}"
+  # Exactly one include per http server block: as many as the case lists
+  # (the locations' own are marked "(location)").
+  want="$(grep -a -r -c -E '^[[:blank:]]*include /etc/nginx/snippets/hostguard-deny.conf; # hostguard( [0-9a-f]{16})?( \(line split\))?$' \
+    "${BATS_TEST_TMPDIR}/installed-tree" | awk -F: '{ n += $NF } END { print n + 0 }')"
+  echo "--- installed:" && grep -a -r -B2 'hostguard-deny.conf; # hostguard' "${BATS_TEST_TMPDIR}/installed-tree" || true
+  [[ "${want}" -eq "${blocks}" ]]
+  # Uninstall gives back every byte of every file of the tree.
   hg_listing "${S}/etc-nginx" >"${BATS_TEST_TMPDIR}/after"
   hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
 }
@@ -147,4 +165,140 @@ corpus_case() {
     hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/after"
     hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
   done
+}
+
+# A server block answering 200 for every path (a .env too, without the rule).
+open_server() {
+  printf 'server {\n    listen %s;\n    server_name %s;\n    location / {\n        return 200 "%s\\n";\n    }\n}\n' "$1" "$2" "$2"
+}
+
+@test "includes: the server of a file a site includes with a wildcard gets the include too (issue 18, 6)" {
+  mkdir -p "${S}/etc-nginx/extra"
+  { open_server 80 a.test && printf 'include /etc/nginx/extra/*.conf;\n'; } >"${S}/etc-nginx/sites-enabled/site"
+  open_server 8081 b.test >"${S}/etc-nginx/extra/b.conf"
+  # Not a match of the wildcard (nginx's glob skips dot files): left alone.
+  open_server 8082 hidden.test >"${S}/etc-nginx/extra/.hidden.conf"
+  printf 'http://a.test:80\nhttp://b.test:8081\n' >"${BATS_TEST_TMPDIR}/probes"
+  sandbox_case /etc/nginx/sites-enabled/site "${BATS_TEST_TMPDIR}/probes"
+}
+
+@test "includes: nginx.conf with its own server and a relative include of sites-enabled/*: every server gets it (issue 18, 6)" {
+  cat >"${S}/etc-nginx/nginx.conf" <<'CONF'
+user www-data;
+worker_processes 1;
+pid /run/nginx.pid;
+error_log /var/log/nginx/error.log;
+events { worker_connections 64; }
+http {
+    include mime.types;
+    access_log /var/log/nginx/access.log;
+    server { listen 80; server_name main.test; location / { return 200 "main\n"; } }
+    include sites-enabled/*;
+}
+CONF
+  open_server 8081 site.test >"${S}/etc-nginx/sites-enabled/site"
+  { open_server 8082 two.test && open_server 8083 three.test; } >"${S}/etc-nginx/sites-enabled/two"
+  printf 'http://main.test:80\nhttp://site.test:8081\nhttp://two.test:8082\nhttp://three.test:8083\n' >"${BATS_TEST_TMPDIR}/probes"
+  sandbox_case /etc/nginx/nginx.conf "${BATS_TEST_TMPDIR}/probes"
+}
+
+@test "a NUL byte in a comment: nginx serves the site, install keeps every byte after it, uninstall gives back the file (issue 18, 8)" {
+  local site="${S}/etc-nginx/sites-enabled/site"
+  {
+    printf 'server {\n    listen 80;\n    server_name a.test; # a NUL \0 in a comment\n'
+    printf '    location / {\n        return 200 "a\\n";\n    }\n}\n'
+    open_server 8081 b.test
+  } >"${site}"
+  cp -- "${site}" "${BATS_TEST_TMPDIR}/original"
+  printf 'http://a.test:80\nhttp://b.test:8081\n' >"${BATS_TEST_TMPDIR}/probes"
+  sandbox_case /etc/nginx/sites-enabled/site "${BATS_TEST_TMPDIR}/probes"
+  # The installed file is the original plus the include lines, NUL kept.
+  grep -a -v 'hostguard-deny.conf; # hostguard' "${BATS_TEST_TMPDIR}/installed-tree/sites-enabled/site" \
+    | cmp - "${BATS_TEST_TMPDIR}/original"
+  cmp "${BATS_TEST_TMPDIR}/original" "${site}"
+}
+
+@test "an include line the admin had before install stays after uninstall, with the admin's own snippet (issue 18, 10)" {
+  local site="${S}/etc-nginx/sites-enabled/site"
+  printf 'if ($uri ~ "/\\.env$") { return 403; } # the admin own rule\n' >"${S}/etc-nginx/snippets/hostguard-deny.conf"
+  {
+    printf 'server {\n    include /etc/nginx/snippets/hostguard-deny.conf; # hostguard\n'
+    printf '    listen 80;\n    server_name a.test;\n    location / { return 200 "a\\n"; }\n}\n'
+    open_server 8081 b.test
+  } >"${site}"
+  cp -- "${site}" "${BATS_TEST_TMPDIR}/original"
+  printf 'http://a.test:80\nhttp://b.test:8081\n' >"${BATS_TEST_TMPDIR}/probes"
+  sandbox_case /etc/nginx/sites-enabled/site "${BATS_TEST_TMPDIR}/probes"
+  cmp "${BATS_TEST_TMPDIR}/original" "${site}"
+  grep -q 'the admin own rule' "${S}/etc-nginx/snippets/hostguard-deny.conf"
+}
+
+@test "a } inside a word (add_header X a}b;) is read as nginx reads it: the include lands and nginx accepts the file (issue 18, 11)" {
+  {
+    printf 'server {\n    listen 80;\n    server_name a.test;\n    add_header X-Odd a}b;\n'
+    printf '    add_header X-Var ${host}}x always; set $v "a{b";\n    location / { return 200 "a\\n"; }\n}\n'
+    open_server 8081 b.test
+  } >"${S}/etc-nginx/sites-enabled/site"
+  printf 'http://a.test:80\nhttp://b.test:8081\n' >"${BATS_TEST_TMPDIR}/probes"
+  sandbox_case /etc/nginx/sites-enabled/site "${BATS_TEST_TMPDIR}/probes"
+}
+
+@test "an include followed into a directory a user can write to, or of a missing file, is refused naming it, before any write (issue 18, 6)" {
+  hg_make_root
+  mkdir -p "${ROOT}/etc/nginx/sites-enabled" "${ROOT}/etc/nginx/extra"
+  local site="${ROOT}/etc/nginx/sites-enabled/site"
+  printf 'NGINX_SERVER_CONF=/etc/nginx/sites-enabled/site\n' >"${BATS_TEST_TMPDIR}/s.conf"
+  printf 'server { listen 80; }\ninclude /etc/nginx/extra/*.conf;\n' >"${site}"
+  printf 'server { listen 81; }\n' >"${ROOT}/etc/nginx/extra/b.conf"
+  chown nobody "${ROOT}/etc/nginx/extra"
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
+  run hg_install install --settings "${BATS_TEST_TMPDIR}/s.conf"
+  echo "${output}"
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "NGINX_SERVER_CONF: /etc/nginx/sites-enabled/site line 2: include /etc/nginx/extra/*.conf:"
+  hg_assert_contains "${output}" "only root can write to"
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+  chown root "${ROOT}/etc/nginx/extra"
+  printf 'server { listen 80; }\n\ninclude extra/missing.conf;\n' >"${site}"
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
+  run hg_install install --settings "${BATS_TEST_TMPDIR}/s.conf"
+  echo "${output}"
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "NGINX_SERVER_CONF: /etc/nginx/sites-enabled/site line 3: include extra/missing.conf:"
+  hg_assert_contains "${output}" "/etc/nginx/extra/missing.conf is missing"
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
+@test "rewrites: a server-level rewrite, rewrite ... last and a rewrite without flag in a location do not get around the rule; break and try_files are warned about (issue 18, 7)" {
+  mkdir -p "${S}/www/d"
+  printf 'SECRET=1\n' >"${S}/www/d/.env"
+  chmod -R a+rX "${S}/www"
+  cat >"${S}/etc-nginx/sites-enabled/site" <<CONF
+server {
+    listen 80;
+    server_name a.test;
+    root ${S}/www;
+    rewrite ^/srv/(.*)\.txt\$ /\$1;
+    location / {
+        rewrite ^/(.*)\.html\$ /\$1 last;
+        return 200 "a\n";
+    }
+    location /b/ { rewrite ^/b/(.*)\.htm\$ /c/\$1; }
+    location /c/ { return 200 "c\n"; }
+    location /d/ {
+        rewrite ^/d/(.*)\.php\$ /d/\$1 break;
+    }
+    location /e/ { try_files \$uri \$uri.bak \$uri/ =404; }
+}
+CONF
+  # Each path is rewritten to a denied one: /.env, /.git/config, /c/.git, ...
+  printf 'http://a.test:80 /.env.html /.git/config.html /srv/.env.txt /srv/a/.git/HEAD.txt /b/.git.htm /b/x.bak.htm /\n' \
+    >"${BATS_TEST_TMPDIR}/probes"
+  sandbox_case /etc/nginx/sites-enabled/site "${BATS_TEST_TMPDIR}/probes"
+  # What the rule cannot see is named, with its line.
+  hg_assert_contains "${output}" "WARN /etc/nginx/sites-enabled/site line 13: this rewrite ... break serves another URI than the one the deny rule checked"
+  hg_assert_contains "${output}" "WARN /etc/nginx/sites-enabled/site line 15: this try_files serves another URI"
+  [[ "$(grep -c 'WARN' <<<"${output}")" -eq 2 ]]
 }

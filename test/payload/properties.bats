@@ -95,3 +95,23 @@ check_case() {
   hg_assert_mode_owner "${PROPS}" "604 nobody:nogroup"
   grep -qx 'spring.web.resources.add-mappings=false' "${PROPS}"
 }
+
+@test "an application.yml (or a symlink to one) is refused naming the file and why, before anything is written (issue 18, 12)" {
+  command -v python3 >/dev/null && python3 -c 'import yaml' \
+    || { echo "python3-yaml missing (.ci/run installs it): the test cannot run" >&2; false; }
+  local yml="${ROOT}/srv/app/config/application.yml" name
+  printf '# the app\nspring:\n  application:\n    name: demo\nserver:\n  port: 8080\n' >"${yml}"
+  ln -s application.yml "${ROOT}/srv/app/config/application.properties"
+  for name in application.yml application.properties; do
+    printf 'APP_PROPERTIES=/srv/app/config/%s\n' "${name}" >"${BATS_TEST_TMPDIR}/settings.conf"
+    hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
+    run hg_install install --settings "${BATS_TEST_TMPDIR}/settings.conf"
+    echo "${name}: ${output}"
+    [[ "${status}" -ne 0 ]]
+    hg_assert_contains "${output}" "APP_PROPERTIES: /srv/app/config/application.yml is a YAML file: refused"
+    hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/after"
+    hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+    # The application's YAML still parses, with its spring: tree as it was.
+    python3 -c 'import sys, yaml; d = yaml.safe_load(open(sys.argv[1])); assert d["spring"] == {"application": {"name": "demo"}}, d' "${yml}"
+  done
+}
