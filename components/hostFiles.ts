@@ -57,23 +57,28 @@ export function cronSchedule(cronMinute: number): string {
 /**
  * The cron file. Cron starts a job on the minute; the rest of the host's
  * offset (cronSecond, 0-59) is a `sleep` in front of the command, left out
- * when 0 (then the line is the SPEC's every-10-minutes job as it was).
+ * when 0 (then the line is the SPEC's every-10-minutes job as it was). With
+ * containerMonitor false only the host monitor is scheduled (the container
+ * monitor's script is still installed, and install does not need the runtime).
  */
-export function renderCron(cronMinute: number, cronSecond = 0): string {
+export function renderCron(cronMinute: number, cronSecond = 0, containerMonitor = true): string {
     if (!Number.isInteger(cronSecond) || cronSecond < 0 || cronSecond > 59) {
         throw new Error(`cron second must be an integer 0-59, got ${cronSecond}`);
     }
     const schedule = cronSchedule(cronMinute);
     const wait = cronSecond === 0 ? "" : `sleep ${cronSecond}; `;
+    const job = (name: string) => `${schedule} root ${wait}${INSTALL_DIR}/${name} >> /var/log/hostguard/${name}.log 2>&1`;
     return [
-        "# hostguard: host and container monitors every 10 minutes.",
+        containerMonitor
+            ? "# hostguard: host and container monitors every 10 minutes."
+            : "# hostguard: the host monitor every 10 minutes (the stack's containerMonitor is false: no container monitor).",
         "# Rendered by the Pulumi program (components/hostFiles.ts) and placed by",
         "# /usr/local/lib/hostguard/install; the offset (minute and second) is drawn",
         "# once per host, so a fleet spreads its posts over the 10 minutes.",
         "SHELL=/bin/sh",
         "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-        `${schedule} root ${wait}${INSTALL_DIR}/host-monitor >> /var/log/hostguard/host-monitor.log 2>&1`,
-        `${schedule} root ${wait}${INSTALL_DIR}/container-monitor >> /var/log/hostguard/container-monitor.log 2>&1`,
+        job("host-monitor"),
+        ...(containerMonitor ? [job("container-monitor")] : []),
         "",
     ].join("\n");
 }
@@ -124,7 +129,7 @@ export function renderJail(s: PayloadSettings, adminCidrs: readonly string[] = [
 
 /** Source paths of the file table that are rendered here, with their renderer. */
 export const RENDERED: Readonly<Record<string, (v: HostValues) => string>> = {
-    "cron.d/hostguard": (v) => renderCron(v.cronMinute, v.cronSecond),
+    "cron.d/hostguard": (v) => renderCron(v.cronMinute, v.cronSecond, v.settings.containerMonitor),
     "fail2ban/jail.d/hostguard-nginx-bad-request.local": (v) => renderJail(v.settings, v.adminCidrs),
 };
 

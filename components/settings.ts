@@ -233,6 +233,11 @@ export const SETTINGS = [
         allowed: "a percentage 0-100, at most 2 decimals", doc: "root filesystem percent; fires when strictly greater",
     },
     {
+        key: "containerMonitor", host: "CONTAINER_MONITOR", type: "boolean", default: "true", pattern: BOOLEAN, install: "monitors",
+        allowed: "true or false",
+        doc: "`false`: the container monitor is not scheduled (its script is still installed) and the monitors part does not need the container runtime; the host monitor runs as usual",
+    },
+    {
         key: "containerRuntime", host: "CONTAINER_RUNTIME", type: "word", default: "docker", install: "monitors",
         pattern: `^([A-Za-z0-9_][A-Za-z0-9._-]{0,63}|(${SEGMENT})+)$`,
         allowed: "a command name or an absolute path", doc: "the container runtime command",

@@ -10,13 +10,18 @@
 # nothing (removing must work on a host that lost a program).
 # Programs are looked up on PATH (an absolute CONTAINER_RUNTIME as is), the
 # installer's PATH; cron.d/hostguard gives the monitors the usual full PATH.
-# Sourced by install, never run. Reads PATH, HG_CONTAINER_RUNTIME, the jail
+# The container runtime is needed only while the container monitor is
+# scheduled (CONTAINER_MONITOR, the stack's containerMonitor, default true);
+# its refusal names that way out beside the package.
+# Sourced by install, never run. Reads PATH, HG_CONTAINER_RUNTIME,
+# HG_CONTAINER_MONITOR, the jail
 # beside install (its banaction) and, under the root, fail2ban's jail files
 # (the distribution's banaction when the jail sets none) and /proc.
 
 # part(s)|program (a,b: any one of them)|Debian/Ubuntu package|what needs it
 # "*" is every part. "@runtime" stands for CONTAINER_RUNTIME (package from
-# RUNTIME_PACKAGES), "@banaction" for the programs of the jail's banaction.
+# RUNTIME_PACKAGES; not needed when CONTAINER_MONITOR is false), "@banaction"
+# for the programs of the jail's banaction.
 readonly PROGRAMS_TABLE=(
   "*|flock|util-linux|the installer's lock (every run) and the monitors' and notifier's locks"
   "base,monitors,bantool|curl|curl|every chat message and the heartbeat (lib/notify.sh)"
@@ -50,6 +55,10 @@ readonly RUNTIME_PACKAGES=(
   "podman|podman"
 )
 
+# A host without containers keeps its host monitor by turning the container
+# monitor off (the settings table's containerMonitor row).
+readonly PROGRAMS_RUNTIME_WAY_OUT="or, on a host without containers, turn the container monitor off: pulumi config set hostguard:containerMonitor false (CONTAINER_MONITOR=false in the settings file)"
+
 # The jail in the bundle (files.table's bantool row) and its section name.
 readonly PROGRAMS_JAIL_SOURCE=fail2ban/jail.d/hostguard-nginx-bad-request.local
 readonly PROGRAMS_JAIL=nginx-bad-request
@@ -64,8 +73,9 @@ programs_check() {
       [[ "${parts}" == '*' || ",${parts}," == *",${part},"* ]] || continue
       case "${programs}" in
         @runtime)
+          [[ "${HG_CONTAINER_MONITOR}" != false ]] || continue
           programs_need "${part}" "${HG_CONTAINER_RUNTIME}" "$(programs_runtime_package "${HG_CONTAINER_RUNTIME}")" \
-            "${why}" || missing=$((missing + 1))
+            "${why}" "${PROGRAMS_RUNTIME_WAY_OUT}" || missing=$((missing + 1))
           ;;
         @banaction) programs_banaction "${part}" "${why}" || missing=$((missing + 1)) ;;
         *) programs_need "${part}" "${programs}" "${package}" "${why}" || missing=$((missing + 1)) ;;
@@ -78,16 +88,16 @@ programs_check() {
 }
 
 # Succeeds when one of the comma-separated PROGRAMS is on PATH; else names
-# them and PACKAGE.
+# them and PACKAGE (and OTHERWISE, another way out, when given).
 programs_need() {
-  local part="$1" programs="$2" package="$3" why="$4" program
+  local part="$1" programs="$2" package="$3" why="$4" otherwise="${5:-}" program
   local -a any
   IFS=, read -r -a any <<<"${programs}"
   for program in "${any[@]}"; do
     programs_found "${program}" && return 0
   done
-  printf 'hostguard: part %s needs %s for %s: not installed (not on PATH); Debian/Ubuntu package: %s\n' \
-    "${part}" "${programs//,/ or }" "${why}" "${package}" >&2
+  printf 'hostguard: part %s needs %s for %s: not installed (not on PATH); Debian/Ubuntu package: %s%s\n' \
+    "${part}" "${programs//,/ or }" "${why}" "${package}" "${otherwise:+; ${otherwise}}" >&2
   return 1
 }
 

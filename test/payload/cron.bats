@@ -30,19 +30,23 @@ expand_minutes() {
   done
 }
 
-# Renders the payload for a host whose cron minute is OFFSET and installs
-# its monitors part.
+# Renders the payload for a host whose cron minute is OFFSET (and the
+# settings key=value given) and installs its monitors part.
 install_monitors() {
-  hg_make_payload --cron-minute "$1"
+  local offset="$1"
+  shift
+  hg_make_payload --cron-minute "${offset}" "$@"
   hg_install install --part monitors --settings "${PAYLOAD}/hostguard.conf" >/dev/null
 }
 
-@test "the cron file: no dot in its name, 0644 root, every line strictly formed" {
-  install_monitors 3
-  local file="${ROOT}/etc/cron.d/hostguard" line jobs=0 path_line=0
+# Fails unless every line of the installed cron file is strictly formed, its
+# jobs at cron minute MINUTE, each monitor once with its own log; prints the
+# monitors it schedules, in order, one a line.
+cron_file_jobs() {
+  local minute="$1" file="${ROOT}/etc/cron.d/hostguard" line path_line=0
+  local -A seen=()
   [[ "$(basename "${file}")" != *.* ]]
   hg_assert_mode_owner "${file}" "644 root:root"
-  local -A seen=()
   while IFS= read -r line; do
     if [[ -z "${line}" || "${line}" == '#'* ]]; then
       continue
@@ -51,18 +55,28 @@ install_monitors() {
     elif [[ "${line}" =~ ^SHELL=/bin/sh$ ]]; then
       :
     elif [[ "${line}" =~ ${JOB_RE} ]]; then
-      [[ "${BASH_REMATCH[1]}" == 3 ]]
+      [[ "${BASH_REMATCH[1]}" == "${minute}" ]] || return 1
       # One log file per script, named after it.
-      [[ "${BASH_REMATCH[3]}" == "${BASH_REMATCH[4]}" ]]
-      seen[${BASH_REMATCH[3]}]=$((${seen[${BASH_REMATCH[3]}]:-0} + 1))
-      jobs=$((jobs + 1))
+      [[ "${BASH_REMATCH[3]}" == "${BASH_REMATCH[4]}" ]] || return 1
+      [[ -z "${seen[${BASH_REMATCH[3]}]:-}" ]] || return 1
+      seen[${BASH_REMATCH[3]}]=1
+      printf '%s\n' "${BASH_REMATCH[3]}"
     else
       echo "line not allowed: ${line}" >&2
-      false
+      return 1
     fi
   done <"${file}"
-  [[ "${jobs}" -eq 2 && "${seen[host-monitor]}" -eq 1 && "${seen[container-monitor]}" -eq 1 ]]
   [[ "${path_line}" -eq 1 ]]
+}
+
+@test "the cron file: no dot in its name, 0644 root, every line strictly formed" {
+  install_monitors 3
+  cron_file_jobs 3 >"${BATS_TEST_TMPDIR}/jobs"
+  [[ "$(cat "${BATS_TEST_TMPDIR}/jobs")" == $'host-monitor\ncontainer-monitor' ]]
+  # containerMonitor false: the host monitor alone, the file as strict.
+  install_monitors 3 containerMonitor=false
+  cron_file_jobs 3 >"${BATS_TEST_TMPDIR}/jobs"
+  [[ "$(cat "${BATS_TEST_TMPDIR}/jobs")" == host-monitor ]]
 }
 
 @test "every cron minute offset gives six runs an hour, ten minutes apart" {

@@ -90,6 +90,35 @@ assert_refused() {
   hg_assert_contains "$(cat "${ROOT}/etc/cron.d/hostguard")" "container-monitor"
 }
 
+@test "no container runtime: refused naming the runtime and containerMonitor; with containerMonitor false the host monitor alone is scheduled" {
+  hg_path_without docker
+  # The default (containerMonitor true, the SPEC): the runtime is required,
+  # and the refusal names both ways out.
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
+  install_without --part monitors --settings "${PAYLOAD}/hostguard.conf"
+  assert_refused "part monitors needs docker for the container monitor (CONTAINER_RUNTIME): not installed" \
+    "Debian/Ubuntu package: docker.io" "pulumi config set hostguard:containerMonitor false"
+  # Opted out: the same host installs the part, without a container line.
+  hg_make_payload containerMonitor=false
+  grep -qx 'CONTAINER_MONITOR=false' "${PAYLOAD}/hostguard.conf"
+  install_without --part monitors --settings "${PAYLOAD}/hostguard.conf"
+  [[ "${status}" -eq 0 ]]
+  hg_assert_not_contains "${output}" "needs"
+  local cron
+  cron="$(cat "${ROOT}/etc/cron.d/hostguard")"
+  [[ "$(grep -c '^[0-9].* root /usr/local/lib/hostguard/host-monitor >> /var/log/hostguard/host-monitor.log 2>&1$' <<<"${cron}")" -eq 1 ]]
+  [[ "$(grep -c '^[^#].*container-monitor' <<<"${cron}")" -eq 0 ]]
+  # Shipped but not scheduled (scripts/README.md), and no log for it.
+  [[ -x "${ROOT}/usr/local/lib/hostguard/container-monitor" ]]
+  [[ -f "${ROOT}/var/log/hostguard/host-monitor.log" ]]
+  [[ ! -e "${ROOT}/var/log/hostguard/container-monitor.log" ]]
+  # Back to true on that host: refused again, and the opted-out install stays.
+  hg_make_payload containerMonitor=true
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
+  install_without --part monitors --settings "${PAYLOAD}/hostguard.conf"
+  assert_refused "part monitors needs docker" "hostguard:containerMonitor false"
+}
+
 @test "the jail's banaction decides the firewall program: the stack's, the jail section's, else the distribution's default" {
   # Debian 13 style: a jail.d/*.conf makes nftables the default; jail.conf's
   # iptables no longer counts.

@@ -21,6 +21,7 @@ const EXPECTED_DEFAULT_SETTINGS = `# hostguard settings, written by the Pulumi p
 CPU_THRESHOLD=80
 MEMORY_THRESHOLD=90
 DISK_THRESHOLD=90
+CONTAINER_MONITOR=true
 CONTAINER_RUNTIME=docker
 CONTAINER_RUNTIME_TIMEOUT=60
 CONTAINER_WATCH=
@@ -93,6 +94,18 @@ describe("cron file and jail", () => {
         ]);
         assert.throws(() => renderCron(0, 60), /cron second/);
         assert.throws(() => renderCron(0, 1.5), /cron second/);
+    });
+    it("schedules the container monitor unless containerMonitor is false; the host monitor always", () => {
+        const jobs = (text: string) => text.split("\n").filter((l) => /^[0-9]/.test(l));
+        assert.equal(renderCron(7, 37, true), renderCron(7, 37), "the SPEC's two jobs by default");
+        assert.deepEqual(jobs(renderCron(7, 37, false)), [
+            "7-59/10 * * * * root sleep 37; /usr/local/lib/hostguard/host-monitor >> /var/log/hostguard/host-monitor.log 2>&1",
+        ]);
+        assert.match(renderCron(7, 37, false), /^# .*containerMonitor is false/m, "the file says why the container monitor is missing");
+        const cron = (s: typeof DEFAULT_SETTINGS) => renderHost(s, 3, readPayload()).files.find((f) => f.destination === "/etc/cron.d/hostguard")!.content.toString();
+        assert.match(cron(DEFAULT_SETTINGS), /container-monitor/);
+        assert.doesNotMatch(cron({ ...DEFAULT_SETTINGS, containerMonitor: false }), /container-monitor/);
+        assert.match(cron({ ...DEFAULT_SETTINGS, containerMonitor: false }), /^3-59\/10 \* \* \* \* root \/usr\/local\/lib\/hostguard\/host-monitor /m);
     });
     it("splits a 600 s offset into the cron minute and the second", () => {
         assert.deepEqual(splitOffset(0), { minute: 0, second: 0 });
@@ -177,6 +190,7 @@ describe("parts", () => {
         assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, slackChannel: "ops" }, 1, payload)), ["base", "bantool"]);
         assert.deepEqual(changed(a, renderHost(DEFAULT_SETTINGS, 2, payload)), ["monitors"]);
         assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, containerRuntime: "podman" }, 1, payload)), ["base", "monitors"], "monitors' install step checks the runtime");
+        assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, containerMonitor: false }, 1, payload)), ["base", "monitors"], "the cron file and monitors' runtime check");
         assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, nginxServerConf: "/etc/nginx/x" }, 1, payload)), ["base", "web"], "web's install step reads it");
         const edited = payload.map((f) => (f.path === "host-monitor" ? file("host-monitor", "m2", 0o755) : f));
         assert.deepEqual(changed(a, renderHost(DEFAULT_SETTINGS, 1, edited)), ["monitors"]);
@@ -190,7 +204,7 @@ describe("parts", () => {
         assert.deepEqual(names("web"), ["files.table", "hostguard.conf", "install", "lib/common.sh", "nginx/hostguard-deny.conf"]);
         const conf = (p: string) => r.bundles.find((b) => b.part === p)!.files.find((f) => f.path === "hostguard.conf")!.content.toString();
         assert.deepEqual(conf("web").split("\n").filter((l) => /^[A-Z]/.test(l)), ["NGINX_SERVER_CONF=", "APP_PROPERTIES=/opt/app/a.properties"]);
-        assert.deepEqual(conf("monitors").split("\n").filter((l) => /^[A-Z]/.test(l)), ["CONTAINER_RUNTIME=docker"], "install checks the runtime is there");
+        assert.deepEqual(conf("monitors").split("\n").filter((l) => /^[A-Z]/.test(l)), ["CONTAINER_MONITOR=true", "CONTAINER_RUNTIME=docker"], "install checks the runtime is there unless the container monitor is off");
         assert.equal(conf("base"), r.settingsText);
     });
 });

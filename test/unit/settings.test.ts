@@ -3,7 +3,7 @@
 // the table itself is well-formed (names, defaults valid by their own rules).
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { refusal, SETTINGS, type SettingRow } from "../../components/settings";
+import { refusal, SettingError, SETTINGS, validateSetting, validateSettings, type SettingRow } from "../../components/settings";
 import { generatedFiles } from "../../tools/gen-settings";
 
 describe("generated from the settings table", () => {
@@ -41,5 +41,14 @@ describe("the settings table", () => {
         assert.deepEqual([d.cpuThreshold, d.memoryThreshold, d.diskThreshold], ["80", "90", "90"]);
         assert.deepEqual([d.banMaxRetry, d.banFindTime, d.banBanTime], ["10", "1m", "10m"]);
         assert.equal(d.notifySpoolMax, "1000");
+        assert.equal(d.containerMonitor, "true", "the SPEC monitors containers");
+    });
+    it("has containerMonitor: a boolean the monitors part's install step reads, refused naming the key", () => {
+        const row = rows.find((r) => r.key === "containerMonitor");
+        assert.ok(row, "containerMonitor row");
+        assert.deepEqual([row.host, row.type, row.install], ["CONTAINER_MONITOR", "boolean", "monitors"]);
+        assert.deepEqual([validateSetting(row, undefined), validateSetting(row, "false"), validateSetting(row, false), validateSetting(row, "true")], [true, false, false, true]);
+        assert.throws(() => validateSetting(row, "no"), (e: SettingError) => e.key === "containerMonitor" && /true or false/.test(e.message));
+        assert.equal(validateSettings({ containerMonitor: "false" }).containerMonitor, false);
     });
 });
