@@ -453,7 +453,7 @@ s12_heartbeat() {
 }
 
 # A host whose fail2ban was removed (programs hidden, daemon stopped, its
-# /etc config kept, as after apt-get remove). install refuses the bantool
+# /etc config kept, as a package removal leaves it). install refuses the bantool
 # part before writing anything, so the up fails naming fail2ban-client and
 # its package, and /etc/fail2ban stays byte for byte as it was. Each part is
 # its own install run (scripts/README.md): base, the webhook, monitors and
