@@ -9,6 +9,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { AdoptedGroupIngress } from "./adoptedGroup";
 import { DEFAULT_SECURITY_GROUP_DESCRIPTION } from "./config";
 import { InterfaceGroups } from "./interfaceGroups";
+import type { WantedRule } from "./ec2Reconcile";
 
 export interface SecurityGroupArgs {
     /** Region of the EC2 calls the dynamic resources make (aws:region or AWS_REGION). */
@@ -37,15 +38,8 @@ export interface SecurityGroupArgs {
     sharedInstances?: string[];
 }
 
-export interface IngressRule {
-    description: string;
-    protocol: string;
-    fromPort: number;
-    toPort: number;
-    cidrBlocks: string[];
-    ipv6CidrBlocks: string[];
-    securityGroups: string[];
-}
+/** One inbound rule: the shape the group, the adopted group's reconcile and the outputs share. */
+export type IngressRule = WantedRule;
 
 const v4 = (cidrs: string[]) => cidrs.filter((c) => !c.includes(":"));
 const v6 = (cidrs: string[]) => cidrs.filter((c) => c.includes(":"));

@@ -218,15 +218,9 @@ bench_soak() {
       hg_notify_enqueue "${text}"
     done
   )
-  local began ended runs=0 rc max_runs=$((count / 10 + 20))
+  local began ended runs=0
   bench_now_us began
-  while ((runs < max_runs)); do
-    runs=$((runs + 1))
-    rc=0
-    "${BENCH_REPO}/scripts/hostguard-notify" flush >>"${work}/soak-flush.log" 2>&1 || rc=$?
-    ((rc == 0)) && break
-    ((rc == 75)) || { bench_error "soak: hostguard-notify flush exited ${rc}"; break; }
-  done
+  bench_flush_spool "soak: " "${work}/soak-flush.log" $((count / 10 + 20)) runs
   bench_now_us ended
   bench_soak_teardown
   BENCH_CLEANUPS=("${BENCH_CLEANUPS[@]:0:${#BENCH_CLEANUPS[@]}-1}")

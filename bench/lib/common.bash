@@ -74,6 +74,24 @@ bench_error() {
   BENCH_ERRORS=$((BENCH_ERRORS + 1))
 }
 
+# Runs `hostguard-notify flush` (output appended to LOG) until the spool is
+# empty or MAX runs went by; a run's exit 75 (work left for the next run) goes
+# on, any other failure is a correctness error named after LABEL. Sets VAR
+# to the number of runs.
+bench_flush_spool() {
+  local label="$1" log="$2" max="$3"
+  local -n _bench_runs="$4"
+  local rc
+  _bench_runs=0
+  while ((_bench_runs < max)); do
+    _bench_runs=$((_bench_runs + 1))
+    rc=0
+    "${BENCH_REPO}/scripts/hostguard-notify" flush >>"${log}" 2>&1 || rc=$?
+    ((rc == 0)) && return 0
+    ((rc == 75)) || { bench_error "${label}hostguard-notify flush exited ${rc}"; return 0; }
+  done
+}
+
 bench_on_exit() {
   local i
   for ((i = ${#BENCH_CLEANUPS[@]} - 1; i >= 0; i--)); do

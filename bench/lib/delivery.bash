@@ -39,15 +39,9 @@ bench_delivery() {
   receiver_make_root "${root}" NOTIFY_MAX_TIME=10 NOTIFY_ATTEMPTS=3 NOTIFY_BUDGET=40
   bench_enqueue "${count}"
 
-  local start end flushes=0 rc=0
+  local start end flushes=0
   bench_now_us start
-  while ((flushes < 10)); do
-    flushes=$((flushes + 1))
-    rc=0
-    "${BENCH_REPO}/scripts/hostguard-notify" flush >>"${work}/delivery-flush.log" 2>&1 || rc=$?
-    ((rc == 0)) && break
-    ((rc == 75)) || { bench_error "hostguard-notify flush exited ${rc}"; break; }
-  done
+  bench_flush_spool "" "${work}/delivery-flush.log" 10 flushes
   bench_now_us end
   bench_delivery_teardown
   BENCH_CLEANUPS=("${BENCH_CLEANUPS[@]:0:${#BENCH_CLEANUPS[@]}-1}")

@@ -45,15 +45,9 @@ bench_flood() {
   bench_flood_enqueue "${count}"
   receiver_start --dir "${dir}" --port "${port}" --mode "pace 1"
 
-  local start end flushes=0 rc=0
+  local start end flushes=0
   bench_now_us start
-  while ((flushes < 40)); do
-    flushes=$((flushes + 1))
-    rc=0
-    "${BENCH_REPO}/scripts/hostguard-notify" flush >>"${work}/flood-flush.log" 2>&1 || rc=$?
-    ((rc == 0)) && break
-    ((rc == 75)) || { bench_error "flood: hostguard-notify flush exited ${rc}"; break; }
-  done
+  bench_flush_spool "flood: " "${work}/flood-flush.log" 40 flushes
   bench_now_us end
   bench_flood_teardown
   BENCH_CLEANUPS=("${BENCH_CLEANUPS[@]:0:${#BENCH_CLEANUPS[@]}-1}")
