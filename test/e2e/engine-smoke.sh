@@ -195,11 +195,13 @@ main() {
   if [[ "${ENGINE_MODE}" == no-plugin ]]; then
     scenario 2 s_config 1
     scenario 3 s_up 2
-    scenario 5 s_secret_kept 3
   else
     scenario 3 s_up 1
   fi
   scenario 4 s_outputs 3
+  if [[ "${ENGINE_MODE}" == no-plugin ]]; then
+    scenario 5 s_secret_kept 3
+  fi
   scenario 6 s_preview 3
   scenario 7 s_destroy 6
   scenario 8 s_destroyed 7
