@@ -15,12 +15,10 @@
 set -euo pipefail
 umask 077
 
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-readonly HERE
 # shellcheck source=lib/runner.sh
-source "${HERE}/lib/runner.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/runner.sh"
 # shellcheck source=../../tools/setup.bash
-source "${HERE}/../../tools/setup.bash"
+source "${E2E_REPO_ROOT}/tools/setup.bash"
 
 readonly STACK=demo
 readonly WAIT_S="${HG_DEMO_WAIT:-60}"

@@ -15,10 +15,8 @@
 set -euo pipefail
 umask 077
 
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-readonly HERE
 # shellcheck source=lib/runner.sh
-source "${HERE}/lib/runner.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/runner.sh"
 
 ENGINE_MODE=full
 SMOKE_SECRET="smoke-secret-${RANDOM}${RANDOM}"

@@ -12,10 +12,8 @@
 set -euo pipefail
 umask 077
 
-HERE="$(cd "$(dirname "$0")" && pwd)"
-readonly HERE
 # shellcheck source=lib/runner.sh
-source "${HERE}/lib/runner.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/runner.sh"
 
 readonly JAIL=nginx-http-auth
 E2E_TITLES=(

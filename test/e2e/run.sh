@@ -21,10 +21,8 @@
 set -euo pipefail
 umask 077
 
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-readonly HERE
 # shellcheck source=lib/runner.sh
-source "${HERE}/lib/runner.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/runner.sh"
 
 readonly JAIL=nginx-bad-request
 readonly STACK=e2e
