@@ -15,20 +15,13 @@
 set -euo pipefail
 umask 077
 
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-readonly HERE
-# shellcheck source=lib/hosts.sh
-source "${HERE}/lib/hosts.sh"
-# shellcheck source=../helpers/receiver.bash
-source "${HERE}/../helpers/receiver.bash"
-# shellcheck source=lib/stack.sh
-source "${HERE}/lib/stack.sh"
+# shellcheck source=lib/runner.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/runner.sh"
 # shellcheck source=../../tools/setup.bash
-source "${HERE}/../../tools/setup.bash"
+source "${E2E_REPO_ROOT}/tools/setup.bash"
 
 readonly STACK=demo
 readonly WAIT_S="${HG_DEMO_WAIT:-60}"
-WORK=""
 SHOWN=0
 
 say() {
@@ -77,50 +70,35 @@ cleanup() {
     say "pulumi destroy (uninstalls from the host)"
     e2e_pulumi demo-destroy destroy --stack "${STACK}" --yes || echo "destroy failed (the host goes anyway)"
   fi
-  receiver_stop || true
-  hosts_down_all || true
-  [[ -z "${WORK}" ]] || rm -rf "${WORK}"
+  e2e_teardown
   echo "demo: cleaned up"
 }
 
 main() {
-  local missing client addr i busy
-  if ((EUID != 0)); then
-    e2e_skip_banner "npm run demo" "root (the demo host needs network and mount namespaces)"
-    exit 0
-  fi
+  local client addr i busy
+  e2e_require_root "npm run demo" "the demo host needs network and mount namespaces"
   say "installing what is missing (nothing when all is there)"
   hg_setup_for_demo
   PATH="$(hg_tool_path)"
   export PATH
-  missing="$(e2e_engine_missing)"
-  if [[ -n "${missing}" ]]; then
-    e2e_skip_banner "npm run demo" "${missing}"
-    exit 0
-  fi
-  # shellcheck source=../../tools/pulumi-env.sh
-  . "${E2E_REPO_ROOT}/tools/pulumi-env.sh"
-  WORK="$(mktemp -d /tmp/hg-demo.XXXXXXXX)"
+  e2e_require_engine "npm run demo"
+  e2e_work_dir hg-demo
   trap cleanup EXIT
 
   say "one test host (sshd, nginx, fail2ban, cron) and the chat stand-in"
   hosts_init
   host_up web1 1
   client_up visitor 1
-  BATS_TEST_TMPDIR="${HG_RUN_DIR}"
-  RECEIVER_WRAP=(nsenter "--net=/run/netns/$(lan_netns)" --)
-  receiver_start --dir "${HG_RUN_DIR}/receiver" --bind "$(lan_addr)"
-  E2E_URL1="${RECEIVER_URL}"
+  e2e_receiver_start
   e2e_host_prepare web1
   addr="$(host_addr web1)"
   client="$(client_addr visitor)"
   echo "host web1 at ${addr}, visitor at ${client}, chat receiver at $(lan_addr)"
 
   say "stack '${STACK}': the same program, hostguard:aws false, bantime 30s"
-  e2e_project_init "${WORK}"
-  e2e_stack_init "${STACK}" "  hostguard:banBanTime: 30s
+  e2e_project_init "${E2E_WORK}"
+  e2e_stack "${STACK}" "  hostguard:banBanTime: 30s
 " "web1:$(e2e_quiet_minute)"
-  e2e_set_webhook "${STACK}" "${E2E_URL1}"
 
   say "pulumi up ($(pulumi version))"
   pul demo-up up --stack "${STACK}" --yes --skip-preview

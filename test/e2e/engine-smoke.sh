@@ -11,78 +11,47 @@
 # test. Without the command plugin (not buildable from the registries, see
 # tools/README.md) the program uses no provider plugin at all (a component,
 # config and a secret), so the CLI, language host and SDK are still proven.
+# Each step is a scenario of lib/runner.sh and needs the one before.
 set -euo pipefail
 umask 077
 
-REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-readonly REPO_ROOT
-readonly STEP_TIMEOUT=600
+# shellcheck source=lib/runner.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/runner.sh"
 
-TMP_DIR=""
-PROG_DIR=""
 ENGINE_MODE=full
 SMOKE_SECRET="smoke-secret-${RANDOM}${RANDOM}"
-PASSED=0
-FAILED=0
+E2E_TITLES=(
+  [1]="stack init (passphrase secrets)"
+  "config set n and the secret token"
+  "pulumi up"
+  "outputs: a value of 4 digits, the command printed smoke-<value>"
+  "secret config: output shown as [secret], absent from the exported state"
+  "pulumi preview --expect-no-changes"
+  "pulumi destroy"
+  "state empty after destroy"
+)
 
-cleanup() {
-  if [[ -n "${TMP_DIR}" && -d "${TMP_DIR}" ]]; then
-    rm -rf "${TMP_DIR}"
-  fi
-}
-
-pass() {
-  PASSED=$((PASSED + 1))
-  printf 'ok - %s\n' "$1"
-}
-
-fail() {
-  FAILED=$((FAILED + 1))
-  printf 'not ok - %s\n' "$1"
-}
-
-# Runs pulumi in the program directory, bounded in time, output kept in a log
-# named after the step so a failure can show it.
-pul() {
-  local step="$1"
-  shift
-  (cd "${PROG_DIR}" && timeout "${STEP_TIMEOUT}" pulumi --non-interactive "$@") \
-    >"${TMP_DIR}/${step}.log" 2>&1
-}
-
-show_log() {
-  sed 's/^/    | /' "${TMP_DIR}/$1.log" >&2
-}
-
-# check DESCRIPTION STEP PULUMI_ARGS...
-check() {
-  local description="$1" step="$2"
-  shift 2
-  if pul "${step}" "$@"; then
-    pass "${description}"
-  else
-    fail "${description}"
-    show_log "${step}"
-    return 1
-  fi
+# pulumi in the program directory, as it is (e2e_pulumi keeps the output in a log).
+in_program() {
+  (cd "${E2E_PROJECT_DIR}" && pulumi "$@")
 }
 
 write_program() {
-  mkdir -p "${PROG_DIR}"
-  ln -s "${REPO_ROOT}/node_modules" "${PROG_DIR}/node_modules"
-  cat >"${PROG_DIR}/Pulumi.yaml" <<'EOF'
+  mkdir -p "${E2E_PROJECT_DIR}"
+  ln -s "${E2E_REPO_ROOT}/node_modules" "${E2E_PROJECT_DIR}/node_modules"
+  cat >"${E2E_PROJECT_DIR}/Pulumi.yaml" <<'EOF'
 name: engine-smoke
 runtime: nodejs
 description: smoke test of the locally built Pulumi engine
 EOF
   # Without it the language host warns that it uses the program directory
   # as the project root.
-  printf '{"name": "engine-smoke", "private": true, "main": "index.ts"}\n' >"${PROG_DIR}/package.json"
+  printf '{"name": "engine-smoke", "private": true, "main": "index.ts"}\n' >"${E2E_PROJECT_DIR}/package.json"
   if [[ "${ENGINE_MODE}" == no-plugin ]]; then
     # No provider plugin: a component and a config round trip still drive the
     # CLI, the language host and the SDK through every step.
     printf 'note: command plugin not installed, program uses no provider plugin\n'
-    cat >"${PROG_DIR}/index.ts" <<'EOF'
+    cat >"${E2E_PROJECT_DIR}/index.ts" <<'EOF'
 import * as pulumi from "@pulumi/pulumi";
 
 class Probe extends pulumi.ComponentResource {
@@ -99,7 +68,7 @@ export const stdout = pulumi.interpolate`smoke-${config.require("n")}`;
 export const token = config.requireSecret("token");
 EOF
   elif hg_pulumi_plugin_installed random "${HOSTGUARD_RANDOM_VERSION}"; then
-    cat >"${PROG_DIR}/index.ts" <<'EOF'
+    cat >"${E2E_PROJECT_DIR}/index.ts" <<'EOF'
 import * as command from "@pulumi/command";
 import * as random from "@pulumi/random";
 
@@ -115,7 +84,7 @@ EOF
     # The random plugin is optional (not buildable from the registries, see
     # tools/README.md): the number then comes from the shell instead.
     printf 'note: random plugin not installed, program uses the command provider only\n'
-    cat >"${PROG_DIR}/index.ts" <<'EOF'
+    cat >"${E2E_PROJECT_DIR}/index.ts" <<'EOF'
 import * as command from "@pulumi/command";
 
 const said = new command.local.Command("said", {
@@ -128,51 +97,52 @@ EOF
   fi
 }
 
-# Only in no-plugin mode: a secret stays a secret in outputs and state.
-assert_secret_kept() {
-  local shown
-  shown="$(cd "${PROG_DIR}" && pulumi stack output token)"
-  if [[ "${shown}" == "[secret]" ]] && ! (cd "${PROG_DIR}" && pulumi stack export) | grep -qF "${SMOKE_SECRET}"; then
-    pass "secret config: output shown as [secret], absent from the exported state"
+s_init() {
+  e2e_pulumi init stack init smoke --secrets-provider passphrase || { e2e_show_log init; fail "stack init failed"; }
+}
+
+s_config() {
+  e2e_pulumi config-n config set n "$((1000 + RANDOM % 9000))" || { e2e_show_log config-n; fail "config set"; }
+  printf '%s' "${SMOKE_SECRET}" | e2e_pulumi config-token config set --secret token ||
+    { e2e_show_log config-token; fail "config set --secret"; }
+}
+
+s_up() {
+  e2e_pulumi up up --yes --skip-preview || { e2e_show_log up; fail "pulumi up failed"; }
+}
+
+s_outputs() {
+  local value stdout
+  value="$(in_program stack output value)"
+  stdout="$(in_program stack output stdout)"
+  if [[ "${value}" =~ ^[0-9]{4}$ && "${stdout}" == "smoke-${value}" ]]; then
+    printf '  value=%s, the command printed %s\n' "${value}" "${stdout}"
   else
+    fail "expected value of 4 digits and stdout smoke-<value>, got value='${value}' stdout='${stdout}'"
+  fi
+}
+
+# Only in no-plugin mode: a secret stays a secret in outputs and state.
+s_secret_kept() {
+  local shown
+  shown="$(in_program stack output token)"
+  if [[ "${shown}" != "[secret]" ]] || in_program stack export | grep -qF "${SMOKE_SECRET}"; then
     fail "secret config leaked: output '${shown}' or plaintext in the exported state"
   fi
 }
 
-assert_outputs() {
-  local value stdout
-  value="$(cd "${PROG_DIR}" && pulumi stack output value)"
-  stdout="$(cd "${PROG_DIR}" && pulumi stack output stdout)"
-  if [[ "${value}" =~ ^[0-9]{4}$ && "${stdout}" == "smoke-${value}" ]]; then
-    pass "outputs: value=${value}, the command printed '${stdout}'"
-  else
-    fail "outputs: expected value of 4 digits and stdout smoke-<value>, got value='${value}' stdout='${stdout}'"
-  fi
+s_preview() {
+  e2e_pulumi preview preview --expect-no-changes || { e2e_show_log preview; fail "preview shows changes or failed"; }
 }
 
-assert_destroyed() {
+s_destroy() {
+  e2e_pulumi destroy destroy --yes || { e2e_show_log destroy; fail "pulumi destroy failed"; }
+}
+
+s_destroyed() {
   local count
-  count="$(cd "${PROG_DIR}" && pulumi stack export | jq '[.deployment.resources // [] | .[]] | length')"
-  if [[ "${count}" == "0" ]]; then
-    pass "state empty after destroy"
-  else
-    fail "state still holds ${count} resources after destroy"
-  fi
-}
-
-# Each step needs the one before; the first failure ends the sequence.
-run_steps() {
-  check "stack init (passphrase secrets)" init stack init smoke --secrets-provider passphrase || return 1
-  if [[ "${ENGINE_MODE}" == no-plugin ]]; then
-    pul config-n config set n "$((1000 + RANDOM % 9000))" || { fail "config set"; return 1; }
-    printf '%s' "${SMOKE_SECRET}" | pul config-token config set --secret token || { fail "config set --secret"; return 1; }
-  fi
-  check "pulumi up" up up --yes --skip-preview || return 1
-  assert_outputs
-  [[ "${ENGINE_MODE}" != no-plugin ]] || assert_secret_kept
-  check "pulumi preview --expect-no-changes" preview preview --expect-no-changes || return 1
-  check "pulumi destroy" destroy destroy --yes || return 1
-  assert_destroyed
+  count="$(in_program stack export | jq '[.deployment.resources // [] | .[]] | length')"
+  expect_eq "resources in the state after destroy" "${count}" 0
 }
 
 # The CLI and language host come from the Go module proxy, so their absence
@@ -207,26 +177,33 @@ engine_ready_or_skip() {
 }
 
 main() {
-  "${REPO_ROOT}/tools/build-pulumi.sh"
+  "${E2E_REPO_ROOT}/tools/build-pulumi.sh"
   # shellcheck source=../../tools/pulumi-env.sh
-  . "${REPO_ROOT}/tools/pulumi-env.sh"
+  . "${E2E_REPO_ROOT}/tools/pulumi-env.sh"
   engine_ready_or_skip
 
-  TMP_DIR="$(mktemp -d)"
-  trap cleanup EXIT
-  PROG_DIR="${TMP_DIR}/program"
-  mkdir -p "${TMP_DIR}/state"
-  export PULUMI_BACKEND_URL="file://${TMP_DIR}/state"
-  export PULUMI_CONFIG_PASSPHRASE="test"
+  e2e_work_dir hg-engine-smoke
+  e2e_backend "${E2E_WORK}"
+  E2E_PROJECT_DIR="${E2E_WORK}/program"
   write_program
 
   printf 'engine: pulumi %s and its language host in %s, node %s\n' \
     "$(pulumi version)" "$(dirname "$(command -v pulumi)")" "$(node --version)"
-  run_steps || true
-  printf '%d passed, %d failed\n' "${PASSED}" "${FAILED}"
-  local want=6
-  [[ "${ENGINE_MODE}" != no-plugin ]] || want=7
-  [[ "${FAILED}" -eq 0 && "${PASSED}" -eq "${want}" ]]
+  scenario 1 s_init
+  if [[ "${ENGINE_MODE}" == no-plugin ]]; then
+    scenario 2 s_config 1
+    scenario 3 s_up 2
+  else
+    scenario 3 s_up 1
+  fi
+  scenario 4 s_outputs 3
+  if [[ "${ENGINE_MODE}" == no-plugin ]]; then
+    scenario 5 s_secret_kept 3
+  fi
+  scenario 6 s_preview 3
+  scenario 7 s_destroy 6
+  scenario 8 s_destroyed 7
+  e2e_summary
 }
 
 main "$@"

@@ -3,7 +3,8 @@
 # two hosts and a client, proves SSH with strict host keys, private
 # filesystems, nginx, fail2ban, cron, the lan-side HTTPS receiver and a ban
 # that drops one client on one host only, then tears everything down and
-# proves nothing is left. Prints each step with its time; exits 1 on failure.
+# proves nothing is left. Prints each step with its time (lib/runner.sh);
+# exits 1 on failure.
 #
 # Reads: nothing but the machine's packages; needs root. Uses
 # test/helpers/test-ca.sh and webhook-receiver.py through
@@ -11,70 +12,29 @@
 set -euo pipefail
 umask 077
 
-HERE="$(cd "$(dirname "$0")" && pwd)"
-readonly HERE
-# shellcheck source=lib/hosts.sh
-source "${HERE}/lib/hosts.sh"
-# shellcheck source=../helpers/receiver.bash
-source "${HERE}/../helpers/receiver.bash"
+# shellcheck source=lib/runner.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/runner.sh"
 
 readonly JAIL=nginx-http-auth
-PASSED=0
-FAILED=0
+E2E_TITLES=(
+  [1]="host_up h1 1"
+  "host_up h2 2"
+  "client_up c1 1"
+  "host_up again is a no-op; another index is refused"
+  "ssh as root with the key, strict host key checking"
+  "file written over ssh stays in h1's private view"
+  "host_snapshot is stable and hashes files"
+  "nginx answers on each host"
+  "fail2ban answers and cron runs on each host"
+  "receiver starts in the lan namespace"
+  "h1 reaches the HTTPS receiver in the lan namespace"
+  "ban on h1 drops the client there only; unban restores"
+  "cron runs a job from the host's own /etc/cron.d"
+  "host_kill_sshd / host_start_sshd"
+  "teardown leaves no namespace, mount, process or file"
+)
 PROBE="probe-$$-${RANDOM}"
 declare -a NS_INODES=()
-
-now_ms() {
-  local t="${EPOCHREALTIME/./}"
-  printf '%s\n' "$((t / 1000))"
-}
-
-report() {
-  local title="$1" rc="$2" start="$3" end
-  end="$(now_ms)"
-  if ((rc == 0)); then
-    printf 'ok    %6d ms  %s\n' "$((end - start))" "${title}"
-    PASSED=$((PASSED + 1))
-  else
-    printf 'FAIL  %6d ms  %s\n' "$((end - start))" "${title}"
-    FAILED=$((FAILED + 1))
-  fi
-}
-
-# step TITLE FUNCTION: runs FUNCTION in a subshell with errexit (not in an
-# `if`, where bash would ignore it), prints ok/FAIL and the time it took.
-step() {
-  local title="$1" fn="$2" start rc
-  start="$(now_ms)"
-  set +e
-  (
-    set -e
-    "${fn}"
-  )
-  rc=$?
-  set -e
-  report "${title}" "${rc}" "${start}"
-}
-
-# step_here TITLE FUNCTION: the same in this shell, for steps that set state.
-step_here() {
-  local title="$1" fn="$2" start rc=0
-  start="$(now_ms)"
-  "${fn}" || rc=$?
-  report "${title}" "${rc}" "${start}"
-}
-
-expect_eq() {
-  local what="$1" got="$2" want="$3"
-  [[ "${got}" == "${want}" ]] && return 0
-  printf '  %s: got [%s], want [%s]\n' "${what}" "${got}" "${want}" >&2
-  return 1
-}
-
-fail() {
-  printf '  %s\n' "$*" >&2
-  return 1
-}
 
 http_code() {
   client_curl c1 -o /dev/null -w '%{http_code}' "http://$(host_addr "$1")/" 2>/dev/null || true
@@ -170,13 +130,6 @@ t_fail2ban_cron() {
   done
 }
 
-start_receiver() {
-  # receiver.bash wants a bats temp dir even when given --dir.
-  BATS_TEST_TMPDIR="${HG_RUN_DIR}"
-  RECEIVER_WRAP=(nsenter "--net=/run/netns/$(lan_netns)" --)
-  receiver_start --dir "${HG_RUN_DIR}/receiver" --bind "$(lan_addr)"
-}
-
 t_receiver() {
   host_exec h1 install -D -m 0644 /dev/stdin /etc/hostguard/test-ca.pem <"${RECEIVER_CA}"
   # The URL goes through curl's config on stdin, never argv.
@@ -265,33 +218,31 @@ t_teardown() {
 main() {
   ((EUID == 0)) || { echo "hosts-smoke: needs root" >&2; exit 1; }
   hosts_init
-  trap 'receiver_stop; hosts_down_all' EXIT
+  trap e2e_teardown EXIT
   echo "run ${HG_RUN_ID}, network ${HG_NET}.0.0/16, dir ${HG_RUN_DIR}"
-  step "host_up h1 1" t_host1_up
-  step "host_up h2 2" t_host2_up
-  step "client_up c1 1" t_client_up
-  if ((FAILED)); then
-    echo "hosts did not come up; skipping the rest"
-  else
-    step "host_up again is a no-op; another index is refused" t_idempotent
-    step "ssh as root with the key, strict host key checking" t_ssh_strict
-    step "file written over ssh stays in h1's private view" t_private_fs
-    step "host_snapshot is stable and hashes files" t_snapshot
-    step "nginx answers on each host" t_nginx
-    step "fail2ban answers and cron runs on each host" t_fail2ban_cron
-    step_here "receiver starts in the lan namespace" start_receiver
-    step "h1 reaches the HTTPS receiver in the lan namespace" t_receiver
-    step "ban on h1 drops the client there only; unban restores" t_ban
-    if [[ "${HG_SMOKE_CRON:-0}" == 1 ]]; then
-      step "cron runs a job from the host's own /etc/cron.d" t_cron_job
-    fi
-    step "host_kill_sshd / host_start_sshd" t_sshd_restart
+  scenario 1 t_host1_up
+  scenario 2 t_host2_up
+  scenario 3 t_client_up
+  # The rest needs the hosts; the teardown runs whatever came up.
+  scenario 4 t_idempotent 1 2 3
+  scenario 5 t_ssh_strict 1 2 3
+  scenario 6 t_private_fs 1 2 3
+  scenario 7 t_snapshot 1 2 3
+  scenario 8 t_nginx 1 2 3
+  scenario 9 t_fail2ban_cron 1 2 3
+  scenario --here 10 e2e_receiver_start 1 2 3
+  scenario 11 t_receiver 10
+  scenario 12 t_ban 1 2 3
+  if [[ "${HG_SMOKE_CRON:-0}" == 1 ]]; then
+    scenario 13 t_cron_job 1 2 3
+  fi
+  scenario 14 t_sshd_restart 1 2 3
+  if e2e_passed 1 2 3; then
     record_namespaces
   fi
-  step "teardown leaves no namespace, mount, process or file" t_teardown
+  scenario 15 t_teardown
   trap - EXIT
-  echo "${PASSED} passed, ${FAILED} failed"
-  ((FAILED == 0))
+  e2e_summary
 }
 
 main "$@"

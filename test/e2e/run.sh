@@ -21,14 +21,8 @@
 set -euo pipefail
 umask 077
 
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-readonly HERE
-# shellcheck source=lib/hosts.sh
-source "${HERE}/lib/hosts.sh"
-# shellcheck source=../helpers/receiver.bash
-source "${HERE}/../helpers/receiver.bash"
-# shellcheck source=lib/stack.sh
-source "${HERE}/lib/stack.sh"
+# shellcheck source=lib/runner.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/runner.sh"
 
 readonly JAIL=nginx-bad-request
 readonly STACK=e2e
@@ -36,8 +30,8 @@ readonly FLEET_STACK=fleet
 readonly AWS_STACK=aws
 readonly BANTIME_S=20
 readonly INSTALL_DIR=/usr/local/lib/hostguard
-readonly -a TITLES=(""
-  "preview shows the plan; up installs files, cron, jail, deny rule; start message"
+E2E_TITLES=(
+  [1]="preview shows the plan; up installs files, cron, jail, deny rule; start message"
   "thresholds 0: a monitor run delivers the three host alerts"
   "10 denied requests in a minute: ban message, dropped, unban message, back"
   "second up changes nothing and runs no remote command"
@@ -53,61 +47,7 @@ readonly -a TITLES=(""
   [14]="a host without fail2ban: up fails naming it; no jail; with it back, up installs"
 )
 
-WORK=""
 MINUTE=0
-declare -A RESULT=()
-declare -A MILLIS=()
-
-now_ms() {
-  local t="${EPOCHREALTIME/./}"
-  printf '%s\n' "$((t / 1000))"
-}
-
-wanted() {
-  [[ -z "${HG_E2E_ONLY:-}" || " ${HG_E2E_ONLY} " == *" $1 "* ]]
-}
-
-fail() {
-  printf '  %s\n' "$*" >&2
-  return 1
-}
-
-expect_eq() {
-  local what="$1" got="$2" want="$3"
-  [[ "${got}" == "${want}" ]] && return 0
-  fail "${what}: got [${got}], want [${want}]"
-}
-
-# scenario N FUNCTION [NEEDS...]: runs FUNCTION in a subshell with errexit,
-# records pass/fail and its time. Skipped when a scenario it needs did not pass.
-scenario() {
-  local n="$1" fn="$2" need start rc
-  shift 2
-  wanted "${n}" || return 0
-  for need in "$@"; do
-    if [[ "${RESULT[${need}]:-}" != pass ]]; then
-      RESULT[${n}]="not run (needs scenario ${need})"
-      printf 'SKIP  scenario %-2s %s: needs scenario %s\n' "${n}" "${TITLES[n]}" "${need}"
-      return 0
-    fi
-  done
-  printf -- '--- scenario %s: %s\n' "${n}" "${TITLES[n]}"
-  start="$(now_ms)"
-  set +e
-  (
-    set -e
-    "${fn}"
-  )
-  rc=$?
-  set -e
-  MILLIS[${n}]=$(($(now_ms) - start))
-  if ((rc == 0)); then
-    RESULT[${n}]=pass
-  else
-    RESULT[${n}]=FAIL
-  fi
-  printf '%-4s  scenario %-2s %7d ms  %s\n' "${RESULT[${n}]}" "${n}" "${MILLIS[${n}]}" "${TITLES[n]}"
-}
 
 # --- assertions on the hosts -------------------------------------------------
 
@@ -189,7 +129,7 @@ s1_install() {
   created="$(jq -r '[.steps[]? | select(.op == "create") | .urn | split("::") | last] | sort | join(",")' \
     "${E2E_LOG_DIR}/01-preview.json")"
   expect_eq "resources the preview would create" "${created}" "h1,h1-bantool,h1-base,h1-monitors,h1-web,h1-webhook,hostguard-${STACK}"
-  expect_eq "h1 untouched by preview" "$(host_snapshot h1)" "$(cat "${WORK}/h1.before")"
+  expect_eq "h1 untouched by preview" "$(host_snapshot h1)" "$(cat "${E2E_WORK}/h1.before")"
   since="$(date +%s.%N)"
   up 01-up
   assert_installed h1
@@ -209,7 +149,7 @@ s4_no_changes() {
     e2e_show_log 04-up
     fail "second up changed something"
   fi
-  grep -Eq '^ +7 unchanged' "${E2E_LOG_DIR}/04-up.log" || { e2e_show_log 04-up; fail "no '7 unchanged' in the summary"; }
+  e2e_log_has 04-up -E '^ +7 unchanged' "no '7 unchanged' in the summary"
   expect_eq "ssh logins on h1 during preview and up" "$(ssh_logins h1)" "${logins}"
   expect_eq "mtimes and ctimes on h1" "$(times_of h1)" "${times}"
 }
@@ -217,7 +157,7 @@ s4_no_changes() {
 s5_rotation() {
   local since probe
   since="$(date +%s.%N)"
-  e2e_set_webhook "${STACK}" "${E2E_URL2}" || { e2e_show_log "config-webhook-${STACK}"; fail "config set failed"; }
+  e2e_webhook "${STACK}" "${E2E_URL2}"
   assert_plan 05-preview "update h1-webhook"
   up 05-up
   host_exec h1 grep -qF "/B001/" /etc/hostguard/webhook.curlrc || fail "h1 webhook file not rotated"
@@ -306,11 +246,10 @@ s10_sshd_killed() {
   wait "${pid}" || rc=$?
   ((rc != 0)) || fail "up succeeded although sshd was killed (the kill came after the last session?)"
   printf '  up failed (%s) with:\n' "${rc}"
-  { grep -E 'error|Error' "${E2E_LOG_DIR}/10-up-killed.log" || true; } | head -n 4 | sed 's/^/    /'
+  e2e_log_lines 10-up-killed 'error|Error'
   # What the SSH library says depends on when the kill lands: EOF, a refused
   # dial, or a session that ended without an exit status.
-  grep -Eqi 'ssh|dial|connect|EOF|refused|without exit status' "${E2E_LOG_DIR}/10-up-killed.log" ||
-    { e2e_show_log 10-up-killed; fail "the failure does not name the connection"; }
+  e2e_log_has 10-up-killed -Ei 'ssh|dial|connect|EOF|refused|without exit status' "the failure does not name the connection"
   host_start_sshd h1
   up 10-up-rerun
   e2e_pulumi 10-preview preview --stack "${STACK}" --expect-no-changes || { e2e_show_log 10-preview; fail "not converged"; }
@@ -346,8 +285,8 @@ s7_destroy() {
 assert_snapshot_restored() {
   local name="$1" now
   now="$(host_snapshot "${name}")"
-  if [[ "${now}" != "$(cat "${WORK}/${name}.before")" ]]; then
-    diff <(cat "${WORK}/${name}.before") <(echo "${now}") | sed 's/^/    /' >&2 || true
+  if [[ "${now}" != "$(cat "${E2E_WORK}/${name}.before")" ]]; then
+    diff <(cat "${E2E_WORK}/${name}.before") <(echo "${now}") | sed 's/^/    /' >&2 || true
     fail "${name}: filesystem differs from before the first up"
   fi
 }
@@ -358,11 +297,10 @@ s8_fleet() {
     host_up "${name}" "${index}"
     index=$((index + 1))
     e2e_host_prepare "${name}"
-    host_snapshot "${name}" >"${WORK}/${name}.before"
+    host_snapshot "${name}" >"${E2E_WORK}/${name}.before"
   done
-  e2e_stack_init "${FLEET_STACK}" "  hostguard:banBanTime: ${BANTIME_S}s
-" "h2:${MINUTE}" "h3:${MINUTE}" "h4:${MINUTE}" || { e2e_show_log "stack-init-${FLEET_STACK}"; fail "fleet stack init"; }
-  e2e_set_webhook "${FLEET_STACK}" "${E2E_URL1}" || fail "fleet webhook"
+  e2e_stack "${FLEET_STACK}" "  hostguard:banBanTime: ${BANTIME_S}s
+" "h2:${MINUTE}" "h3:${MINUTE}" "h4:${MINUTE}"
   since="$(date +%s.%N)"
   up 08-up "${FLEET_STACK}"
   for name in h2 h3 h4; do
@@ -394,7 +332,7 @@ s9_no_secret() {
   done
   ((n > 0)) || fail "no stack export was taken"
   # Every CLI output of the run, the state backend and the stack files.
-  hits="$(grep -rlF -e "${RECEIVER_SENTINEL}" -e "/services/T000/" "${E2E_LOG_DIR}" "${WORK}/state" \
+  hits="$(grep -rlF -e "${RECEIVER_SENTINEL}" -e "/services/T000/" "${E2E_LOG_DIR}" "${E2E_WORK}/state" \
     "${E2E_PROJECT_DIR}"/Pulumi.*.yaml 2>/dev/null || true)"
   [[ -z "${hits}" ]] || fail "the webhook appears in: ${hits}"
   printf '  checked %d exports and %d CLI logs\n' "${n}" "$(find "${E2E_LOG_DIR}" -type f | wc -l)"
@@ -407,7 +345,7 @@ s11_verify_webhook() {
   local since log=11-up-refused
   since="$(date +%s.%N)"
   receiver_mode status 404 no_service
-  e2e_set_webhook "${STACK}" "${E2E_URL_REFUSED}" || { e2e_show_log "config-webhook-${STACK}"; fail "config set failed"; }
+  e2e_webhook "${STACK}" "${E2E_URL_REFUSED}"
   if e2e_pulumi "${log}" up --stack "${STACK}" --yes --skip-preview; then
     receiver_mode ok
     e2e_show_log "${log}"
@@ -415,17 +353,15 @@ s11_verify_webhook() {
   fi
   receiver_mode ok
   printf '  up failed with:\n'
-  { grep -E 'updating failed|refused' "${E2E_LOG_DIR}/${log}.log" || true; } | cut -c1-120 | head -n 4 | sed 's/^/    /'
-  grep -qE "h1-webhook .*updating failed" "${E2E_LOG_DIR}/${log}.log" ||
-    { e2e_show_log "${log}"; fail "the failure does not name h1-webhook"; }
-  grep -qF "HTTP 404 no_service" "${E2E_LOG_DIR}/${log}.log" ||
-    { e2e_show_log "${log}"; fail "the failure does not show the status and Slack's error text"; }
+  e2e_log_lines "${log}" 'updating failed|refused' 120
+  e2e_log_has "${log}" -E "h1-webhook .*updating failed" "the failure does not name h1-webhook"
+  e2e_log_has "${log}" -F "HTTP 404 no_service" "the failure does not show the status and Slack's error text"
   if grep -qF -e "${RECEIVER_SENTINEL}" -e "/services/T000/" -e "$(lan_addr):${RECEIVER_PORT}" "${E2E_LOG_DIR}/${log}.log"; then
     fail "the failed up shows the webhook URL"
   fi
   expect_eq "test messages refused with 404" "$(refusals_since "${since}")" 1
   since="$(date +%s.%N)"
-  e2e_set_webhook "${STACK}" "${E2E_URL3}" || { e2e_show_log "config-webhook-${STACK}"; fail "config set failed"; }
+  e2e_webhook "${STACK}" "${E2E_URL3}"
   up 11-up-good
   e2e_wait_message "${since}" 20 '^url3	\[Server Alert\] \\nConnectivity test from [^	]+: webhook OK(	.*)?$' >/dev/null
   host_exec h1 grep -qF "/B003/" /etc/hostguard/webhook.curlrc || fail "h1 webhook file not rotated to the good URL"
@@ -467,22 +403,19 @@ s14_missing_program() {
   host_exec "${name}" timeout 30 service fail2ban stop >/dev/null 2>&1 3>&- || fail "${name}: fail2ban stop"
   host_hide_package "${name}" fail2ban
   host_exec "${name}" test ! -e /usr/bin/fail2ban-client || fail "${name}: fail2ban-client still there"
-  host_snapshot "${name}" >"${WORK}/${name}.before"
+  host_snapshot "${name}" >"${E2E_WORK}/${name}.before"
   f2b_before="$(host_snapshot "${name}" /etc/fail2ban)"
-  e2e_stack_init "${stack}" "" "${name}:${MINUTE}" || { e2e_show_log "stack-init-${stack}"; fail "stack init"; }
-  e2e_set_webhook "${stack}" "${E2E_URL1}" || fail "webhook"
+  e2e_stack "${stack}" "" "${name}:${MINUTE}"
   if e2e_pulumi "${log}" up --stack "${stack}" --yes --skip-preview; then
     e2e_show_log "${log}"
     fail "up succeeded on a host without fail2ban"
   fi
   printf '  up failed with:\n'
-  { grep -E 'creating failed|needs|refused' "${E2E_LOG_DIR}/${log}.log" || true; } | cut -c1-160 | head -n 4 | sed 's/^/    /'
-  grep -qE "${name}-bantool .*creating failed" "${E2E_LOG_DIR}/${log}.log" ||
-    { e2e_show_log "${log}"; fail "the failure does not name ${name}-bantool"; }
-  grep -qF "part bantool needs fail2ban-client for the nginx-bad-request jail: not installed" "${E2E_LOG_DIR}/${log}.log" ||
-    { e2e_show_log "${log}"; fail "the failure does not name fail2ban-client"; }
-  grep -qF "Debian/Ubuntu package: fail2ban" "${E2E_LOG_DIR}/${log}.log" ||
-    { e2e_show_log "${log}"; fail "the failure does not name the package"; }
+  e2e_log_lines "${log}" 'creating failed|needs|refused' 160
+  e2e_log_has "${log}" -E "${name}-bantool .*creating failed" "the failure does not name ${name}-bantool"
+  e2e_log_has "${log}" -F "part bantool needs fail2ban-client for the nginx-bad-request jail: not installed" \
+    "the failure does not name fail2ban-client"
+  e2e_log_has "${log}" -F "Debian/Ubuntu package: fail2ban" "the failure does not name the package"
   # Nothing of the refused part: no jail, filter or action, no manifest.
   expect_eq "${name}: /etc/fail2ban after the refused part" "$(host_snapshot "${name}" /etc/fail2ban)" "${f2b_before}"
   host_exec "${name}" test ! -e /var/lib/hostguard/install-bantool.manifest || fail "${name}: a bantool manifest was written"
@@ -559,18 +492,17 @@ s13_aws_adopt() {
   grep -qx 'in -1 all 0.0.0.0/0 "allow all"' <<<"${before}" || fail "the group has no allow-all rule to begin with: ${before}"
   host_up h5 5
   e2e_host_prepare h5
-  host_snapshot h5 >"${WORK}/h5.before"
+  host_snapshot h5 >"${E2E_WORK}/h5.before"
   admin="${HG_NET}.0.0/16"
   wanted="$(moto_ec2 wanted "${admin}")"
-  e2e_stack_init "${AWS_STACK}" "  hostguard:aws: \"true\"
+  e2e_stack "${AWS_STACK}" "  hostguard:aws: \"true\"
   hostguard:vpcId: ${vpc}
   hostguard:securityGroupId: ${group}
   hostguard:adminCidrs:
     - ${admin}
   hostguard:banBanTime: ${BANTIME_S}s
   aws:region: us-east-1
-" "h5:${MINUTE}" || { e2e_show_log "stack-init-${AWS_STACK}"; fail "aws stack init"; }
-  e2e_set_webhook "${AWS_STACK}" "${E2E_URL1}" || fail "aws stack webhook"
+" "h5:${MINUTE}"
 
   # The group is on an instance outside the stack: preview refuses, naming it.
   if e2e_pulumi 13-preview-shared preview --stack "${AWS_STACK}"; then
@@ -618,7 +550,7 @@ s13_aws_adopt() {
   e2e_pulumi 13-destroy destroy --stack "${AWS_STACK}" --yes || { e2e_show_log 13-destroy; fail "destroy failed"; }
   expect_eq "the group after destroy" "$(moto_ec2 snapshot "${group}")" "${before}"
   assert_snapshot_restored h5
-  if grep -rlF "${AWS_SECRET_ACCESS_KEY}" "${E2E_LOG_DIR}" "${WORK}/state" "${E2E_PROJECT_DIR}"/Pulumi.*.yaml 2>/dev/null; then
+  if grep -rlF "${AWS_SECRET_ACCESS_KEY}" "${E2E_LOG_DIR}" "${E2E_WORK}/state" "${E2E_PROJECT_DIR}"/Pulumi.*.yaml 2>/dev/null; then
     fail "the AWS secret key appears in the files above"
   fi
 }
@@ -637,79 +569,32 @@ heartbeats_since() {
     "${RECEIVER_REQUESTS}"
 }
 
-# --- setup, teardown, summary --------------------------------------------------
+# --- setup ------------------------------------------------------------------------
 
 setup() {
-  WORK="$(mktemp -d /tmp/hg-e2e-stack.XXXXXXXX)"
+  e2e_work_dir hg-e2e-stack
   hosts_init
-  echo "run ${HG_RUN_ID}, network ${HG_NET}.0.0/16, work dir ${WORK}"
+  echo "run ${HG_RUN_ID}, network ${HG_NET}.0.0/16, work dir ${E2E_WORK}"
   host_up h1 1
   client_up c1 1
-  BATS_TEST_TMPDIR="${HG_RUN_DIR}"
-  RECEIVER_WRAP=(nsenter "--net=/run/netns/$(lan_netns)" --)
-  receiver_start --dir "${HG_RUN_DIR}/receiver" --bind "$(lan_addr)"
-  E2E_URL1="${RECEIVER_URL}"
+  e2e_receiver_start
   E2E_URL2="https://$(lan_addr):${RECEIVER_PORT}/services/T000/B001/${RECEIVER_SENTINEL}-rotated"
   E2E_URL3="https://$(lan_addr):${RECEIVER_PORT}/services/T000/B003/${RECEIVER_SENTINEL}-verified"
   E2E_URL_REFUSED="https://$(lan_addr):${RECEIVER_PORT}/services/T000/B404/${RECEIVER_SENTINEL}-refused"
   E2E_HEARTBEAT_URL="https://$(lan_addr):${RECEIVER_PORT}/ping/${RECEIVER_SENTINEL}-heartbeat"
   e2e_host_prepare h1
-  host_snapshot h1 >"${WORK}/h1.before"
-  e2e_project_init "${WORK}"
+  host_snapshot h1 >"${E2E_WORK}/h1.before"
+  e2e_project_init "${E2E_WORK}"
   MINUTE="$(e2e_quiet_minute)"
-  e2e_stack_init "${STACK}" "  hostguard:banBanTime: ${BANTIME_S}s
-" "h1:${MINUTE}" || { e2e_show_log "stack-init-${STACK}"; e2e_show_log "config-key-${STACK}"; return 1; }
-  e2e_set_webhook "${STACK}" "${E2E_URL1}"
+  e2e_stack "${STACK}" "  hostguard:banBanTime: ${BANTIME_S}s
+" "h1:${MINUTE}"
   printf 'engine: pulumi %s, node %s; cron minute %s\n' "$(pulumi version)" "$(node --version)" "${MINUTE}"
 }
 
-teardown() {
-  receiver_stop || true
-  hosts_down_all || true
-  if [[ -n "${WORK}" && -d "${WORK}" ]]; then
-    if [[ "${HG_KEEP_RUN_DIR:-0}" == 1 ]]; then
-      echo "logs kept in ${WORK}/logs"
-    else
-      rm -rf "${WORK}"
-    fi
-  fi
-}
-
-summary() {
-  local n passed=0 failed=0 other=0
-  echo
-  echo "e2e summary (scenario, result, time):"
-  for n in 1 2 3 4 5 6 7 8 9 10 11 12 13 14; do
-    wanted "${n}" || continue
-    case "${RESULT[${n}]:-not run}" in
-      pass) passed=$((passed + 1)) ;;
-      FAIL) failed=$((failed + 1)) ;;
-      *) other=$((other + 1)) ;;
-    esac
-    printf '  %-2s %-32s %8s  %s\n' "${n}" "${RESULT[${n}]:-not run}" \
-      "${MILLIS[${n}]:+$((MILLIS[${n}] / 1000)) s}" "${TITLES[n]}"
-  done
-  echo "${passed} passed, ${failed} failed, ${other} not run"
-  ((failed == 0 && other == 0))
-}
-
 main() {
-  local missing
-  if (($#)); then
-    HG_E2E_ONLY="$*"
-  fi
-  if ((EUID != 0)); then
-    e2e_skip_banner "npm run test:e2e" "root (the test hosts need network and mount namespaces)"
-    exit 0
-  fi
-  missing="$(e2e_engine_missing)"
-  if [[ -n "${missing}" ]]; then
-    e2e_skip_banner "npm run test:e2e" "${missing}"
-    exit 0
-  fi
-  # shellcheck source=../../tools/pulumi-env.sh
-  . "${E2E_REPO_ROOT}/tools/pulumi-env.sh"
-  trap teardown EXIT
+  E2E_ONLY="${*:-${HG_E2E_ONLY:-}}"
+  e2e_require_root "npm run test:e2e" "the test hosts need network and mount namespaces"
+  e2e_require_engine "npm run test:e2e"
   setup
   scenario 1 s1_install
   scenario 4 s4_no_changes 1
@@ -725,7 +610,7 @@ main() {
   scenario 13 s13_aws_adopt
   scenario 9 s9_no_secret
   scenario 14 s14_missing_program
-  summary
+  e2e_summary
 }
 
 main "$@"

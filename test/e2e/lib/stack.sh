@@ -1,9 +1,10 @@
 # shellcheck shell=bash
-# Helpers shared by test/e2e/run.sh and test/e2e/demo.sh: decide whether the
-# real Pulumi engine can deploy @pulumi/command here (and print a loud banner
-# when it cannot), copy the program into a temp project, write a test stack
-# of that same program (hostguard:aws false, hosts from hosts.sh) and run the
-# CLI with every line of its output kept in a log.
+# Helpers shared by the end-to-end scripts (through lib/runner.sh) and
+# bench/lib/deploy.bash: decide whether the real Pulumi engine can deploy
+# @pulumi/command here (and print a loud banner when it cannot), copy the
+# program into a temp project, write a test stack of that same program
+# (hostguard:aws false, hosts from hosts.sh) and run the CLI with every line
+# of its output kept in a log.
 #
 # Reads: tools/pulumi-env.sh (the engine, its plugins), the repository's
 # Pulumi.yaml, index.ts, components/, scripts/, node_modules; hosts.sh and
@@ -11,7 +12,8 @@
 #
 #   e2e_engine_missing          prints why the engine cannot deploy (empty: it can)
 #   e2e_skip_banner WHO REASON  the loud "NOT RUN" banner on stderr
-#   e2e_project_init DIR        temp copy of the program, file:// backend, passphrase
+#   e2e_backend DIR             file:// backend in DIR/state, logs in DIR/logs, passphrase
+#   e2e_project_init DIR        e2e_backend DIR and a temp copy of the program
 #   e2e_stack_init STACK EXTRA NAME:MINUTE...  stack config for those hosts
 #   e2e_set_webhook STACK URL   secret hostguard:webhookUrl, value on stdin only
 #   e2e_pulumi LOG ARGS...      pulumi in the project, output in $E2E_LOG_DIR/LOG.log
@@ -50,21 +52,29 @@ e2e_skip_banner() {
   } >&2
 }
 
-# e2e_project_init DIR: the program's own files (Pulumi.yaml, index.ts,
-# components/, scripts/) copied, so a test may edit a script there without
-# touching the repository; node_modules linked.
+# e2e_backend DIR: DIR/logs for the CLI's output, DIR/state as the file://
+# backend, a fresh passphrase for the secrets.
+e2e_backend() {
+  local dir="$1"
+  E2E_LOG_DIR="${dir}/logs"
+  mkdir -p "${E2E_LOG_DIR}" "${dir}/state"
+  export PULUMI_BACKEND_URL="file://${dir}/state"
+  PULUMI_CONFIG_PASSPHRASE="e2e-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"
+  export PULUMI_CONFIG_PASSPHRASE
+}
+
+# e2e_project_init DIR: e2e_backend DIR, and the program's own files
+# (Pulumi.yaml, index.ts, components/, scripts/) copied, so a test may edit a
+# script there without touching the repository; node_modules linked.
 e2e_project_init() {
   local dir="$1"
+  e2e_backend "${dir}"
   E2E_PROJECT_DIR="${dir}/project"
-  E2E_LOG_DIR="${dir}/logs"
-  mkdir -p "${E2E_PROJECT_DIR}" "${E2E_LOG_DIR}" "${dir}/state"
+  mkdir -p "${E2E_PROJECT_DIR}"
   cp -a "${E2E_REPO_ROOT}/Pulumi.yaml" "${E2E_REPO_ROOT}/index.ts" "${E2E_REPO_ROOT}/package.json" \
     "${E2E_REPO_ROOT}/tsconfig.json" "${E2E_REPO_ROOT}/components" "${E2E_REPO_ROOT}/scripts" \
     "${E2E_PROJECT_DIR}/"
   ln -s "${E2E_REPO_ROOT}/node_modules" "${E2E_PROJECT_DIR}/node_modules"
-  export PULUMI_BACKEND_URL="file://${dir}/state"
-  PULUMI_CONFIG_PASSPHRASE="e2e-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"
-  export PULUMI_CONFIG_PASSPHRASE
 }
 
 # e2e_pulumi LOG ARGS...: bounded in time, output in the log (and its exit status).
