@@ -213,14 +213,38 @@ s2_thresholds() {
   up 02-up-restore
 }
 
+# The jail's "Total failed" on host NAME.
+jail_total_failed() {
+  host_exec "$1" fail2ban-client status "${JAIL}" 2>/dev/null | sed -n 's/^.*Total failed:[[:space:]]*//p'
+}
+
+# Waits (at most 60 s) until the jail on host NAME has counted more than
+# BEFORE failures.
+wait_jail_counted() {
+  local name="$1" before="$2" i now
+  for ((i = 0; i < 120; i++)); do
+    now="$(jail_total_failed "${name}")"
+    [[ -n "${now}" ]] && ((now > before)) && return 0
+    sleep 0.5
+  done
+  fail "${name}: the jail counted no new failure within 60 s (Total failed ${now:-?}, before ${before})"
+}
+
 s3_ban() {
   local since addr client i code ban
   addr="$(host_addr h1)"
   client="$(client_addr c1)"
   since="$(date +%s.%N)"
+  # A jail (re)started moments ago reads its log late: fail2ban's pyinotify
+  # backend keeps a new log path "pending" for a while, and lines read after
+  # their bantime count as an expired ban. So the first denied request is a
+  # probe: the other nine go once the jail has counted it.
+  local failed_before
+  failed_before="$(jail_total_failed h1)"
   for ((i = 1; i <= 10; i++)); do
     code="$(client_curl c1 -o /dev/null -w '%{http_code}' "http://${addr}/.env?n=${i}" 2>/dev/null || true)"
     expect_eq "request ${i} from c1" "${code}" 403
+    ((i > 1)) || wait_jail_counted h1 "${failed_before}"
   done
   ban="$(e2e_wait_message "${since}" 30 "^url[12]	Ban Alert\(${JAIL}\)\\\\n Banned IP: \*${client//./\\.}\*\\\\n Failures: [0-9]+ failure\(s\)\\\\n Timestap: [0-9]+$")"
   printf '  %s\n' "${ban#*	}"
