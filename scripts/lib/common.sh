@@ -228,6 +228,14 @@ hg_load_settings() {
   done <"${file}"
 }
 
+# Prints TEXT without its leading and trailing white space.
+trim() {
+  local text="$1"
+  text="${text#"${text%%[![:space:]]*}"}"
+  text="${text%"${text##*[![:space:]]}"}"
+  printf '%s' "${text}"
+}
+
 # Succeeds when VALUE is allowed for KEY. Byte-wise (C locale) matching, as
 # JavaScript's RegExp matches the same patterns.
 hg_setting_ok() {

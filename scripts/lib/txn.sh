@@ -282,12 +282,18 @@ txn_save() {
   JOURNAL+=("f"$'\t'"${path}"$'\t'"${copy}")
 }
 
-# Call before the user file resolved by safe_resolve_file is replaced.
-txn_save_user() {
-  local label="$1" copy
-  copy="$(mktemp "${WORK_DIR}/saved.XXXXXX")"
-  safe_read "${copy}"
+# Call before the user file resolved by safe_resolve_file is replaced; COPY
+# (in the work directory) holds its content as read. LABEL is the setting
+# that named the file, for safe_resolve_file on rollback.
+txn_record_user() {
+  local label="$1" copy="$2"
   JOURNAL+=("u"$'\t'"${label}"$'\t'"${SAFE_REAL}"$'\t'"${copy}")
+}
+
+# Call before the mode or owner of host directory DIR changes.
+txn_record_mode() {
+  local dir="${HG_ROOT}$1"
+  JOURNAL+=("m"$'\t'"${dir}"$'\t'"$(stat -c %a -- "${dir}")"$'\t'"$(stat -c %u:%g -- "${dir}")")
 }
 
 txn_rollback() {
