@@ -21,7 +21,7 @@
 # kept, e.g. the webhook); any of them means "not edited since".
 # Sourced by install, never run; needs lib/safe-path.sh.
 
-readonly TXN_STATE="${HG_STATE_DIR#"${HG_ROOT}"}"
+readonly TXN_STATE="${HG_STATE_PATH}"
 readonly TXN_BACKUP_DIR="${TXN_STATE}/backup"
 readonly TXN_EDITED_DIR="${TXN_STATE}/edited"
 readonly TXN_WORK_NAME="${SAFE_TMP_PREFIX}work"
@@ -187,7 +187,7 @@ txn_recover() {
   fi
   # The webhook's temp file (set-webhook killed between write and rename).
   if [[ -d "${HG_CONF_DIR}" && ! -L "${HG_CONF_DIR}" ]]; then
-    safe_root_dir /etc/hostguard
+    safe_root_dir "${HG_CONF_PATH}"
     rm -f -- "${HG_CONF_DIR}/${SAFE_TMP_PREFIX}"*
   fi
   return 0
