@@ -4,12 +4,24 @@
 # Sourced, never run. Reads HOSTGUARD_ROOT (tests only) and hostguard.conf.
 
 readonly HG_ROOT="${HOSTGUARD_ROOT:-}"
-readonly HG_CONF_DIR="${HG_ROOT}/etc/hostguard"
-readonly HG_SETTINGS_FILE="${HG_CONF_DIR}/hostguard.conf"
-readonly HG_WEBHOOK_FILE="${HG_CONF_DIR}/webhook.curlrc"
-readonly HG_HEARTBEAT_FILE="${HG_CONF_DIR}/heartbeat.curlrc"
-readonly HG_STATE_DIR="${HG_ROOT}/var/lib/hostguard"
-readonly HG_SPOOL_DIR="${HG_ROOT}/var/spool/hostguard"
+# hostguard's own places, each spelled once. *_PATH: the path as on the host
+# (what install records in its manifests and checks with safe_root_dir);
+# *_DIR and *_FILE: the same under HG_ROOT (a test's --root), what the
+# scripts open.
+readonly HG_LIB_PATH=/usr/local/lib/hostguard
+readonly HG_CONF_PATH=/etc/hostguard
+readonly HG_SETTINGS_PATH="${HG_CONF_PATH}/hostguard.conf"
+readonly HG_WEBHOOK_PATH="${HG_CONF_PATH}/webhook.curlrc"
+readonly HG_HEARTBEAT_PATH="${HG_CONF_PATH}/heartbeat.curlrc"
+readonly HG_STATE_PATH=/var/lib/hostguard
+readonly HG_SPOOL_PATH=/var/spool/hostguard
+readonly HG_LOG_PATH=/var/log/hostguard
+readonly HG_CONF_DIR="${HG_ROOT}${HG_CONF_PATH}"
+readonly HG_SETTINGS_FILE="${HG_ROOT}${HG_SETTINGS_PATH}"
+readonly HG_WEBHOOK_FILE="${HG_ROOT}${HG_WEBHOOK_PATH}"
+readonly HG_HEARTBEAT_FILE="${HG_ROOT}${HG_HEARTBEAT_PATH}"
+readonly HG_STATE_DIR="${HG_ROOT}${HG_STATE_PATH}"
+readonly HG_SPOOL_DIR="${HG_ROOT}${HG_SPOOL_PATH}"
 
 # BEGIN settings table (generated from components/settings.ts by `npm run settings:gen`; do not edit)
 # Defaults of every setting; hg_load_settings refuses keys not listed here.
@@ -226,6 +238,14 @@ hg_load_settings() {
       || hg_die "${file}:${number}: invalid value for ${key}"
     printf -v "HG_${key}" '%s' "${value}"
   done <"${file}"
+}
+
+# Prints TEXT without its leading and trailing white space.
+trim() {
+  local text="$1"
+  text="${text#"${text%%[![:space:]]*}"}"
+  text="${text%"${text##*[![:space:]]}"}"
+  printf '%s' "${text}"
 }
 
 # Succeeds when VALUE is allowed for KEY. Byte-wise (C locale) matching, as

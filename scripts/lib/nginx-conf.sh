@@ -609,7 +609,7 @@ ngx_install_include() {
     [[ "${SAFE_REAL}" == "${NGX_FILES[k]}" ]] || hg_die "${NGX_FILES[k]} moved while install read it: refused"
     manifest_add include "${SAFE_REAL}" "${token}"
     txn_changed
-    JOURNAL+=("u"$'\t'"NGINX_SERVER_CONF"$'\t'"${SAFE_REAL}"$'\t'"${NGX_FILE_COPY[k]}")
+    txn_record_user NGINX_SERVER_CONF "${NGX_FILE_COPY[k]}"
     safe_replace "${content}"
     total=$((total + NGX_ADDED))
     hg_log INFO "added the deny include to ${NGX_ADDED} server and location block(s) of ${SAFE_REAL}"
@@ -632,7 +632,7 @@ ngx_uninstall_include() {
   ngx_remove_include "${copy}" "${content}" "${token}" \
     || hg_die "NGINX_SERVER_CONF: ${real}: ${NGX_ERROR}: the deny include was not removed"
   ((NGX_REMOVED > 0)) || return 0
-  JOURNAL+=("u"$'\t'"NGINX_SERVER_CONF"$'\t'"${SAFE_REAL}"$'\t'"${copy}")
+  txn_record_user NGINX_SERVER_CONF "${copy}"
   safe_replace "${content}"
   CHANGED=1
   hg_log INFO "removed the deny include from ${real}"

@@ -44,7 +44,7 @@ readonly HG_NOTIFY_PROBE_FIRST=600
 readonly HG_NOTIFY_PROBE_MAX=3600
 # The error text of the chat service is shown cut to this many bytes.
 readonly HG_NOTIFY_ERROR_MAX=200
-# The channel override at the end of a message as hg_notify_json writes it.
+# The channel override at the end of a message as hg_notify_json_to writes it.
 readonly HG_NOTIFY_CHANNEL_RE=',"channel":"#[a-z0-9._-]{1,80}"\}$'
 # The webhook's own refusals (Slack's answers): the webhook, not the
 # message, is at fault, so every message stays spooled.
@@ -100,14 +100,7 @@ hg_notify_write_state() {
   fi
 }
 
-# The JSON body of one message; CHANNEL (without #) only for start/stop.
-hg_notify_json() {
-  local json
-  hg_notify_json_to json "$@"
-  printf '%s' "${json}"
-}
-
-# VAR <- the JSON body of one message (hg_notify_json without a subshell).
+# VAR <- the JSON body of one message; CHANNEL (without #) only for start/stop.
 # Every message passes here, so the host label (ALERT_HOST_LABEL) is added
 # here once for the monitors, the ban tool and the connectivity test.
 hg_notify_json_to() {
@@ -541,7 +534,7 @@ hg_notify_classify() {
   esac
 }
 
-# Splits PAYLOAD as hg_notify_json writes it: HG_MSG_TEXT <- the text as
+# Splits PAYLOAD as hg_notify_json_to writes it: HG_MSG_TEXT <- the text as
 # escaped in the JSON, HG_MSG_CHANNEL <- ',"channel":"#x"' or empty. 1 when
 # PAYLOAD is not of that shape. (A text cannot hold ,"channel": with a bare
 # quote: its quotes are escaped.)
@@ -562,7 +555,7 @@ hg_notify_split() {
   HG_MSG_TEXT="${rest%\"}"
 }
 
-# Checks a spooled PAYLOAD is what hg_notify_json writes: one JSON object
+# Checks a spooled PAYLOAD is what hg_notify_json_to writes: one JSON object
 # with a well-escaped text and an optional channel. Sets HG_REASON if not.
 hg_notify_valid() {
   local LC_ALL=C payload="$1" text

@@ -163,7 +163,7 @@ programs_banaction_name() {
     [[ "${file}" == "${jail}" ]] && continue
     [[ -f "${file}" ]] && files+=("${file}")
   done
-  [[ ! -f "${SCRIPT_DIR}/${PROGRAMS_JAIL_SOURCE}" ]] || files+=("${SCRIPT_DIR}/${PROGRAMS_JAIL_SOURCE}")
+  [[ ! -f "${HG_SCRIPT_DIR}/${PROGRAMS_JAIL_SOURCE}" ]] || files+=("${HG_SCRIPT_DIR}/${PROGRAMS_JAIL_SOURCE}")
   # The bundle's jail sorts among jail.d/*.local under its installed name.
   mapfile -t files < <(programs_fail2ban_order "${dir}" "${jail}" "${files[@]}")
   for file in "${files[@]}"; do
@@ -183,7 +183,7 @@ programs_fail2ban_order() {
   shift 2
   for file in "$@"; do
     key="${file}"
-    [[ "${file}" != "${SCRIPT_DIR}/${PROGRAMS_JAIL_SOURCE}" ]] || key="${jail}"
+    [[ "${file}" != "${HG_SCRIPT_DIR}/${PROGRAMS_JAIL_SOURCE}" ]] || key="${jail}"
     case "${key}" in
       "${dir}/jail.conf") printf '1 %s\t%s\n' "${key}" "${file}" ;;
       "${dir}"/jail.d/*.conf) printf '2 %s\t%s\n' "${key}" "${file}" ;;

@@ -5,7 +5,7 @@
 # appended; uninstall gives back the exact original bytes. The file is read
 # and written with the rights of whoever controls it (lib/safe-path.sh); the
 # do (properties_install) and the undo (properties_restore) sit side by side.
-# Sourced by install, never run; uses trim from install.
+# Sourced by install, never run; needs lib/common.sh, lib/safe-path.sh and lib/txn.sh.
 
 readonly PROP_KEY=spring.web.resources.add-mappings
 readonly PROP_VALUE=false
@@ -60,7 +60,7 @@ properties_write() {
   shift 3
   content="$(mktemp "${WORK_DIR}/properties.XXXXXX")"
   write_lines "${content}" "${eol}" "$@"
-  JOURNAL+=("u"$'\t'"${label}"$'\t'"${SAFE_REAL}"$'\t'"${copy}")
+  txn_record_user "${label}" "${copy}"
   safe_replace "${content}"
 }
 

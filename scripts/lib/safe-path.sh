@@ -177,20 +177,6 @@ safe_read() {
   esac
 }
 
-# VAR <- the content of the file resolved by safe_resolve_file, read as
-# safe_read does (a pipe, at most SAFE_READ_MAX bytes) but into memory: the
-# caller may have no work directory yet, and a user's file is never copied
-# to /tmp.
-safe_read_text() {
-  local -n _safe_text="$1"
-  local status=0 LC_ALL=C
-  _safe_text="$(safe_as_owner cat -- "${HG_ROOT}${SAFE_REAL}" </dev/null 2>/dev/null \
-    | head -c "$((SAFE_READ_MAX + 1))")" || status=$?
-  ((${#_safe_text} <= SAFE_READ_MAX)) \
-    || hg_die "${SAFE_LABEL}: ${SAFE_REAL} is over the limit of ${SAFE_READ_MAX} bytes root reads from such a file: refused"
-  ((status == 0)) || hg_die "${SAFE_LABEL}: ${SAFE_REAL} could not be read as uid ${SAFE_UID} (with that user's own groups): refused"
-}
-
 # Replaces the file resolved by safe_resolve_file with the content of SRC,
 # keeping its owner and mode: temp file beside it, then rename, written by
 # its controller (root in a root's directory, where nobody else can plant a

@@ -21,7 +21,7 @@
 # kept, e.g. the webhook); any of them means "not edited since".
 # Sourced by install, never run; needs lib/safe-path.sh.
 
-readonly TXN_STATE="${HG_STATE_DIR#"${HG_ROOT}"}"
+readonly TXN_STATE="${HG_STATE_PATH}"
 readonly TXN_BACKUP_DIR="${TXN_STATE}/backup"
 readonly TXN_EDITED_DIR="${TXN_STATE}/edited"
 readonly TXN_WORK_NAME="${SAFE_TMP_PREFIX}work"
@@ -187,7 +187,7 @@ txn_recover() {
   fi
   # The webhook's temp file (set-webhook killed between write and rename).
   if [[ -d "${HG_CONF_DIR}" && ! -L "${HG_CONF_DIR}" ]]; then
-    safe_root_dir /etc/hostguard
+    safe_root_dir "${HG_CONF_PATH}"
     rm -f -- "${HG_CONF_DIR}/${SAFE_TMP_PREFIX}"*
   fi
   return 0
@@ -282,12 +282,18 @@ txn_save() {
   JOURNAL+=("f"$'\t'"${path}"$'\t'"${copy}")
 }
 
-# Call before the user file resolved by safe_resolve_file is replaced.
-txn_save_user() {
-  local label="$1" copy
-  copy="$(mktemp "${WORK_DIR}/saved.XXXXXX")"
-  safe_read "${copy}"
+# Call before the user file resolved by safe_resolve_file is replaced; COPY
+# (in the work directory) holds its content as read. LABEL is the setting
+# that named the file, for safe_resolve_file on rollback.
+txn_record_user() {
+  local label="$1" copy="$2"
   JOURNAL+=("u"$'\t'"${label}"$'\t'"${SAFE_REAL}"$'\t'"${copy}")
+}
+
+# Call before the mode or owner of host directory DIR changes.
+txn_record_mode() {
+  local dir="${HG_ROOT}$1"
+  JOURNAL+=("m"$'\t'"${dir}"$'\t'"$(stat -c %a -- "${dir}")"$'\t'"$(stat -c %u:%g -- "${dir}")")
 }
 
 txn_rollback() {
