@@ -46,7 +46,7 @@ bench_nginx_time() {
 }
 
 bench_nginx() {
-  local work="$1" big="$2" small="$3" runs="$4" dir big_us small_us blocks met=no
+  local work="$1" big="$2" small="$3" runs="$4" dir big_us small_us blocks locations met=no
   bench_log "nginx include: a ${big}-byte site file against a ${small}-byte one, ${runs} run(s) each"
   dir="${work}/nginx"
   mkdir -p "${dir}"
@@ -55,8 +55,11 @@ bench_nginx() {
   bench_nginx_site "${big}" >"${dir}/big"
   bench_nginx_site "${small}" >"${dir}/small"
   bench_nginx_time big_us "${dir}/big" "${runs}"
+  # One include at the top of every server block and of every location in it.
   blocks="$(grep -c '^server {' "${dir}/big")"
-  ((NGX_ADDED == blocks)) || bench_error "nginx: ${NGX_ADDED} includes added to ${blocks} server blocks"
+  locations="$(grep -cE '^[[:space:]]+location ' "${dir}/big")"
+  ((NGX_ADDED == blocks + locations)) ||
+    bench_error "nginx: ${NGX_ADDED} includes added to ${blocks} server blocks with ${locations} locations"
   ngx_remove_include "${dir}/big.added" "${dir}/big.removed" 0123456789abcdef
   cmp -s "${dir}/big" "${dir}/big.removed" || bench_error "nginx: removing the include did not give back every byte"
   bench_nginx_time small_us "${dir}/small" "${runs}"
