@@ -196,6 +196,17 @@ bench_soak_teardown() {
   receiver_stop
 }
 
+# Spools COUNT numbered messages; message 7 and every 97th are ones the chat
+# service refuses for good (run by bench_with_notify).
+bench_soak_enqueue() {
+  local count="$1" i text
+  for ((i = 1; i <= count; i++)); do
+    printf -v text 'soak message %04d' "${i}"
+    ((i != 7 && i % 97 != 0)) || text+=" PERMANENT"
+    hg_notify_enqueue "${text}"
+  done
+}
+
 bench_soak() {
   local work="$1" count="$2"
   bench_log "fault soak: ${count} messages through a receiver injecting random faults"
@@ -203,21 +214,7 @@ bench_soak() {
   bench_cleanup_add bench_soak_teardown
   receiver_start --dir "${dir}" --mode "chaos 8"
   receiver_make_root "${root}" NOTIFY_MAX_TIME=3 NOTIFY_ATTEMPTS=3 NOTIFY_BUDGET=40
-  # Message 7 and every 97th are ones the chat service refuses for good.
-  (
-    # shellcheck source=../../scripts/lib/common.sh
-    source "${BENCH_REPO}/scripts/lib/common.sh"
-    # shellcheck source=../../scripts/lib/notify.sh
-    source "${BENCH_REPO}/scripts/lib/notify.sh"
-    # shellcheck disable=SC2119 # the default settings file of HOSTGUARD_ROOT
-    hg_load_settings
-    local i text
-    for ((i = 1; i <= count; i++)); do
-      printf -v text 'soak message %04d' "${i}"
-      ((i != 7 && i % 97 != 0)) || text+=" PERMANENT"
-      hg_notify_enqueue "${text}"
-    done
-  )
+  bench_with_notify bench_soak_enqueue "${count}"
   local began ended runs=0
   bench_now_us began
   bench_flush_spool "soak: " "${work}/soak-flush.log" $((count / 10 + 20)) runs

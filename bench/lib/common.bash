@@ -74,6 +74,21 @@ bench_error() {
   BENCH_ERRORS=$((BENCH_ERRORS + 1))
 }
 
+# Runs FUNCTION ARGS... with the notifier's libraries loaded for
+# HOSTGUARD_ROOT, in a subshell: the libraries set options and read-only
+# names of their own. FUNCTION spools with hg_notify_enqueue.
+bench_with_notify() {
+  (
+    # shellcheck source=../../scripts/lib/common.sh
+    source "${BENCH_REPO}/scripts/lib/common.sh"
+    # shellcheck source=../../scripts/lib/notify.sh
+    source "${BENCH_REPO}/scripts/lib/notify.sh"
+    # shellcheck disable=SC2119 # the default settings file of HOSTGUARD_ROOT
+    hg_load_settings
+    "$@"
+  )
+}
+
 # Runs `hostguard-notify flush` (output appended to LOG) until the spool is
 # empty or MAX runs went by; a run's exit 75 (work left for the next run) goes
 # on, any other failure is a correctness error named after LABEL. Sets VAR

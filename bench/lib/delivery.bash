@@ -12,22 +12,12 @@ bench_delivery_teardown() {
   receiver_stop
 }
 
-# Spools COUNT numbered messages in HOSTGUARD_ROOT, in a subshell: the
-# libraries set options and read-only names of their own.
+# Spools COUNT numbered messages (run by bench_with_notify).
 bench_enqueue() {
-  local count="$1"
-  (
-    # shellcheck source=../../scripts/lib/common.sh
-    source "${BENCH_REPO}/scripts/lib/common.sh"
-    # shellcheck source=../../scripts/lib/notify.sh
-    source "${BENCH_REPO}/scripts/lib/notify.sh"
-    # shellcheck disable=SC2119 # the default settings file of HOSTGUARD_ROOT
-    hg_load_settings
-    local i
-    for ((i = 1; i <= count; i++)); do
-      hg_notify_enqueue "bench message $(printf '%02d' "${i}")"
-    done
-  )
+  local count="$1" i
+  for ((i = 1; i <= count; i++)); do
+    hg_notify_enqueue "bench message $(printf '%02d' "${i}")"
+  done
 }
 
 bench_delivery() {
@@ -37,7 +27,7 @@ bench_delivery() {
   bench_cleanup_add bench_delivery_teardown
   receiver_start --dir "${dir}" --mode "pace 1"
   receiver_make_root "${root}" NOTIFY_MAX_TIME=10 NOTIFY_ATTEMPTS=3 NOTIFY_BUDGET=40
-  bench_enqueue "${count}"
+  bench_with_notify bench_enqueue "${count}"
 
   local start end flushes=0
   bench_now_us start

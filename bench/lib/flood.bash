@@ -14,23 +14,14 @@ bench_flood_teardown() {
   receiver_stop
 }
 
-# Spools COUNT ban texts in the events queue, then the alert, in a subshell
-# (the libraries set options and read-only names of their own).
+# Spools COUNT ban texts in the events queue, then the alert (run by
+# bench_with_notify).
 bench_flood_enqueue() {
-  local count="$1"
-  (
-    # shellcheck source=../../scripts/lib/common.sh
-    source "${BENCH_REPO}/scripts/lib/common.sh"
-    # shellcheck source=../../scripts/lib/notify.sh
-    source "${BENCH_REPO}/scripts/lib/notify.sh"
-    # shellcheck disable=SC2119 # the default settings file of HOSTGUARD_ROOT
-    hg_load_settings
-    local i
-    for ((i = 1; i <= count; i++)); do
-      hg_notify_enqueue "Ban Alert(nginx-bad-request)"$'\n'" Banned IP: *2001:db8::$(printf '%x' "${i}")*"$'\n'" Failures: 10 failure(s)"$'\n'" Timestap: 1700000000" "" "${HG_NOTIFY_EVENTS}"
-    done
-    hg_notify_enqueue "[Server Alert] "$'\n'"High Disk Usage Detected: 97%"$'\n'"System Uptime: up 3 days"
-  )
+  local count="$1" i
+  for ((i = 1; i <= count; i++)); do
+    hg_notify_enqueue "Ban Alert(nginx-bad-request)"$'\n'" Banned IP: *2001:db8::$(printf '%x' "${i}")*"$'\n'" Failures: 10 failure(s)"$'\n'" Timestap: 1700000000" "" "${HG_NOTIFY_EVENTS}"
+  done
+  hg_notify_enqueue "[Server Alert] "$'\n'"High Disk Usage Detected: 97%"$'\n'"System Uptime: up 3 days"
 }
 
 bench_flood() {
@@ -42,7 +33,7 @@ bench_flood() {
   receiver_make_root "${root}" NOTIFY_MAX_TIME=10 NOTIFY_ATTEMPTS=3 NOTIFY_BUDGET=40
   local port="${RECEIVER_PORT}"
   receiver_stop
-  bench_flood_enqueue "${count}"
+  bench_with_notify bench_flood_enqueue "${count}"
   receiver_start --dir "${dir}" --port "${port}" --mode "pace 1"
 
   local start end flushes=0

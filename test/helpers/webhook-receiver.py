@@ -147,6 +147,14 @@ def make_handler(state):
             self.note(status, now)
             self.answer(status, body)
 
+        def status_answer(self, code, body, raw, now, payload):
+            # A 2xx counts as delivered (recorded); anything else is only noted.
+            if 200 <= code < 300:
+                self.record(raw, now, code, body, payload)
+            else:
+                self.note(code, now)
+                self.answer(code, body)
+
         def reset(self, now):
             self.note("reset", now)
             self.close_connection = True
@@ -182,13 +190,8 @@ def make_handler(state):
                 state.count += 1
                 count = state.count
             if name == "status":
-                code = int(params[0])
-                body = " ".join(params[1:])
-                if 200 <= code < 300:
-                    self.record(raw, now, code, body, payload)
-                else:
-                    self.note(code, now)
-                    self.answer(code, body)
+                self.status_answer(int(params[0]), " ".join(params[1:]),
+                                   raw, now, payload)
                 return
             if name == "reject" and params[0] in text:
                 self.note(int(params[1]), now)
@@ -212,11 +215,7 @@ def make_handler(state):
                     self.path, host, self.path, quoted,
                     quoted.replace("%2F", "%2f"),
                     json.dumps(self.path).replace("/", "\\/")))
-                if 200 <= code < 300:
-                    self.record(raw, now, code, body, payload)
-                else:
-                    self.note(code, now)
-                    self.answer(code, body)
+                self.status_answer(code, body, raw, now, payload)
                 return
             if name == "hang":
                 self.note("hang", now)
