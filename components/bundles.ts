@@ -1,8 +1,10 @@
 // Everything a host receives, as pure functions of the validated config
 // (model: pulumi-eks userdata.ts): per part (base, monitors, bantool, web) the
 // files the file table (scripts/files.table) lists, read from `scripts/` or
-// rendered from the settings (components/hostFiles.ts), plus the settings file
-// that part's install step reads, packed as a byte-deterministic tar. A part's
+// rendered from the settings (components/hostFiles.ts; the settings file
+// hostguard.conf is one such row of base), with the installer and the table
+// itself expanded (one row per file), plus, for the other parts, the
+// settings their install step reads; packed as a byte-deterministic tar. A part's
 // hash covers exactly the bytes of its bundle. The commands that ship a bundle
 // are in components/remoteCommands.ts. No Pulumi runtime here: the components,
 // `npm run render` and the unit tests all call these functions.
@@ -10,13 +12,11 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as tarStream from "tar-stream";
-import { expandRow, FILE_TABLE, parseFileTable, PARTS, type Part } from "./fileTable";
-import { installKeys, RENDERED, renderSettingsFile, type HostValues } from "./hostFiles";
+import { expandRow, FILE_TABLE, parseFileTable, PARTS, renderExpandedTable, type Part } from "./fileTable";
+import { installKeys, RENDERED, renderSettingsFile, SETTINGS_FILE, type HostValues } from "./hostFiles";
 import { type PayloadSettings } from "./settings";
 
 export const SCRIPTS_DIR = path.resolve(__dirname, "..", "scripts");
-/** Name of the settings file inside a bundle. */
-export const SETTINGS_FILE = "hostguard.conf";
 /**
  * The installer's own files: they travel in every bundle (`install` runs from
  * the folder it sits in), but only base places them. All are base rows.
@@ -77,6 +77,8 @@ export interface HostFile extends PayloadFile {
  * Every file of the table, expanded (globs) and rendered, in table order.
  * A source that is neither in the payload nor rendered is an error, and so is
  * a payload file the table does not ship: nothing is silently left behind.
+ * The table ships expanded: its own row carries renderExpandedTable of all
+ * these rows, so `install` reads exactly what arrived, file by file.
  */
 export function hostFiles(values: HostValues, payload: PayloadFile[]): HostFile[] {
     const table = payload.find((f) => f.path === FILE_TABLE);
@@ -108,7 +110,11 @@ export function hostFiles(values: HostValues, payload: PayloadFile[]): HostFile[
     if (left.length > 0) {
         throw new Error(`scripts/${left[0].path} is in no part: add it to scripts/${FILE_TABLE}`);
     }
-    return out;
+    if (!out.some((f) => f.part === "base" && f.path === SETTINGS_FILE)) {
+        throw new Error(`${FILE_TABLE}: no base row for ${SETTINGS_FILE}: the host would get no settings`);
+    }
+    const expanded = renderExpandedTable(out);
+    return out.map((f) => (f.path === FILE_TABLE ? { ...f, ...payloadFile(f.path, expanded, f.mode) } : f));
 }
 
 export interface PartBundle {
@@ -119,22 +125,24 @@ export interface PartBundle {
     sha256: string;
 }
 
-/** The settings file of a part's bundle: all host settings for base, else the keys its install step reads. */
-export function partSettings(part: Part, settings: PayloadSettings, hostName = ""): string {
-    if (part === "base") {
-        return renderSettingsFile(settings, undefined, hostName);
-    }
+/** The settings file of a part other than base: just the keys its install step reads. */
+export function installSettings(part: Part, settings: PayloadSettings): string {
     const keys = installKeys(part);
     return renderSettingsFile(settings, (k) => keys.includes(k));
 }
 
-/** The bundle of one part: installer + the part's files + its settings file. */
-export function partBundle(part: Part, files: HostFile[], settings: PayloadSettings, hostName = ""): PartBundle {
+/**
+ * The bundle of one part: installer + the part's files + the settings its
+ * install step reads (base's own hostguard.conf row; for the others just
+ * their install keys, so a threshold change re-runs no ban-tool install).
+ */
+export function partBundle(part: Part, files: HostFile[], settings: PayloadSettings): PartBundle {
     const installer = files.filter((f) => f.part === "base" && INSTALLER_SOURCES.includes(f.tableSource));
     const own = files.filter((f) => f.part === part && !installer.includes(f));
+    const strip = ({ path: p, mode, content, sha256: h }: PayloadFile): PayloadFile => ({ path: p, mode, content, sha256: h });
     const bundle: PayloadFile[] = sortFiles([
-        ...[...installer, ...own].map(({ path: p, mode, content, sha256: h }) => ({ path: p, mode, content, sha256: h })),
-        payloadFile(SETTINGS_FILE, partSettings(part, settings, hostName)),
+        ...[...installer, ...own].map(strip),
+        ...(own.some((f) => f.path === SETTINGS_FILE) ? [] : [payloadFile(SETTINGS_FILE, installSettings(part, settings))]),
     ]);
     return {
         part,
@@ -148,15 +156,13 @@ export type HostExtras = Omit<HostValues, "settings" | "cronMinute">;
 
 /** Every file a host receives and every part's bundle. */
 export function renderHost(settings: PayloadSettings, cronMinute: number, payload: PayloadFile[] = readPayload(), extras: HostExtras = {}): {
-    settingsText: string;
     files: HostFile[];
     bundles: PartBundle[];
 } {
     const files = hostFiles({ settings, cronMinute, ...extras }, payload);
     return {
-        settingsText: renderSettingsFile(settings, undefined, extras.hostName),
         files,
-        bundles: PARTS.map((p) => partBundle(p, files, settings, extras.hostName)),
+        bundles: PARTS.map((p) => partBundle(p, files, settings)),
     };
 }
 

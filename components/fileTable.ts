@@ -1,7 +1,11 @@
-// The grammar of the file table (scripts/files.table), defined once: the row
-// pattern is generated into bash (the block of scripts/lib/common.sh that
-// `npm run settings:gen` writes), so `install` and this parser accept and
-// refuse the same lines, and a glob source expands the same way on both sides
+// The grammar of the file table, defined once. scripts/files.table is the
+// source: a row may name a glob of payload files (`lib/*.sh`) and a
+// destination folder. Every bundle carries the table expanded (one row per
+// file, its destination a file: components/bundles.ts writes it), and that
+// is all `install` reads: it never globs or derives a destination. The
+// expanded row pattern is generated into bash (the block of
+// scripts/lib/common.sh that `npm run settings:gen` writes), so `install` and
+// parseExpandedTable accept and refuse the same lines
 // (test/unit/file-table.test.ts feeds both the same tables).
 import { sq } from "./settings";
 
@@ -16,18 +20,34 @@ export const FILE_ROW_ALLOWED = `a part of ${PARTS.join(", ")}; a relative sourc
     + "with * only in its last segment and then a destination folder; an absolute destination (ending in / for a folder); "
     + "mode 0755 or 0644";
 
+/** What a row of a bundle's (expanded) table may hold: the error text on both sides. */
+export const EXPANDED_ROW_ALLOWED = `a part of ${PARTS.join(", ")}; a relative source path (no segment starting with a dot, no *); `
+    + "an absolute destination file (no trailing /); mode 0755 or 0644";
+
+const SEGMENT = "[A-Za-z0-9_][A-Za-z0-9_.-]*";
+const PLAIN = `(${SEGMENT}/)*${SEGMENT}`;
+// A destination's folder or file name: never `.` or `..`.
+const DEST_SEGMENT = "(([A-Za-z0-9_-]|[.][A-Za-z0-9_-]|[.][.][A-Za-z0-9_.-])[A-Za-z0-9_.-]*)";
+
+/** PART SOURCES MODE, anchored, in a syntax JavaScript and bash's `=~` (POSIX ERE) read alike. */
+function anchoredRow(blank: string, sources: string): string {
+    return `^${blank}*(${PARTS.join("|")})${blank}+${sources}${blank}+0(755|644)${blank}*$`;
+}
+
 /**
- * A row, anchored, in a syntax JavaScript and bash's `=~` (POSIX ERE) read
- * alike; BLANK is the one class they spell differently (space or tab).
+ * A row of scripts/files.table; BLANK is the one class JavaScript and ERE
+ * spell differently (space or tab).
  */
 function rowPattern(blank: string): string {
-    const segment = "[A-Za-z0-9_][A-Za-z0-9_.-]*";
-    const plain = `(${segment}/)*${segment}`;
-    const glob = `(${segment}/)*(${segment})?[*][A-Za-z0-9_.*-]*`;
-    const file = "/([A-Za-z0-9_.-]+/)*([A-Za-z0-9_.-]+)?";
-    const folder = "/([A-Za-z0-9_.-]+/)*";
-    const sources = `(${plain}${blank}+${file}|${glob}${blank}+${folder})`;
-    return `^${blank}*(${PARTS.join("|")})${blank}+${sources}${blank}+0(755|644)${blank}*$`;
+    const glob = `(${SEGMENT}/)*(${SEGMENT})?[*][A-Za-z0-9_.*-]*`;
+    const file = `/(${DEST_SEGMENT}/)*(${DEST_SEGMENT})?`;
+    const folder = `/(${DEST_SEGMENT}/)*`;
+    return anchoredRow(blank, `(${PLAIN}${blank}+${file}|${glob}${blank}+${folder})`);
+}
+
+/** A row of a bundle's table: one file, no glob, its destination a file. */
+function expandedRowPattern(blank: string): string {
+    return anchoredRow(blank, `${PLAIN}${blank}+/(${DEST_SEGMENT}/)*${DEST_SEGMENT}`);
 }
 /** A line that is no row: blank, or a comment. */
 function skipPattern(blank: string): string {
@@ -37,19 +57,20 @@ function skipPattern(blank: string): string {
 export const FILE_TABLE_BLOCK_BEGIN = "# BEGIN file table grammar (generated from components/fileTable.ts by `npm run settings:gen`; do not edit)";
 export const FILE_TABLE_BLOCK_END = "# END file table grammar";
 
-/** The generated bash block of scripts/lib/common.sh: install reads files.table with it. */
+/** The generated bash block of scripts/lib/common.sh: install reads a bundle's files.table with it. */
 export function renderFileTableBlock(): string {
     return [
         FILE_TABLE_BLOCK_BEGIN,
         `readonly HG_PARTS=(${PARTS.join(" ")})`,
-        `readonly HG_FILE_ROW_RE=${sq(rowPattern("[[:blank:]]"))}`,
+        `readonly HG_FILE_ROW_RE=${sq(expandedRowPattern("[[:blank:]]"))}`,
         `readonly HG_FILE_SKIP_RE=${sq(skipPattern("[[:blank:]]"))}`,
-        `readonly HG_FILE_ROW_ALLOWED=${sq(FILE_ROW_ALLOWED)}`,
+        `readonly HG_FILE_ROW_ALLOWED=${sq(EXPANDED_ROW_ALLOWED)}`,
         FILE_TABLE_BLOCK_END,
     ].join("\n");
 }
 
 const ROW = new RegExp(rowPattern("[ \\t]"));
+const EXPANDED_ROW = new RegExp(expandedRowPattern("[ \\t]"));
 // dotAll: in POSIX ERE `.` also matches a carriage return.
 const SKIP = new RegExp(skipPattern("[ \\t]"), "s");
 
@@ -61,15 +82,24 @@ export interface FileRow {
     mode: 0o755 | 0o644;
 }
 
-/** Parses the file table; a line that is neither a row nor blank/comment is an error naming it. */
+/** Parses scripts/files.table; a line that is neither a row nor blank/comment is an error naming it. */
 export function parseFileTable(text: string): FileRow[] {
+    return parseRows(text, ROW, FILE_ROW_ALLOWED);
+}
+
+/** Parses a bundle's (expanded) table, as `install` does. */
+export function parseExpandedTable(text: string): FileRow[] {
+    return parseRows(text, EXPANDED_ROW, EXPANDED_ROW_ALLOWED);
+}
+
+function parseRows(text: string, row: RegExp, allowed: string): FileRow[] {
     const rows: FileRow[] = [];
     text.split("\n").forEach((line, i) => {
         if (SKIP.test(line)) {
             return;
         }
-        if (!ROW.test(line)) {
-            throw new Error(`${FILE_TABLE}:${i + 1}: expected PART SOURCE DESTINATION MODE (${FILE_ROW_ALLOWED})`);
+        if (!row.test(line)) {
+            throw new Error(`${FILE_TABLE}:${i + 1}: expected PART SOURCE DESTINATION MODE (${allowed})`);
         }
         const [part, source, destination, mode] = line.trim().split(/[ \t]+/);
         rows.push({ part: part as Part, source, destination, mode: mode === "0755" ? 0o755 : 0o644 });
@@ -94,4 +124,18 @@ export function expandRow(row: FileRow, paths: readonly string[]): Array<{ path:
     return paths
         .filter((p) => p.startsWith(dir) && name.test(p.slice(dir.length)) && !p.slice(dir.length).startsWith("."))
         .map((p) => ({ path: p, destination: into(p) }));
+}
+
+/** One expanded row per file, in the given order, columns aligned: the table a bundle carries. */
+export function renderExpandedTable(files: ReadonlyArray<{ part: Part; path: string; destination: string; mode: 0o755 | 0o644 }>): string {
+    const width = (pick: (f: (typeof files)[number]) => string): number => Math.max(0, ...files.map((f) => pick(f).length));
+    const [p, s, d] = [width((f) => f.part), width((f) => f.path), width((f) => f.destination)];
+    return [
+        "# hostguard's file table, expanded from scripts/files.table by the Pulumi program",
+        "# (components/bundles.ts): every file this host receives, one row each:",
+        "#   part  source-in-the-bundle  destination  mode",
+        "# install places the files of a part from these rows; it never globs.",
+        ...files.map((f) => `${f.part.padEnd(p)}  ${f.path.padEnd(s)}  ${f.destination.padEnd(d)}  0${f.mode.toString(8)}`),
+        "",
+    ].join("\n");
 }

@@ -8,10 +8,10 @@
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
-import { readPayload, renderHost, SETTINGS_FILE, sha256, tarFiles, type PayloadFile } from "./bundles";
+import { readPayload, renderHost, tarFiles, type PayloadFile } from "./bundles";
 import { BastionSettings, PayloadSettings, TargetHost } from "./config";
 import { PARTS, type Part } from "./fileTable";
-import { cronSchedule, JAIL_NAME, SETTINGS_PATH } from "./hostFiles";
+import { cronSchedule, JAIL_NAME } from "./hostFiles";
 import {
     curlUrlLine, partCreateCommand, partDeleteCommand, removeHeartbeatCommand, setHeartbeatCommand, setWebhookCommand,
     WEBHOOK_CHECK_TRANSIENT,
@@ -151,7 +151,7 @@ export class HostDeployment extends pulumi.ComponentResource {
 
         this.files = rendered.apply((r) => r.files.map((f): InstalledFile => ({
             part: f.part, path: f.path, destination: f.destination, sha256: f.sha256,
-        })).concat([{ part: "base", path: SETTINGS_FILE, destination: SETTINGS_PATH, sha256: sha256(r.settingsText) }]));
+        })));
         this.partHashes = rendered.apply((r) => Object.fromEntries(r.bundles.map((b) => [b.part, b.sha256])));
         this.registerOutputs({ cronOffset: this.cronOffset, cronSchedule: this.cronSchedule, files: this.files, partHashes: this.partHashes, jail: this.jail });
     }

@@ -7,8 +7,8 @@ import { HOST_SETTINGS, hostText, SETTINGS, type PayloadSettings, type SettingKe
 
 export const JAIL_NAME = "nginx-bad-request";
 export const INSTALL_DIR = "/usr/local/lib/hostguard";
-/** The settings file on the host (written by base; scripts/lib/common.sh reads it). */
-export const SETTINGS_PATH = "/etc/hostguard/hostguard.conf";
+/** The settings file: its source name in the file table and in every bundle (install reads it there). */
+export const SETTINGS_FILE = "hostguard.conf";
 
 /** What a host's rendered files depend on: its settings, its name and its schedule. */
 export interface HostValues {
@@ -129,6 +129,7 @@ export function renderJail(s: PayloadSettings, adminCidrs: readonly string[] = [
 
 /** Source paths of the file table that are rendered here, with their renderer. */
 export const RENDERED: Readonly<Record<string, (v: HostValues) => string>> = {
+    [SETTINGS_FILE]: (v) => renderSettingsFile(v.settings, undefined, v.hostName),
     "cron.d/hostguard": (v) => renderCron(v.cronMinute, v.cronSecond, v.settings.containerMonitor),
     "fail2ban/jail.d/hostguard-nginx-bad-request.local": (v) => renderJail(v.settings, v.adminCidrs),
 };

@@ -2,7 +2,7 @@
 // (components/hostDeployment.ts wires them to @pulumi/command; `npm run render`
 // prints them). Pure functions: a command's text never carries a secret, which
 // travels only on its stdin.
-import { type PartBundle, SETTINGS_FILE } from "./bundles";
+import { type PartBundle } from "./bundles";
 import { type Part } from "./fileTable";
 import { INSTALL_DIR } from "./hostFiles";
 
@@ -15,7 +15,8 @@ export function partCreateCommand(b: PartBundle, sudo: boolean): string {
         "d=$(mktemp -d /tmp/hostguard.XXXXXXXX)",
         'trap "rm -rf $d" EXIT',
         'base64 -d | tar -xf - -C "$d"',
-        `"$d/install" install --part ${b.part} --settings "$d/${SETTINGS_FILE}"`,
+        // install reads its settings (hostguard.conf) and the expanded file table beside it.
+        `"$d/install" install --part ${b.part}`,
     ].join("\n");
     return asRoot(script, sudo);
 }

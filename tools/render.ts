@@ -16,8 +16,8 @@ import * as yaml from "js-yaml";
 import {
     configWarnings, NAMESPACE, refuseNamespaceTypos, validateConfig, type HostguardConfig, type RawConfig,
 } from "../components/config";
-import { renderHost, SETTINGS_FILE } from "../components/bundles";
-import { cronSchedule, JAIL_NAME, SETTINGS_PATH } from "../components/hostFiles";
+import { renderHost } from "../components/bundles";
+import { cronSchedule, JAIL_NAME, SETTINGS_FILE } from "../components/hostFiles";
 import {
     curlUrlLine, partCreateCommand, partDeleteCommand, removeHeartbeatCommand, setHeartbeatCommand, setWebhookCommand,
 } from "../components/remoteCommands";
@@ -98,7 +98,7 @@ export function renderStack(root: string, stack: string, outDir: string, cronMin
     for (const host of config.hosts) {
         const hostDir = path.join(stackDir, host.name);
         const sudo = host.user !== "root";
-        const { settingsText, files, bundles } = renderHost(config.settings, cronMinute, undefined, {
+        const { files, bundles } = renderHost(config.settings, cronMinute, undefined, {
             cronSecond, hostName: host.name, adminCidrs: config.adminCidrs,
         });
         for (const b of bundles) {
@@ -109,7 +109,6 @@ export function renderStack(root: string, stack: string, outDir: string, cronMin
         for (const f of files) {
             write(path.join(hostDir, f.destination), f.content, f.mode);
         }
-        write(path.join(hostDir, SETTINGS_PATH), settingsText);
         write(path.join(hostDir, "etc/hostguard/webhook.curlrc"), curlUrlLine(REDACTED), 0o600);
         const manifest = {
             stack, host: host.name, address: host.host, user: host.user, hostKeyChecked: host.hostKey !== undefined,

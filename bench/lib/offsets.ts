@@ -15,7 +15,7 @@ import { buildStack, rawStackConfig, stackSecretKeys } from "../../components/st
 
 const TABLE = [
     "base install /usr/local/lib/hostguard/install 0755", "base files.table /usr/local/lib/hostguard/files.table 0644",
-    "base lib/*.sh /usr/local/lib/hostguard/lib/ 0644", "monitors cron.d/hostguard /etc/cron.d/hostguard 0644",
+    "base hostguard.conf /etc/hostguard/hostguard.conf 0644", "base lib/*.sh /usr/local/lib/hostguard/lib/ 0644", "monitors cron.d/hostguard /etc/cron.d/hostguard 0644",
     "bantool fail2ban/jail.d/hostguard-nginx-bad-request.local /etc/fail2ban/jail.d/hostguard-nginx-bad-request.local 0644", "",
 ].join("\n");
 /** A tiny payload: the bench measures the draw, not the tar of scripts/. */

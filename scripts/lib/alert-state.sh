@@ -168,11 +168,23 @@ hg_alert_keys() {
   return 0
 }
 
+# The temp file hg_alert_save writes before renaming it over FILE.
+hg_alert_tmp() {
+  printf '%s/.%s.tmp\n' "${1%/*}" "${1##*/}"
+}
+
+# What hg_alert_save writes for the state file PATH (as on the host), as
+# lines of a writer's --runtime-files: the file and its temp file.
+hg_alert_runtime_files() {
+  printf 'state %s\n' "$1" "$(hg_alert_tmp "$1")"
+}
+
 # Writes the records when they changed. Returns non-zero (nothing changed on
 # disk) when the write fails, for example on a full disk; the caller logs it
 # and still delivers its alerts.
 hg_alert_save() {
-  local text tmp="${HG_ALERT_FILE%/*}/.${HG_ALERT_FILE##*/}.tmp"
+  local text tmp
+  tmp="$(hg_alert_tmp "${HG_ALERT_FILE}")"
   hg_alert_text text
   [[ "${text}" != "${HG_ALERT_LOADED_TEXT}" ]] || return 0
   if [[ -z "${text}" ]]; then

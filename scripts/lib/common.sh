@@ -99,9 +99,9 @@ readonly HG_URL_LINE_RE='^[[:space:]]*(--)?url[[:space:]]*[=:]?[[:space:]]*("htt
 # END settings table
 # BEGIN file table grammar (generated from components/fileTable.ts by `npm run settings:gen`; do not edit)
 readonly HG_PARTS=(base monitors bantool web)
-readonly HG_FILE_ROW_RE='^[[:blank:]]*(base|monitors|bantool|web)[[:blank:]]+(([A-Za-z0-9_][A-Za-z0-9_.-]*/)*[A-Za-z0-9_][A-Za-z0-9_.-]*[[:blank:]]+/([A-Za-z0-9_.-]+/)*([A-Za-z0-9_.-]+)?|([A-Za-z0-9_][A-Za-z0-9_.-]*/)*([A-Za-z0-9_][A-Za-z0-9_.-]*)?[*][A-Za-z0-9_.*-]*[[:blank:]]+/([A-Za-z0-9_.-]+/)*)[[:blank:]]+0(755|644)[[:blank:]]*$'
+readonly HG_FILE_ROW_RE='^[[:blank:]]*(base|monitors|bantool|web)[[:blank:]]+([A-Za-z0-9_][A-Za-z0-9_.-]*/)*[A-Za-z0-9_][A-Za-z0-9_.-]*[[:blank:]]+/((([A-Za-z0-9_-]|[.][A-Za-z0-9_-]|[.][.][A-Za-z0-9_.-])[A-Za-z0-9_.-]*)/)*(([A-Za-z0-9_-]|[.][A-Za-z0-9_-]|[.][.][A-Za-z0-9_.-])[A-Za-z0-9_.-]*)[[:blank:]]+0(755|644)[[:blank:]]*$'
 readonly HG_FILE_SKIP_RE='^[[:blank:]]*(#.*)?$'
-readonly HG_FILE_ROW_ALLOWED='a part of base, monitors, bantool, web; a relative source path (no segment starting with a dot), with * only in its last segment and then a destination folder; an absolute destination (ending in / for a folder); mode 0755 or 0644'
+readonly HG_FILE_ROW_ALLOWED='a part of base, monitors, bantool, web; a relative source path (no segment starting with a dot, no *); an absolute destination file (no trailing /); mode 0755 or 0644'
 # END file table grammar
 
 hg_die() {

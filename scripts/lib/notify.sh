@@ -50,6 +50,16 @@ readonly HG_NOTIFY_CHANNEL_RE=',"channel":"#[a-z0-9._-]{1,80}"\}$'
 # message, is at fault, so every message stays spooled.
 readonly HG_NOTIFY_WEBHOOK_REFUSALS=" 403:invalid_token 403:action_prohibited 404:no_service 404:no_active_hooks 410:channel_is_archived "
 
+# What the notifier writes in the spool, as on the host (globs), as lines of
+# hostguard-notify --runtime-files (the spool's owner): "message" the
+# undelivered messages (uninstall says how many it drops), "state" the rest
+# of the layout above, temp files included.
+hg_notify_runtime_files() {
+  printf 'message %s\n' "${HG_SPOOL_PATH}/msg-*.json" "${HG_SPOOL_PATH}/.sending-msg-*"
+  printf 'state %s\n' "${HG_SPOOL_PATH}/.tmp-msg-*" "${HG_SPOOL_PATH}/dead-msg-*" "${HG_SPOOL_PATH}/.lock" \
+    "${HG_SPOOL_PATH}/.bound.lock" "${HG_SPOOL_PATH}/.last-post" "${HG_SPOOL_PATH}/.notify-*"
+}
+
 HG_NOTIFY_LAST=""
 HG_NOTIFY_SEQ=0
 HG_NOTIFY_STATE="${HG_SPOOL_DIR}/.notify"

@@ -91,7 +91,7 @@ JSON
   hg_make_root
   local url="https://hc-ping.example.test/ping/HBs3cr3t-5f2c"
   hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
-  hg_install install --part base --settings "${PAYLOAD}/hostguard.conf" >/dev/null
+  hg_install install --part base >/dev/null
   run hg_install set-heartbeat <<<"http://hc-ping.example.test/HBs3cr3t"
   [[ "${status}" -ne 0 && "${output}" == *"the heartbeat must be one https:// URL"*"(value not shown)"* ]]
   [[ "${output}" != *HBs3cr3t* ]]
@@ -127,7 +127,7 @@ webhook_command() {
   receiver_start
   hg_make_payload "notifyCaFile=${RECEIVER_CA}" notifyMaxTime=3 notifyAttempts=1 notifyBudget=10
   hg_make_root
-  hg_install install --part base --settings "${PAYLOAD}/hostguard.conf" >/dev/null
+  hg_install install --part base >/dev/null
   local cmd
   cmd="$(webhook_command)"
   [[ "${cmd}" == *"/install set-webhook || exit \$?"* ]]

@@ -36,7 +36,7 @@ install_monitors() {
   local offset="$1"
   shift
   hg_make_payload --cron-minute "${offset}" "$@"
-  hg_install install --part monitors --settings "${PAYLOAD}/hostguard.conf" >/dev/null
+  hg_install install --part monitors >/dev/null
 }
 
 # Fails unless every line of the installed cron file is strictly formed, its
@@ -166,8 +166,8 @@ crontab_check() {
 @test "the offset's second: the line sleeps it, cron's parser accepts it, /bin/sh runs it as cron would" {
   command -v crontab >/dev/null || { echo "cron not installed (.ci/run installs it): the test cannot run" >&2; false; }
   hg_make_payload --cron-minute 7 --cron-second 2 cpuThreshold=100 memoryThreshold=100 diskThreshold=100
-  hg_install install --part base --settings "${PAYLOAD}/hostguard.conf" >/dev/null
-  hg_install install --part monitors --settings "${PAYLOAD}/hostguard.conf" >/dev/null
+  hg_install install --part base >/dev/null
+  hg_install install --part monitors >/dev/null
   local file="${ROOT}/etc/cron.d/hostguard" line command start end
   grep -qx '7-59/10 \* \* \* \* root sleep 2; /usr/local/lib/hostguard/host-monitor >> /var/log/hostguard/host-monitor.log 2>&1' "${file}"
   grep -qx '7-59/10 \* \* \* \* root sleep 2; /usr/local/lib/hostguard/container-monitor >> /var/log/hostguard/container-monitor.log 2>&1' "${file}"

@@ -39,18 +39,18 @@ assert_refused() {
 @test "no fail2ban: the bantool part (and a whole install) is refused naming fail2ban-client and its package; nothing written" {
   hg_path_without fail2ban-client
   hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
-  install_without --part bantool --settings "${PAYLOAD}/hostguard.conf"
+  install_without --part bantool
   assert_refused "part bantool needs fail2ban-client for the nginx-bad-request jail: not installed" \
     "Debian/Ubuntu package: fail2ban"
   # All parts in one run: refused as a whole, before the first of them.
-  install_without --settings "${PAYLOAD}/hostguard.conf"
+  install_without
   assert_refused "part bantool needs fail2ban-client" "Debian/Ubuntu package: fail2ban"
   hg_assert_not_contains "${output}" "part base needs"
   # A host that has the part installed already: the next install of it
   # changes nothing either (no write, no recovery step, no reload).
-  hg_install install --settings "${PAYLOAD}/hostguard.conf" >/dev/null
+  hg_install install >/dev/null
   hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
-  install_without --part bantool --settings "${PAYLOAD}/hostguard.conf"
+  install_without --part bantool
   assert_refused "part bantool needs fail2ban-client" "Debian/Ubuntu package: fail2ban"
 }
 
@@ -70,7 +70,7 @@ assert_refused() {
     # shellcheck disable=SC2086 # a list of names
     hg_path_without ${hidden}
     hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
-    install_without --part "${part}" --settings "${PAYLOAD}/hostguard.conf"
+    install_without --part "${part}"
     assert_refused "part ${part} ${want}" "Debian/Ubuntu package: ${package}"
   done
 }
@@ -79,13 +79,13 @@ assert_refused() {
   hg_make_payload containerRuntime=/opt/podman/bin/podman
   hg_path_without
   hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
-  install_without --part monitors --settings "${PAYLOAD}/hostguard.conf"
+  install_without --part monitors
   assert_refused "part monitors needs /opt/podman/bin/podman for the container monitor" \
     "Debian/Ubuntu package: podman"
   # There, it is enough (the runtime's version is not this check's business).
   install -D -m 0755 "${HG_REPO}/test/helpers/fake-docker" "${BATS_TEST_TMPDIR}/podman"
   hg_make_payload "containerRuntime=${BATS_TEST_TMPDIR}/podman"
-  install_without --part monitors --settings "${PAYLOAD}/hostguard.conf"
+  install_without --part monitors
   [[ "${status}" -eq 0 ]]
   hg_assert_contains "$(cat "${ROOT}/etc/cron.d/hostguard")" "container-monitor"
 }
@@ -95,13 +95,13 @@ assert_refused() {
   # The default (containerMonitor true, the SPEC): the runtime is required,
   # and the refusal names both ways out.
   hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
-  install_without --part monitors --settings "${PAYLOAD}/hostguard.conf"
+  install_without --part monitors
   assert_refused "part monitors needs docker for the container monitor (CONTAINER_RUNTIME): not installed" \
     "Debian/Ubuntu package: docker.io" "pulumi config set hostguard:containerMonitor false"
   # Opted out: the same host installs the part, without a container line.
   hg_make_payload containerMonitor=false
   grep -qx 'CONTAINER_MONITOR=false' "${PAYLOAD}/hostguard.conf"
-  install_without --part monitors --settings "${PAYLOAD}/hostguard.conf"
+  install_without --part monitors
   [[ "${status}" -eq 0 ]]
   hg_assert_not_contains "${output}" "needs"
   local cron
@@ -115,7 +115,7 @@ assert_refused() {
   # Back to true on that host: refused again, and the opted-out install stays.
   hg_make_payload containerMonitor=true
   hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
-  install_without --part monitors --settings "${PAYLOAD}/hostguard.conf"
+  install_without --part monitors
   assert_refused "part monitors needs docker" "hostguard:containerMonitor false"
 }
 
@@ -126,29 +126,29 @@ assert_refused() {
     >"${ROOT}/etc/fail2ban/jail.d/defaults-debian.conf"
   hg_path_without nft iptables ip6tables ipset
   hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
-  install_without --part bantool --settings "${PAYLOAD}/hostguard.conf"
+  install_without --part bantool
   assert_refused "needs nft for the jail's bans (its banaction): banaction nftables" "Debian/Ubuntu package: nftables"
   hg_assert_not_contains "${output}" "needs iptables"
   # The admin's jail.local sets the jail's own banaction: that one counts.
   printf '[nginx-bad-request]\nbanaction = iptables-multiport   # ours\n' >"${ROOT}/etc/fail2ban/jail.local"
   hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
-  install_without --part bantool --settings "${PAYLOAD}/hostguard.conf"
+  install_without --part bantool
   assert_refused "needs iptables for the jail's bans (its banaction): banaction iptables-multiport" \
     "needs ip6tables for" "Debian/Ubuntu package: iptables"
   hg_assert_not_contains "${output}" "needs nft"
   # The stack's banAction (in the rendered jail) beats both.
   hg_make_payload banAction=nftables-multiport
-  install_without --part bantool --settings "${PAYLOAD}/hostguard.conf"
+  install_without --part bantool
   assert_refused "needs nft for the jail's bans (its banaction): banaction nftables-multiport"
   hg_assert_not_contains "${output}" "needs iptables"
   # With the program there, the part installs.
   hg_path_without iptables ip6tables ipset
-  install_without --part bantool --settings "${PAYLOAD}/hostguard.conf"
+  install_without --part bantool
   [[ "${status}" -eq 0 ]]
   [[ -f "${ROOT}/etc/fail2ban/jail.d/hostguard-nginx-bad-request.local" ]]
   # A banaction hostguard does not know is not checked, and it says so.
   hg_make_payload banAction=my-own-action
-  install_without --part bantool --settings "${PAYLOAD}/hostguard.conf"
+  install_without --part bantool
   [[ "${status}" -eq 0 ]]
   hg_assert_contains "${output}" "banaction my-own-action: hostguard does not know its firewall programs; not checked"
 }
@@ -159,15 +159,15 @@ assert_refused() {
   hg_path_without fail2ban-client
   install -m 0644 /dev/null "${PATH_WITHOUT}/fail2ban-client"
   hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
-  install_without --part bantool --settings "${PAYLOAD}/hostguard.conf"
+  install_without --part bantool
   assert_refused "part bantool needs fail2ban-client" "Debian/Ubuntu package: fail2ban"
 }
 
 @test "a part not being installed is not checked" {
   hg_path_without fail2ban-client nginx setpriv
-  install_without --part base --settings "${PAYLOAD}/hostguard.conf"
+  install_without --part base
   [[ "${status}" -eq 0 ]]
-  install_without --part monitors --settings "${PAYLOAD}/hostguard.conf"
+  install_without --part monitors
   [[ "${status}" -eq 0 ]]
   hg_assert_not_contains "${output}" "needs"
   # Uninstall checks nothing: a host that lost a program can still be cleaned.

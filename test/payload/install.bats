@@ -172,6 +172,87 @@ EOF
   hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
 }
 
+# A writer killed at any rename (mv) of a run: the monitors and the notifier
+# write a temp file, then rename it; a stand-in `mv` on PATH kills the
+# writer's whole process group (kill -9) at its Nth call. For every program
+# and every N until a run ends before N, on a fresh install: whatever the
+# killed run left (a temp file, a claimed message, a lock), uninstall
+# removes it and the root ends exactly as before.
+@test "uninstall removes what a writer killed at any rename left behind" {
+  cat >>"${SETTINGS}" <<'EOF'
+MEMORY_THRESHOLD=1
+DISK_THRESHOLD=1
+CONTAINER_WATCH=app
+NOTIFY_ATTEMPTS=1
+NOTIFY_BUDGET=2
+NOTIFY_MAX_TIME=1
+EOF
+  local bin="${BATS_TEST_TMPDIR}/kill-bin" count="${BATS_TEST_TMPDIR}/mv-count"
+  mkdir -p "${bin}"
+  cat >"${bin}/mv" <<'EOF'
+#!/bin/bash
+n=$(($(cat "${MV_COUNT}") + 1))
+echo "${n}" >"${MV_COUNT}"
+if ((n == MV_KILL_AT)); then
+  kill -9 -- "-$(ps -o pgid= "${PPID}" | tr -d ' ')"
+  exit 1
+fi
+exec /usr/bin/mv "$@"
+EOF
+  chmod 0755 "${bin}/mv"
+  printf '{"containers": [{"name": "web", "state": "running", "cpu": "1.00%%", "mem": "1.00%%"},
+    {"name": "app", "state": "exited", "exit_code": 1, "error": "x"}]}\n' >"${BATS_TEST_TMPDIR}/containers.json"
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
+  local at program killed=0
+  for program in host-monitor container-monitor; do
+    for ((at = 1; at <= 30; at++)); do
+      hg_install install --part base --settings "${SETTINGS}" >/dev/null
+      hg_install install --part monitors --settings "${SETTINGS}" >/dev/null
+      # Port 9 on loopback: refused at once, so every message stays spooled.
+      hg_install set-webhook <<<'https://127.0.0.1:9/services/T0/B0/x' >/dev/null
+      # A first, whole run: the killed one starts from a previous sample and state.
+      HOSTGUARD_ROOT="${ROOT}" FAKE_DOCKER_STATE="${BATS_TEST_TMPDIR}/containers.json" \
+        timeout 60 "${ROOT}/usr/local/lib/hostguard/${program}" >/dev/null 2>&1 || true
+      echo 0 >"${count}"
+      MV_COUNT="${count}" MV_KILL_AT="${at}" PATH="${bin}:${PATH}" HOSTGUARD_ROOT="${ROOT}" \
+        FAKE_DOCKER_STATE="${BATS_TEST_TMPDIR}/containers.json" \
+        timeout 60 setsid --wait "${ROOT}/usr/local/lib/hostguard/${program}" >/dev/null 2>&1 || true
+      echo "${program} killed at rename ${at}:" >&3
+      find "${ROOT}/var/lib/hostguard" "${ROOT}/var/spool/hostguard" -type f -name '*tmp*' -printf '  left %f\n' >&3
+      run hg_install uninstall
+      [[ "${status}" -eq 0 ]] || { echo "${output}"; false; }
+      hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
+      hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+      (($(cat "${count}") >= at)) || break
+      killed=$((killed + 1))
+    done
+    ((at <= 30))
+  done
+  ((killed >= 6))
+}
+
+@test "a program declaring a runtime file outside hostguard's state and spool stops the part before any write" {
+  hg_install install --part base --settings "${SETTINGS}" >/dev/null
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
+  local bad
+  for bad in 'state /etc/passwd' 'state /var/lib/hostguard/../x' 'state /var/lib/hostguard/.*' \
+    'stale /var/lib/hostguard/x' 'state /var/lib/hostguard/sub/x' 'message /var/spool/hostguard/*'; do
+    printf '#!/bin/sh\nprintf "%%s\\n" "state /var/lib/hostguard/ok" "%s"\n' "${bad}" >"${PAYLOAD}/host-monitor"
+    run hg_install install --part monitors --settings "${SETTINGS}"
+    echo "${output}"
+    [[ "${status}" -ne 0 ]]
+    hg_assert_contains "${output}" "host-monitor --runtime-files: refused line '${bad}'"
+    hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
+    hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+  done
+  printf '#!/bin/sh\nexit 3\n' >"${PAYLOAD}/host-monitor"
+  run hg_install install --part monitors --settings "${SETTINGS}"
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "host-monitor --runtime-files failed"
+  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
 @test "the installed copy of install can uninstall alone" {
   hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
   hg_install install --settings "${SETTINGS}"
@@ -357,21 +438,33 @@ EOF
 
 @test "install places exactly the files of the file table, rendered ones as the renderer wrote them" {
   hg_install install --settings "${SETTINGS}"
-  local src dest count=0
+  local src dest want count=0
   while IFS='|' read -r _ src dest _; do
-    cmp "${PAYLOAD}/${src}" "${ROOT}${dest}"
+    # --settings stands in for the bundle's settings file.
+    want="${PAYLOAD}/${src}"
+    [[ "${dest}" != /etc/hostguard/hostguard.conf ]] || want="${SETTINGS}"
+    cmp "${want}" "${ROOT}${dest}"
     count=$((count + 1))
   done < <("${PAYLOAD}/install" list)
-  [[ "${count}" -ge 12 ]]
+  [[ "${count}" -ge 13 ]]
   grep -qx '0-59/10 \* \* \* \* root /usr/local/lib/hostguard/host-monitor >> /var/log/hostguard/host-monitor.log 2>&1' \
     "${ROOT}/etc/cron.d/hostguard"
   grep -qx 'maxretry  = 10' "${ROOT}/etc/fail2ban/jail.d/hostguard-nginx-bad-request.local"
-  # A malformed table line stops install and list, naming the line.
-  printf 'base only-three-fields /x\n' >>"${PAYLOAD}/files.table"
-  run "${PAYLOAD}/install" list
-  [[ "${status}" -ne 0 ]]
-  hg_assert_contains "${output}" "files.table:"
-  hg_assert_contains "${output}" "expected PART SOURCE DESTINATION MODE"
+  # A malformed table line stops install and list, naming the line; so
+  # does a row of the source table's form (a glob, a destination folder):
+  # install reads only the expanded table a rendered bundle carries.
+  local table row
+  table="$(cat "${PAYLOAD}/files.table")"
+  for row in 'base only-three-fields /x' 'base lib/*.sh /usr/local/lib/hostguard/lib/ 0644' \
+    'base install /usr/local/lib/hostguard/ 0755'; do
+    printf '%s\n%s\n' "${table}" "${row}" >"${PAYLOAD}/files.table"
+    run "${PAYLOAD}/install" list
+    [[ "${status}" -ne 0 ]]
+    hg_assert_contains "${output}" "files.table:$(($(wc -l <<<"${table}") + 1)): expected PART SOURCE DESTINATION MODE"
+    run hg_install install --part base --settings "${SETTINGS}"
+    [[ "${status}" -ne 0 ]]
+    hg_assert_contains "${output}" "expected PART SOURCE DESTINATION MODE"
+  done
 }
 
 @test "set-webhook refuses anything but https:// without echoing the value" {

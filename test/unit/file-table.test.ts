@@ -1,7 +1,11 @@
-// One grammar of the file table on both sides: the same tables, good and bad
-// rows, go to the real `install list` (bash, in a copy of scripts/) and to
-// components/fileTable.ts; both must accept the same tables with the same
-// expansion (globs included) and refuse the same ones naming the same line.
+// One grammar of the file table. A bundle carries the table expanded (one row
+// per file, no glob, no folder), and that is all `install` reads: the same
+// tables, good and bad rows, go to the real `install list` (bash, in a copy
+// of scripts/) and to parseExpandedTable; both must accept the same tables
+// with the same rows and refuse the same ones naming the same line. The
+// source table (scripts/files.table, with globs) is read by the renderer
+// only; its expansion is checked here against a folder of known files, and
+// the table a rendered bundle carries against what `install list` reads.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -9,33 +13,25 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import fc from "fast-check";
-import { expandRow, parseFileTable, PARTS } from "../../components/fileTable";
+import { readPayload, renderHost } from "../../components/bundles";
+import { expandRow, FILE_TABLE, parseExpandedTable, parseFileTable, PARTS } from "../../components/fileTable";
+import { DEFAULT_SETTINGS } from "../../components/settings";
 
 const SCRIPTS = path.resolve(__dirname, "../../scripts");
 /** Payload files beside the installer's own, for the globs to find (and skip). */
 const EXTRA = ["a.sh", "b.conf", "lib2/x.sh", "lib2/y.conf", "lib2/.hidden.sh", "lib2/sub/z.sh", "d/e/f.txt"];
 let dir = "";
-let paths: string[] = [];
 
 before(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "hg-file-table-"));
     fs.cpSync(SCRIPTS, dir, { recursive: true });
-    for (const p of EXTRA) {
-        fs.mkdirSync(path.dirname(path.join(dir, p)), { recursive: true });
-        fs.writeFileSync(path.join(dir, p), "x\n");
-    }
-    const walk = (rel: string): string[] => fs.readdirSync(path.join(dir, rel), { withFileTypes: true }).flatMap((e) => {
-        const p = rel === "" ? e.name : `${rel}/${e.name}`;
-        return e.isDirectory() ? walk(p) : [p];
-    });
-    paths = walk("").filter((p) => p !== "files.table").sort();
 });
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-/** What `install list` says of TABLE: its lines, or its one error line. */
-function bashVerdict(table: string): string {
-    fs.writeFileSync(path.join(dir, "files.table"), table);
-    const r = spawnSync("bash", [path.join(dir, "install"), "list"], {
+/** What `install list` says of TABLE (the bundle's table beside it): its lines, or its one error line. */
+function bashVerdict(table: string, installDir = dir): string {
+    fs.writeFileSync(path.join(installDir, FILE_TABLE), table);
+    const r = spawnSync("bash", [path.join(installDir, "install"), "list"], {
         encoding: "utf8", timeout: 20_000, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" },
     });
     return r.status === 0 ? r.stdout : `error: ${r.stderr.replace(/^hostguard: /, "").trimEnd()}`;
@@ -45,12 +41,12 @@ function bashVerdict(table: string): string {
 function tsVerdict(table: string): string {
     let rows;
     try {
-        rows = parseFileTable(table);
+        rows = parseExpandedTable(table);
     } catch (e) {
         return `error: ${(e as Error).message}`;
     }
-    return PARTS.flatMap((part) => rows.filter((r) => r.part === part).flatMap((r) => expandRow(r, paths)
-        .map((m) => `${part}|${m.path}|${m.destination}|0${r.mode.toString(8)}\n`))).join("");
+    return PARTS.flatMap((part) => rows.filter((r) => r.part === part)
+        .map((r) => `${part}|${r.source}|${r.destination}|0${r.mode.toString(8)}\n`)).join("");
 }
 
 function assertAgree(table: string): void {
@@ -59,29 +55,25 @@ function assertAgree(table: string): void {
 
 const GOOD = [
     "base a.sh /usr/local/lib/hostguard/a.sh 0755\n",
-    "# comment\n   # indented comment\n\n\t\nweb a.sh /etc/x/ 0644\n",
-    "  web\ta.sh \t /etc/x/  0644  \n",
-    "base lib2/*.sh /opt/l/ 0644\n",
-    "base lib2/* /opt/l/ 0755\nmonitors d/e/f.txt /etc/f 0644\n",
-    "bantool lib2/x* /o/ 0644\nbase b.conf / 0644",
-    "web nothing*.sh /o/ 0644\n",
+    "# comment\n   # indented comment\n\n\t\nweb a.sh /etc/x/a 0644\n",
+    "  web\ta.sh \t /etc/x/.a  0644  \n",
+    "monitors d/e/f.txt /etc/f 0644\nbase lib2/x.sh /opt/l/x.sh 0644",
+    "bantool b.conf /etc/...b 0644\nbase a.sh /a 0755\nweb a.sh /x/a..b/c 0644\n",
 ];
 const BAD = [
     "base a.sh /x 0600\n", "base a.sh /x 755\n", "base a.sh /x 0755x\n", "webb a.sh /x 0644\n", "base a.sh etc/x 0644\n",
-    "base a.sh /x 0644 extra\n", "base a.sh 0644\n", "web a.sh /x 0644\r\n", "base lib2/*.sh /opt/l 0644\n",
-    "base li*/x.sh /o/ 0644\n", "base ../a.sh /x 0644\n", "base /a.sh /x 0644\n", "base .hidden /x 0644\n",
-    "base a.sh /x 0644 # comment\n", "web\u00a0a.sh /x 0644\n", "base lib2/?.sh /o/ 0644\n", "base lib2/[xy].sh /o/ 0644\n",
-    "base a.sh /x y 0644\n", "# fine\nbase a.sh /x 0644\nbad line\n", "base a.sh /x/../y 0644 0644\n", "base lib2/.* /o/ 0644\n",
+    "base a.sh /x 0644 extra\n", "base a.sh 0644\n", "web a.sh /x 0644\r\n", "base a.sh / 0644\n",
+    "base ../a.sh /x 0644\n", "base /a.sh /x 0644\n", "base .hidden /x 0644\n", "base a.sh /x 0644 # comment\n",
+    "web\u00a0a.sh /x 0644\n", "base a.sh /x y 0644\n", "# fine\nbase a.sh /x 0644\nbad line\n",
+    // What only the source table may hold: a glob, a destination folder.
+    "base lib2/*.sh /opt/l/ 0644\n", "base lib2/x.sh /opt/l/ 0644\n", "base a.sh /x/ 0644\n", "base lib2/* /o/x 0644\n",
+    // A destination through . or ..
+    "base a.sh /x/../y 0644\n", "base a.sh /x/./y 0644\n", "base a.sh /x/.. 0644\n", "base a.sh /. 0644\n",
 ];
 
-describe("the file table's grammar, bash and TypeScript", () => {
-    it("the real scripts/files.table: the same files, destinations and modes", () => {
-        const table = fs.readFileSync(path.join(SCRIPTS, "files.table"), "utf8");
-        assert.ok(!tsVerdict(table).startsWith("error"), tsVerdict(table));
-        assertAgree(table);
-    });
+describe("the bundle's (expanded) file table: bash and TypeScript read it alike", () => {
     for (const t of GOOD) {
-        it(`accepts and expands alike: ${JSON.stringify(t)}`, () => {
+        it(`accepts alike: ${JSON.stringify(t)}`, () => {
             assert.ok(!tsVerdict(t).startsWith("error"), tsVerdict(t));
             assertAgree(t);
         });
@@ -94,7 +86,7 @@ describe("the file table's grammar, bash and TypeScript", () => {
     }
     it("agrees on arbitrary lines made of table-like pieces", () => {
         const field = fc.constantFrom("base", "web", "webb", "a.sh", "lib2/*.sh", "lib2/*", "*", "../a.sh", ".h", "x/", "/etc/x",
-            "/etc/x/", "/", "etc", "0644", "0755", "0600", "644", "#", "a b", "[x]", "?.sh", "d/e/f.txt", "");
+            "/etc/x/", "/", "/..", "/a/../b", "/.a", "etc", "0644", "0755", "0600", "644", "#", "a b", "[x]", "?.sh", "d/e/f.txt", "");
         const blank = fc.constantFrom(" ", "\t", "  ", " \t", "\u00a0", "\r", "");
         const line = fc.tuple(blank, fc.array(fc.tuple(field, blank), { minLength: 0, maxLength: 6 }))
             .map(([lead, parts]) => lead + parts.map(([f, b]) => f + (b === "" ? " " : b)).join(""));
@@ -102,4 +94,44 @@ describe("the file table's grammar, bash and TypeScript", () => {
             assertAgree(lines.join("\n") + (newline ? "\n" : ""));
         }), { numRuns: 80 });
     });
+    it("the table a rendered bundle carries: install reads every file the renderer ships, where it ships it", () => {
+        const { files, bundles } = renderHost(DEFAULT_SETTINGS, 3, readPayload(), { hostName: "web1" });
+        const base = bundles.find((b) => b.part === "base")!;
+        const table = base.files.find((f) => f.path === FILE_TABLE)!.content.toString("utf8");
+        for (const b of bundles) {
+            assert.equal(b.files.find((f) => f.path === FILE_TABLE)?.content.toString("utf8"), table, `${b.part} carries the same table`);
+        }
+        const want = PARTS.flatMap((part) => files.filter((f) => f.part === part)
+            .map((f) => `${part}|${f.path}|${f.destination}|0${f.mode.toString(8)}\n`)).join("");
+        assert.equal(bashVerdict(table), want);
+        assert.equal(tsVerdict(table), want);
+        assert.ok(!/[*]/.test(table.replace(/^#.*$/gm, "")), "no glob left");
+        assert.match(want, /^base\|hostguard\.conf\|\/etc\/hostguard\/hostguard\.conf\|0644$/m, "the settings file is a row of base");
+    });
+    it("the settings row lands where the host's scripts read their settings (common.sh's HG_SETTINGS_PATH)", () => {
+        const r = spawnSync("bash", ["-c", 'source "$1" && printf %s "${HG_SETTINGS_PATH}"', "_", path.join(SCRIPTS, "lib/common.sh")], { encoding: "utf8" });
+        assert.equal(r.status, 0, r.stderr);
+        const { files } = renderHost(DEFAULT_SETTINGS, 3, readPayload());
+        assert.deepEqual(files.filter((f) => f.path === "hostguard.conf").map((f) => `${f.part} ${f.destination}`), [`base ${r.stdout}`]);
+    });
+});
+
+describe("the source table (scripts/files.table): parsed and expanded by the renderer", () => {
+    const paths = ["files.table", "install", "lib/common.sh", ...EXTRA].sort();
+    const expand = (t: string): string[] => parseFileTable(t).flatMap((r) => expandRow(r, paths).map((m) => `${r.part} ${m.path} ${m.destination}`));
+    it("the real table parses", () => {
+        assert.ok(parseFileTable(fs.readFileSync(path.join(SCRIPTS, FILE_TABLE), "utf8")).length > 0);
+    });
+    it("a glob matches as bash's does (last segment only, never a dot file) and a folder gets the file's name", () => {
+        assert.deepEqual(expand("base lib2/*.sh /opt/l/ 0644\n"), ["base lib2/x.sh /opt/l/x.sh"]);
+        assert.deepEqual(expand("base lib2/* /opt/l/ 0755\n"), ["base lib2/x.sh /opt/l/x.sh", "base lib2/y.conf /opt/l/y.conf"]);
+        assert.deepEqual(expand("web a.sh /etc/x/ 0644\nweb nothing*.sh /o/ 0644\n"), ["web a.sh /etc/x/a.sh"]);
+        assert.deepEqual(expand("monitors d/e/f.txt /etc/f 0644\n"), ["monitors d/e/f.txt /etc/f"]);
+    });
+    for (const t of ["base lib2/*.sh /opt/l 0644\n", "base li*/x.sh /o/ 0644\n", "base lib2/?.sh /o/ 0644\n", "base lib2/.* /o/ 0644\n",
+        "base a.sh /x/../y 0644\n", "base a.sh /x 0600\n"]) {
+        it(`refuses, naming the line: ${JSON.stringify(t)}`, () => {
+            assert.throws(() => parseFileTable(t), /^Error: files\.table:1: expected PART SOURCE DESTINATION MODE \(a part of base/);
+        });
+    }
 });

@@ -13,7 +13,8 @@ const HOST: TargetHost = {
     name: "web1", host: "10.0.1.10", port: 22, user: "root",
     hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHostKeyFake0000000000000000000000000000000A",
 };
-const TABLE = "base install /usr/local/lib/hostguard/install 0755\nbase files.table /usr/local/lib/hostguard/files.table 0644\n";
+const TABLE = "base install /usr/local/lib/hostguard/install 0755\nbase files.table /usr/local/lib/hostguard/files.table 0644\n"
+    + "base hostguard.conf /etc/hostguard/hostguard.conf 0644\n";
 const INSTALL = payloadFile("install", "#!/usr/bin/env bash\n", 0o755);
 
 /** Types of the resources registered, in order. */
@@ -64,7 +65,7 @@ describe("render errors of a host", () => {
         const error = deployError([
             INSTALL, payloadFile("files.table", `${TABLE}web nginx/deny.conf /etc/nginx/deny.conf 0600\n`), payloadFile("nginx/deny.conf", "x\n"),
         ]);
-        await assertOnHost(error, /^files\.table:3: expected PART SOURCE DESTINATION MODE/);
+        await assertOnHost(error, /^files\.table:4: expected PART SOURCE DESTINATION MODE/);
     });
 
     it("a payload file no part ships: the same", async () => {

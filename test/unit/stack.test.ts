@@ -68,6 +68,7 @@ function payload(): PayloadFile[] {
     const table = [
         "base lib/*.sh /usr/local/lib/hostguard/lib/ 0644", "base hostguard-notify /usr/local/lib/hostguard/hostguard-notify 0755",
         "base install /usr/local/lib/hostguard/install 0755", "base files.table /usr/local/lib/hostguard/files.table 0644",
+        "base hostguard.conf /etc/hostguard/hostguard.conf 0644",
         "monitors host-monitor /usr/local/lib/hostguard/host-monitor 0755", "monitors cron.d/hostguard /etc/cron.d/hostguard 0644",
         "bantool fail2ban/jail.d/hostguard-nginx-bad-request.local /etc/fail2ban/jail.d/hostguard-nginx-bad-request.local 0644",
         "web nginx/hostguard-deny.conf /etc/nginx/snippets/hostguard-deny.conf 0644", "",
@@ -203,7 +204,7 @@ describe("stack with one host", () => {
         for (const part of ["base", "monitors", "bantool", "web"]) {
             const c = resources.find((r) => r.name === `web1-${part}`)!;
             assert.match(c.inputs.create, new RegExp(`^sudo -n sh -c '# hostguard part ${part}: bundle sha256 [0-9a-f]{64}`));
-            assert.match(c.inputs.create, new RegExp(`"\\$d/install" install --part ${part} --settings `));
+            assert.match(c.inputs.create, new RegExp(`"\\$d/install" install --part ${part}'?$`));
             assert.equal(c.inputs.delete, `sudo -n sh -c '/usr/local/lib/hostguard/install uninstall --part ${part}'`);
             assert.equal(c.inputs.addPreviousOutputInEnv, false);
             assert.equal(c.inputs.triggers, undefined);
@@ -333,10 +334,10 @@ describe("stack with two hosts", () => {
         assert.deepEqual(files.map((f) => `${f.part} ${f.path} ${f.destination}`), [
             "base lib/common.sh /usr/local/lib/hostguard/lib/common.sh", "base hostguard-notify /usr/local/lib/hostguard/hostguard-notify",
             "base install /usr/local/lib/hostguard/install", "base files.table /usr/local/lib/hostguard/files.table",
+            "base hostguard.conf /etc/hostguard/hostguard.conf",
             "monitors host-monitor /usr/local/lib/hostguard/host-monitor", "monitors cron.d/hostguard /etc/cron.d/hostguard",
             "bantool fail2ban/jail.d/hostguard-nginx-bad-request.local /etc/fail2ban/jail.d/hostguard-nginx-bad-request.local",
             "web nginx/hostguard-deny.conf /etc/nginx/snippets/hostguard-deny.conf",
-            "base hostguard.conf /etc/hostguard/hostguard.conf",
         ]);
         assert.equal(files.find((f) => f.path === "host-monitor")!.sha256, sha256("#!/usr/bin/env bash\n"));
         const stdin = (suffix: string) => resources.filter((r) => r.name.endsWith(suffix)).map((r) => r.inputs.stdin);
