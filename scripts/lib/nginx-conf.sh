@@ -634,6 +634,6 @@ ngx_uninstall_include() {
   ((NGX_REMOVED > 0)) || return 0
   txn_record_user NGINX_SERVER_CONF "${copy}"
   safe_replace "${content}"
-  CHANGED=1
+  txn_reload_needed
   hg_log INFO "removed the deny include from ${real}"
 }

@@ -333,6 +333,12 @@ txn_changed() {
   manifest_add reload pending
 }
 
+# A service must reload at the end of this run, with no record: a pending
+# reload found in the manifest, or an uninstall (whose manifest empties).
+txn_reload_needed() {
+  CHANGED=1
+}
+
 # ---- files ----------------------------------------------------------------------
 
 mode_owner() {
