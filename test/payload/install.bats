@@ -233,24 +233,15 @@ EOF
 
 @test "a program declaring a runtime file outside hostguard's state and spool stops the part before any write" {
   hg_install install --part base --settings "${SETTINGS}" >/dev/null
-  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
+  hg_listing_before
   local bad
   for bad in 'state /etc/passwd' 'state /var/lib/hostguard/../x' 'state /var/lib/hostguard/.*' \
     'stale /var/lib/hostguard/x' 'state /var/lib/hostguard/sub/x' 'message /var/spool/hostguard/*'; do
     printf '#!/bin/sh\nprintf "%%s\\n" "state /var/lib/hostguard/ok" "%s"\n' "${bad}" >"${PAYLOAD}/host-monitor"
-    run hg_install install --part monitors --settings "${SETTINGS}"
-    echo "${output}"
-    [[ "${status}" -ne 0 ]]
-    hg_assert_contains "${output}" "host-monitor --runtime-files: refused line '${bad}'"
-    hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
-    hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+    hg_assert_refused "host-monitor --runtime-files: refused line '${bad}'" install --part monitors --settings "${SETTINGS}"
   done
   printf '#!/bin/sh\nexit 3\n' >"${PAYLOAD}/host-monitor"
-  run hg_install install --part monitors --settings "${SETTINGS}"
-  [[ "${status}" -ne 0 ]]
-  hg_assert_contains "${output}" "host-monitor --runtime-files failed"
-  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
-  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+  hg_assert_refused "host-monitor --runtime-files failed" install --part monitors --settings "${SETTINGS}"
 }
 
 @test "the installed copy of install can uninstall alone" {
@@ -359,32 +350,19 @@ EOF
     key="${case##*|}"
     printf '# bad\n%s\nSLACK_CHANNEL=ops\n' "${line}" >"${BATS_TEST_TMPDIR}/bad.conf"
     # Fresh root, then a root that already has an install: neither changes.
-    hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
-    run hg_install install --settings "${BATS_TEST_TMPDIR}/bad.conf"
-    echo "${output}"
-    [[ "${status}" -ne 0 ]]
-    hg_assert_contains "${output}" "bad.conf:2:"
+    hg_listing_before
+    hg_assert_refused "bad.conf:2:" install --settings "${BATS_TEST_TMPDIR}/bad.conf"
     hg_assert_contains "${output}" "${key}"
-    hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/after"
-    hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
   done
   hg_install install --settings "${SETTINGS}"
-  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
-  run hg_install install --settings "${BATS_TEST_TMPDIR}/bad.conf"
-  [[ "${status}" -ne 0 ]]
-  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/after"
-  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+  hg_listing_before
+  hg_assert_refused "bad.conf:2:" install --settings "${BATS_TEST_TMPDIR}/bad.conf"
 }
 
 @test "a missing NGINX_SERVER_CONF is refused before anything is written" {
   printf 'NGINX_SERVER_CONF=/etc/nginx/sites-enabled/nope\n' >"${BATS_TEST_TMPDIR}/nope.conf"
-  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
-  run hg_install install --settings "${BATS_TEST_TMPDIR}/nope.conf"
-  echo "${output}"
-  [[ "${status}" -ne 0 ]]
-  hg_assert_contains "${output}" "NGINX_SERVER_CONF"
-  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/after"
-  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+  hg_listing_before
+  hg_assert_refused "NGINX_SERVER_CONF" install --settings "${BATS_TEST_TMPDIR}/nope.conf"
 }
 
 @test "a destination a part cannot use stops the part before anything is written" {
@@ -392,13 +370,8 @@ EOF
   # be is found before the filter and the action are written.
   mkdir -p "${ROOT}/etc/fail2ban"
   printf 'not a directory\n' >"${ROOT}/etc/fail2ban/jail.d"
-  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
-  run hg_install install --part bantool --settings "${SETTINGS}"
-  echo "${output}"
-  [[ "${status}" -ne 0 ]]
-  hg_assert_contains "${output}" "/etc/fail2ban/jail.d is not a directory"
-  hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
-  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+  hg_listing_before
+  hg_assert_refused "/etc/fail2ban/jail.d is not a directory" install --part bantool --settings "${SETTINGS}"
 }
 
 @test "a failure in the middle of a part (disk full) rolls that part back" {
@@ -427,13 +400,8 @@ EOF
 
 @test "a directory at a destination stops the part before anything is written" {
   mkdir -p "${ROOT}/etc/fail2ban/jail.d/hostguard-nginx-bad-request.local"
-  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
-  run hg_install install --settings "${SETTINGS}"
-  echo "${output}"
-  [[ "${status}" -ne 0 ]]
-  hg_assert_contains "${output}" "/etc/fail2ban/jail.d/hostguard-nginx-bad-request.local is a directory: refused"
-  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/after"
-  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+  hg_listing_before
+  hg_assert_refused "/etc/fail2ban/jail.d/hostguard-nginx-bad-request.local is a directory: refused" install --settings "${SETTINGS}"
 }
 
 @test "install places exactly the files of the file table, rendered ones as the renderer wrote them" {

@@ -84,6 +84,19 @@ raw_request() {
   printf '%s\n' "${reply%%$'\r'*}"
 }
 
+# Copies the access log from byte START on to OUT once it holds LINES lines.
+# nginx logs a request when its connection ends, which may be after the
+# client has returned: waits (bounded, 5 s) for them.
+wait_access_lines() {
+  local start="$1" lines="$2" out="$3" wait
+  for ((wait = 0; wait < 50; wait++)); do
+    tail -c +"$((start + 1))" "${NGINX_ACCESS_LOG}" >"${out}"
+    (($(wc -l <"${out}") >= lines)) && break
+    sleep 0.1
+  done
+  cat "${out}" >&2
+}
+
 @test "nginx: nginx -t accepts the config with the snippet included" {
   run nginx_sandbox_test
   printf '%s\n' "${output}" >&2
@@ -192,15 +205,8 @@ raw_request() {
   raw_request 'GET /bad\x01 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n' >/dev/null
   # A TLS handshake on the plain port: 400 without a method, not counted.
   raw_request '\x16\x03\x01\x00\x05\x01\x00\x00\x01\x00' >/dev/null
-  local log="${BATS_TEST_TMPDIR}/access.log" wait
-  # nginx logs a request when its connection ends, which may be after the
-  # client has returned: wait (bounded) for all 17 lines.
-  for ((wait = 0; wait < 50; wait++)); do
-    tail -c +"$((start + 1))" "${NGINX_ACCESS_LOG}" >"${log}"
-    (($(wc -l <"${log}") >= 17)) && break
-    sleep 0.1
-  done
-  cat "${log}" >&2
+  local log="${BATS_TEST_TMPDIR}/access.log"
+  wait_access_lines "${start}" 17 "${log}"
 
   # What should count, read from the log without the filter: status 400 or
   # 403 after the request line, with one of the SPEC's methods.
@@ -242,15 +248,9 @@ raw_request() {
   raw_request "GET /ua HTTP/1.1\r\nHost: a\r\nUser-Agent: x\" 403 0 \"-\" \"-\r\nReferer: r\" 400 1 \"\r\nConnection: close\r\n\r\n"
   raw_request "GET /user HTTP/1.1\r\nHost: a\r\nAuthorization: Basic ${user}\r\nConnection: close\r\n\r\n"
   raw_request "GET /.env HTTP/1.1\r\nHost: a\r\nAuthorization: Basic ${user}\r\nConnection: close\r\n\r\n"
-  local log="${BATS_TEST_TMPDIR}/access.log" wait
-  # nginx logs a request when its connection ends, which may be after the
-  # client has returned: wait (bounded) for all 17 lines.
-  for ((wait = 0; wait < 50; wait++)); do
-    tail -c +"$((start + 1))" "${NGINX_ACCESS_LOG}" >"${log}"
-    (($(wc -l <"${log}") >= 17)) && break
-    sleep 0.1
-  done
-  cat "${log}" >&2
+  local log="${BATS_TEST_TMPDIR}/access.log"
+  # Four requests, four lines.
+  wait_access_lines "${start}" 4 "${log}"
   [[ "$(wc -l <"${log}")" -eq 4 ]]
 
   # nginx's escaping: every line keeps exactly the six quotes of the format.

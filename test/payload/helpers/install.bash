@@ -127,6 +127,25 @@ hg_assert_mode_owner() {
   fi
 }
 
+# Takes the listing (mtimes included) that hg_assert_refused compares with.
+hg_listing_before() {
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
+}
+
+# Runs `install ARGS...` (hg_install), which must fail with TEXT in its
+# output and leave the root exactly as hg_listing_before saw it, mtimes
+# included: refused before anything was written.
+hg_assert_refused() {
+  local text="$1"
+  shift
+  run hg_install "$@"
+  echo "${output}"
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "${text}"
+  hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}
+
 hg_assert_contains() {
   local haystack="$1" needle="$2"
   if [[ "${haystack}" != *"${needle}"* ]]; then
