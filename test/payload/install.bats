@@ -497,23 +497,12 @@ EOF
   [[ "${status}" -eq 64 ]]
 }
 
-# Runs a command with root / in a private mount (and network) namespace whose
-# /etc/nginx, /var/lib, /var/log/nginx and /run are copies in the test's temp
-# dir: the real `nginx -t` runs against them, this machine's own are untouched.
+# Runs a command with root / in the test's sandbox (hg_root_sandbox): the
+# real `nginx -t` runs against copies, this machine's own are untouched.
 live_sandbox() {
   SANDBOX="${BATS_TEST_TMPDIR}/live"
-  if [[ ! -d "${SANDBOX}" ]]; then
-    mkdir -p "${SANDBOX}/varlib/nginx" "${SANDBOX}/lognginx" "${SANDBOX}/run"
-    cp -a /etc/nginx "${SANDBOX}/etc-nginx"
-  fi
-  timeout 60 unshare --mount --propagation private --net bash -euo pipefail -c '
-    s="$1"
-    shift
-    mount --bind "${s}/etc-nginx" /etc/nginx
-    mount --bind "${s}/varlib" /var/lib
-    mount --bind "${s}/lognginx" /var/log/nginx
-    mount --bind "${s}/run" /run
-    "$@"' _ "${SANDBOX}" "$@"
+  hg_root_sandbox_make "${SANDBOX}"
+  hg_root_sandbox "${SANDBOX}" "$@"
 }
 
 host_nginx_listing() {

@@ -25,8 +25,7 @@ setup() {
     || { echo "libnginx-mod-stream missing (.ci/run installs it): the test cannot run" >&2; false; }
   hg_make_payload
   S="${BATS_TEST_TMPDIR}/sandbox"
-  mkdir -p "${S}/varlib/nginx" "${S}/lognginx" "${S}/run"
-  cp -a /etc/nginx "${S}/etc-nginx"
+  hg_root_sandbox_make "${S}"
   rm -f "${S}/etc-nginx/sites-enabled/"*
   openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=example.test \
     -keyout "${S}/key.pem" -out "${S}/cert.pem" 2>/dev/null
@@ -40,15 +39,7 @@ teardown() {
 
 # Runs the script on stdin with root / in the sandbox namespaces.
 in_sandbox() {
-  timeout 120 unshare --mount --propagation private --net --pid --fork bash -euo pipefail -c '
-    s="$1"
-    shift
-    mount --bind "${s}/etc-nginx" /etc/nginx
-    mount --bind "${s}/varlib" /var/lib
-    mount --bind "${s}/lognginx" /var/log/nginx
-    mount --bind "${s}/run" /run
-    ip link set lo up
-    bash -euo pipefail -s "$@"' _ "${S}" "$@"
+  hg_root_sandbox "${S}" bash -euo pipefail -s "$@"
 }
 
 # The probe script run inside: install, start nginx, probe every server

@@ -127,6 +127,32 @@ hg_assert_mode_owner() {
   fi
 }
 
+# Makes, once, the copies a root-/ sandbox mounts in DIR: /etc/nginx (a
+# copy of this machine's), and empty /var/lib, /var/log/nginx and /run.
+hg_root_sandbox_make() {
+  local dir="$1"
+  [[ ! -d "${dir}" ]] || return 0
+  mkdir -p "${dir}/varlib/nginx" "${dir}/lognginx" "${dir}/run"
+  cp -a /etc/nginx "${dir}/etc-nginx"
+}
+
+# Runs CMD... with root / in private mount, network and pid namespaces whose
+# /etc/nginx, /var/lib, /var/log/nginx and /run are DIR's copies: the real
+# nginx and install run against them, this machine's own are untouched.
+hg_root_sandbox() {
+  local dir="$1"
+  shift
+  timeout 120 unshare --mount --propagation private --net --pid --fork bash -euo pipefail -c '
+    s="$1"
+    shift
+    mount --bind "${s}/etc-nginx" /etc/nginx
+    mount --bind "${s}/varlib" /var/lib
+    mount --bind "${s}/lognginx" /var/log/nginx
+    mount --bind "${s}/run" /run
+    ip link set lo up
+    "$@"' _ "${dir}" "$@"
+}
+
 # Takes the listing (mtimes included) that hg_assert_refused compares with.
 hg_listing_before() {
   hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
