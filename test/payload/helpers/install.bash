@@ -142,6 +142,7 @@ hg_root_sandbox_make() {
 hg_root_sandbox() {
   local dir="$1"
   shift
+  # shellcheck disable=SC2016 # the inner bash expands its own arguments
   timeout 120 unshare --mount --propagation private --net --pid --fork bash -euo pipefail -c '
     s="$1"
     shift
@@ -161,6 +162,7 @@ hg_listing_before() {
 # Runs `install ARGS...` (hg_install), which must fail with TEXT in its
 # output and leave the root exactly as hg_listing_before saw it, mtimes
 # included: refused before anything was written.
+# shellcheck disable=SC2154 # output and status are set by bats' run
 hg_assert_refused() {
   local text="$1"
   shift
