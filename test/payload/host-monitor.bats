@@ -450,3 +450,67 @@ run_at() {
   # The URL is in no log line.
   [[ "${output}" != *"${RECEIVER_SENTINEL}"* ]]
 }
+
+# A stand-in df on PATH: MODE hang (never answers: sleeps 30 s, its pid
+# noted for teardown_df) or garbage (prints no figure and fails).
+fake_df() {
+  DF_BIN="${BATS_TEST_TMPDIR}/df-bin"
+  mkdir -p "${DF_BIN}"
+  case "$1" in
+    hang) printf '#!/bin/sh\necho $$ >>"%s"\nexec sleep 30\n' "${BATS_TEST_TMPDIR}/df.pids" >"${DF_BIN}/df" ;;
+    garbage) printf '#!/bin/sh\necho "df: /: Input/output error" >&2\necho garbage\nexit 1\n' >"${DF_BIN}/df" ;;
+  esac
+  chmod 0755 "${DF_BIN}/df"
+}
+
+teardown_df() {
+  local pid
+  [[ -f "${BATS_TEST_TMPDIR}/df.pids" ]] || return 0
+  while read -r pid; do
+    kill "${pid}" 2>/dev/null || true
+  done <"${BATS_TEST_TMPDIR}/df.pids"
+}
+
+DISK_FAILED_TEXT="[Server Alert] "$'\n'"Disk check failed: df did not answer within 1 s; disk use is not checked until it works again"
+
+@test "a df that never answers: the run goes on (CPU and memory alerts), one Disk check failed alert, the lock stays free" {
+  receiver_make_root CPU_THRESHOLD=0 MEMORY_THRESHOLD=0 DISK_THRESHOLD=0 ALERT_SEND_RESOLVED=true
+  fake_df hang
+  local start
+  start="$(date +%s)"
+  PATH="${DF_BIN}:${PATH}" HOSTGUARD_DF_TIMEOUT=1 run_at 100000
+  teardown_df
+  (($(date +%s) - start < 10))
+  receiver_expect_texts "${CPU_TEXT}" "${MEM_TEXT}" "${DISK_FAILED_TEXT}"
+  [[ "${output}" == *"df did not answer within 1 s; disk use not checked"* ]]
+  [[ "${output}" == *"disk=unknown load="*"alerts=cpu memory disk-check"* ]]
+  # Still hanging: CPU and memory repeat (the SPEC's every run); the disk
+  # check's alert does not. No run is kept out by a df that hangs.
+  fake_df hang
+  PATH="${DF_BIN}:${PATH}" HOSTGUARD_DF_TIMEOUT=1 run_at 100600
+  receiver_expect_texts "${CPU_TEXT}" "${MEM_TEXT}"
+  [[ "${output}" != *"another run holds"* ]]
+  # While one df still hangs (its 30 s are not over), a run takes the lock.
+  [[ -s "${BATS_TEST_TMPDIR}/df.pids" ]]
+  kill -0 "$(tail -n 1 "${BATS_TEST_TMPDIR}/df.pids")"
+  run_at 101200
+  teardown_df
+  local disk
+  disk="$(root_disk)"
+  receiver_expect_texts "${CPU_TEXT}" "${MEM_TEXT}" \
+    "[Server Alert] "$'\n'"Disk check works again: df answers" \
+    "[Server Alert] "$'\n'"High Disk Usage Detected: ${disk}%"$'\n'"System Uptime: up 2 weeks, 6 hours, 56 minutes"
+}
+
+@test "a df that fails or prints no figure: CPU and memory still alert, and the disk check's failure says so" {
+  receiver_make_root CPU_THRESHOLD=0 MEMORY_THRESHOLD=0 DISK_THRESHOLD=0
+  fake_df garbage
+  PATH="${DF_BIN}:${PATH}" run_at 100000
+  receiver_expect_texts "${CPU_TEXT}" "${MEM_TEXT}" \
+    "[Server Alert] "$'\n'"Disk check failed: df printed no use for /; disk use is not checked until it works again"
+  # Without ALERT_SEND_RESOLVED a working df again is silent for the check,
+  # and the disk alert comes back.
+  run_at 100600
+  receiver_expect_texts "${CPU_TEXT}" "${MEM_TEXT}" \
+    "[Server Alert] "$'\n'"High Disk Usage Detected: $(root_disk)%"$'\n'"System Uptime: up 2 weeks, 6 hours, 56 minutes"
+}
