@@ -11,11 +11,13 @@ bench_count_spawns() {
   strace -f -qq -e trace=execve,clone,clone3,fork,vfork -o "${trace}" "$@" >/dev/null
   awk '
     NR == 1 { root = $1 }
-    { pids[$1] = 1 }
     # A call that another process interrupts is split into "execve(...
     # <unfinished ...>" and "<... execve resumed>) = 0": count the result.
     ($2 ~ /^execve\(/ || $3 == "execve") && $1 != root && / = 0$/ { spawns++ }
-    END { n = 0; for (p in pids) n++; printf "%d %d\n", spawns, n - 1 }
+    # Every process made, exec or not (a subshell makes no traced call of
+    # its own, so counting the pids seen would miss it).
+    ($2 ~ /^(clone3?|v?fork)\(/ || $3 ~ /^(clone3?|v?fork)$/) && / = [1-9][0-9]*$/ { forks++ }
+    END { printf "%d %d\n", spawns, forks }
   ' "${trace}"
 }
 

@@ -168,15 +168,19 @@ hg_alert_keys() {
   return 0
 }
 
-# The temp file hg_alert_save writes before renaming it over FILE.
+# OUT <- the temp file hg_alert_save writes before renaming it over FILE
+# (no subshell: a quiet monitor run forks nothing for it).
 hg_alert_tmp() {
-  printf '%s/.%s.tmp\n' "${1%/*}" "${1##*/}"
+  local -n _hg_tmp="$1"
+  _hg_tmp="${2%/*}/.${2##*/}.tmp"
 }
 
 # What hg_alert_save writes for the state file PATH (as on the host), as
 # lines of a writer's --runtime-files: the file and its temp file.
 hg_alert_runtime_files() {
-  printf 'state %s\n' "$1" "$(hg_alert_tmp "$1")"
+  local tmp
+  hg_alert_tmp tmp "$1"
+  printf 'state %s\n' "$1" "${tmp}"
 }
 
 # Writes the records when they changed. Returns non-zero (nothing changed on
@@ -184,9 +188,9 @@ hg_alert_runtime_files() {
 # and still delivers its alerts.
 hg_alert_save() {
   local text tmp
-  tmp="$(hg_alert_tmp "${HG_ALERT_FILE}")"
   hg_alert_text text
   [[ "${text}" != "${HG_ALERT_LOADED_TEXT}" ]] || return 0
+  hg_alert_tmp tmp "${HG_ALERT_FILE}"
   if [[ -z "${text}" ]]; then
     rm -f -- "${HG_ALERT_FILE}" || return 1
   else

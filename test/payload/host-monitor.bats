@@ -132,7 +132,7 @@ run_monitor() {
   run timeout 30 "${MONITOR}" # leaves the CPU sample: the measured run is a normal one
   [[ "${status}" -eq 0 ]]
   local trace="${BATS_TEST_TMPDIR}/trace"
-  run timeout 30 strace -f -qq -e trace=execve -o "${trace}" bash "${MONITOR}"
+  run timeout 30 strace -f -qq -e trace=execve,clone,clone3,fork,vfork -o "${trace}" bash "${MONITOR}"
   [[ "${status}" -eq 0 ]]
   cat "${trace}"
   local -a programs=()
@@ -142,6 +142,11 @@ run_monitor() {
   [[ "${programs[0]}" == */bash ]]
   ((${#programs[@]} - 1 <= 2))
   [[ " ${programs[*]:1} " == *"/flock "* && " ${programs[*]:1} " == *"/df "* ]]
+  # And no other fork (a subshell or command substitution) beside those two.
+  local forks
+  forks="$(grep -cE '(clone3?|v?fork)\(.*\) = [1-9][0-9]*$' "${trace}")"
+  echo "forks: ${forks}"
+  ((forks <= 2))
 }
 
 @test "runs never overlap: a second run exits at once with a log line" {
@@ -451,13 +456,14 @@ run_at() {
   [[ "${output}" != *"${RECEIVER_SENTINEL}"* ]]
 }
 
-# A stand-in df on PATH: MODE hang (never answers: sleeps 30 s, its pid
-# noted for teardown_df) or garbage (prints no figure and fails).
+# A stand-in df on PATH: MODE hang (never answers: waits on a 30 s sleep,
+# its pid noted for teardown_df; like a df stuck in the kernel, its command
+# line stays df's) or garbage (prints no figure and fails).
 fake_df() {
   DF_BIN="${BATS_TEST_TMPDIR}/df-bin"
   mkdir -p "${DF_BIN}"
   case "$1" in
-    hang) printf '#!/bin/sh\necho $$ >>"%s"\nexec sleep 30\n' "${BATS_TEST_TMPDIR}/df.pids" >"${DF_BIN}/df" ;;
+    hang) printf '#!/bin/sh\necho $$ >>"%s"\nsleep 30\n' "${BATS_TEST_TMPDIR}/df.pids" >"${DF_BIN}/df" ;;
     garbage) printf '#!/bin/sh\necho "df: /: Input/output error" >&2\necho garbage\nexit 1\n' >"${DF_BIN}/df" ;;
   esac
   chmod 0755 "${DF_BIN}/df"
@@ -467,6 +473,7 @@ teardown_df() {
   local pid
   [[ -f "${BATS_TEST_TMPDIR}/df.pids" ]] || return 0
   while read -r pid; do
+    pkill -P "${pid}" 2>/dev/null || true
     kill "${pid}" 2>/dev/null || true
   done <"${BATS_TEST_TMPDIR}/df.pids"
 }
@@ -479,27 +486,47 @@ DISK_FAILED_TEXT="[Server Alert] "$'\n'"Disk check failed: df did not answer wit
   local start
   start="$(date +%s)"
   PATH="${DF_BIN}:${PATH}" HOSTGUARD_DF_TIMEOUT=1 run_at 100000
-  teardown_df
   (($(date +%s) - start < 10))
   receiver_expect_texts "${CPU_TEXT}" "${MEM_TEXT}" "${DISK_FAILED_TEXT}"
   [[ "${output}" == *"df did not answer within 1 s; disk use not checked"* ]]
   [[ "${output}" == *"disk=unknown load="*"alerts=cpu memory disk-check"* ]]
-  # Still hanging: CPU and memory repeat (the SPEC's every run); the disk
-  # check's alert does not. No run is kept out by a df that hangs.
-  fake_df hang
+  local stuck
+  stuck="$(cat "${BATS_TEST_TMPDIR}/df.pids")"
+  kill -0 "${stuck}"
+  [[ "$(cat "${HOSTGUARD_ROOT}/var/lib/hostguard/host-monitor.df-pid")" == "${stuck}" ]]
+  # The df still hangs: the next run takes the lock, starts no second df,
+  # says why; CPU and memory repeat (the SPEC's every run), the disk
+  # check's alert does not.
   PATH="${DF_BIN}:${PATH}" HOSTGUARD_DF_TIMEOUT=1 run_at 100600
   receiver_expect_texts "${CPU_TEXT}" "${MEM_TEXT}"
   [[ "${output}" != *"another run holds"* ]]
-  # While one df still hangs (its 30 s are not over), a run takes the lock.
-  [[ -s "${BATS_TEST_TMPDIR}/df.pids" ]]
-  kill -0 "$(tail -n 1 "${BATS_TEST_TMPDIR}/df.pids")"
-  run_at 101200
+  [[ "${output}" == *"df has not answered since an earlier run (pid ${stuck}); disk use not checked"* ]]
+  [[ "$(cat "${BATS_TEST_TMPDIR}/df.pids")" == "${stuck}" ]]
+  # Once it is gone, df runs again.
   teardown_df
+  run_at 101200
   local disk
   disk="$(root_disk)"
   receiver_expect_texts "${CPU_TEXT}" "${MEM_TEXT}" \
     "[Server Alert] "$'\n'"Disk check works again: df answers" \
     "[Server Alert] "$'\n'"High Disk Usage Detected: ${disk}%"$'\n'"System Uptime: up 2 weeks, 6 hours, 56 minutes"
+}
+
+@test "a user's process that took a stuck df's pid cannot hold the disk check off" {
+  receiver_make_root CPU_THRESHOLD=100 MEMORY_THRESHOLD=100 DISK_THRESHOLD=0
+  # The pid of an earlier, stuck df, now a process of nobody's whose command
+  # line looks like df's.
+  setpriv --reuid 65534 --regid 65534 --clear-groups --inh-caps=-all bash -c 'sleep 30; exit 0' df --output=pcent / &
+  local user_pid=$!
+  mkdir -p "${HOSTGUARD_ROOT}/var/lib/hostguard"
+  echo "${user_pid}" >"${HOSTGUARD_ROOT}/var/lib/hostguard/host-monitor.df-pid"
+  [[ "$(tr '\0' ' ' <"/proc/${user_pid}/cmdline")" == *" --output=pcent / "* ]]
+  run_at 100000
+  pkill -P "${user_pid}" || true
+  kill "${user_pid}" 2>/dev/null || true
+  [[ "${output}" != *"has not answered"* ]]
+  receiver_expect_texts "[Server Alert] "$'\n'"High Disk Usage Detected: $(root_disk)%"$'\n'"System Uptime: up 2 weeks, 6 hours, 56 minutes"
+  [[ ! -e "${HOSTGUARD_ROOT}/var/lib/hostguard/host-monitor.df-pid" ]]
 }
 
 @test "a df that fails or prints no figure: CPU and memory still alert, and the disk check's failure says so" {
