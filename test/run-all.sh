@@ -32,6 +32,16 @@ bash_files() {
 
 echo "== shellcheck"
 bash_files | grep -zv '\.bats$' | xargs -0 shellcheck --external-sources --source-path=SCRIPTDIR
+echo "== host agent: ruff, mypy --strict, pytest (Debian's python3, then the other supported Pythons)"
+PYTOOLS="${HG_PYTOOLS_DIR}/tools/bin"
+"${PYTOOLS}/ruff" check scripts/hostguard test/agent
+"${PYTOOLS}/ruff" format --check --diff scripts/hostguard test/agent
+"${PYTOOLS}/mypy" --no-error-summary
+"${PYTOOLS}/python" -m pytest
+while read -r version _; do
+  echo "-- pytest on Python ${version}"
+  "${HG_PYTOOLS_DIR}/py${version}/bin/python" -m pytest
+done < <(hg_other_pythons)
 echo "== bats (payload and tools, against the real programs)"
 bats --recursive --timing test/payload test/tools
 if compgen -G 'test/unit/*.test.ts' >/dev/null; then

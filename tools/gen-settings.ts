@@ -8,8 +8,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { FILE_TABLE_BLOCK_BEGIN, FILE_TABLE_BLOCK_END, renderFileTableBlock } from "../components/fileTable";
 import {
-    HOST_BLOCK_BEGIN, HOST_BLOCK_END, README_BEGIN, README_END, renderConfigReadmeTable, renderHostBlock,
-    renderHostReadmeTable, renderStackKeysReadmeTable, replaceBlock, STACK_README_BEGIN, STACK_README_END,
+    HOST_BLOCK_BEGIN, HOST_BLOCK_END, PY_BLOCK_BEGIN, PY_BLOCK_END, README_BEGIN, README_END, renderConfigReadmeTable, renderHostBlock,
+    renderHostReadmeTable, renderPythonSettingsBlock, renderStackKeysReadmeTable, replaceBlock, STACK_README_BEGIN, STACK_README_END,
 } from "../components/settings";
 
 export const ROOT = path.resolve(__dirname, "..");
@@ -19,6 +19,7 @@ export function generatedFiles(root: string = ROOT): Array<{ file: string; curre
     const targets: Array<[string, string, string, string]> = [
         ["scripts/lib/common.sh", HOST_BLOCK_BEGIN, HOST_BLOCK_END, renderHostBlock()],
         ["scripts/lib/common.sh", FILE_TABLE_BLOCK_BEGIN, FILE_TABLE_BLOCK_END, renderFileTableBlock()],
+        ["scripts/hostguard/settings_table.py", PY_BLOCK_BEGIN, PY_BLOCK_END, renderPythonSettingsBlock()],
         ["README.md", README_BEGIN, README_END, renderConfigReadmeTable()],
         ["README.md", STACK_README_BEGIN, STACK_README_END, renderStackKeysReadmeTable()],
         ["scripts/README.md", README_BEGIN, README_END, renderHostReadmeTable()],

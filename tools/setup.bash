@@ -11,6 +11,8 @@
 #   hg_setup_actionlint        go install actionlint when it is not in Go's bin directory
 #   hg_setup_engine            tools/build-pulumi.sh (the Pulumi engine and its plugins)
 #   hg_setup_moto              moto's EC2 emulator (PyPI moto[server]) in a venv, when not there
+#   hg_setup_pytools           the host agent's test tools (pytest, hypothesis, mypy, ruff) in a venv,
+#                              plus pytest venvs for the other supported Pythons found under pyenv
 #   hg_setup_for_tests / hg_setup_for_demo   the pieces each command needs, in order
 #   hg_tool_path                 the PATH to run with afterwards (Node 22 and Go's bin first)
 
@@ -30,6 +32,14 @@ readonly HG_ACTIONLINT_VERSION=v1.7.7
 readonly HG_MOTO_VERSION=5.2.5
 HG_MOTO_VENV="${HOSTGUARD_MOTO_VENV:-${XDG_CACHE_HOME:-${HOME}/.cache}/hostguard/moto-venv}"
 readonly HG_MOTO_VENV
+# The host agent's test tools (never on a host: the agent is standard library
+# only), pinned, in a venv of Debian's python3 (the hosts' interpreter); and,
+# for the other Pythons the agent supports (3.9, 3.12) where pyenv has them,
+# a venv each with pytest and hypothesis, so the unit tests run there too.
+readonly HG_PYTOOLS=(pytest==8.3.4 hypothesis==6.122.3 mypy==1.13.0 ruff==0.8.4)
+HG_PYTOOLS_DIR="${HOSTGUARD_PYTOOLS_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/hostguard/py}"
+readonly HG_PYTOOLS_DIR
+readonly HG_PY_OTHER_VERSIONS=(3.9 3.12)
 # Written into node_modules after a successful npm ci: the lock file it installed.
 readonly HG_NPM_STAMP=.hostguard-lock.sha256
 
@@ -131,11 +141,43 @@ hg_setup_moto() {
   }
 }
 
+# hg_pyvenv DIR PYTHON PACKAGE...: a venv at DIR of PYTHON holding exactly
+# these pinned packages (a stamp of the list, written after pip succeeded).
+hg_pyvenv() {
+  local dir="$1" python="$2" want
+  shift 2
+  want="$("${python}" --version 2>&1) $*"
+  [[ "$(cat "${dir}/.hostguard-stamp" 2>/dev/null)" == "${want}" ]] && return 0
+  hg_setup_log "python venv ${dir}: $*"
+  rm -rf -- "${dir}"
+  "${python}" -m venv "${dir}"
+  "${dir}/bin/pip" install --quiet --disable-pip-version-check "$@"
+  printf '%s\n' "${want}" >"${dir}/.hostguard-stamp"
+}
+
+# The other supported Pythons pyenv has here (newest patch release of each).
+hg_other_pythons() {
+  local version found
+  for version in "${HG_PY_OTHER_VERSIONS[@]}"; do
+    found="$(compgen -G "${HOME}/.pyenv/versions/${version}.*/bin/python${version}" | sort -V | tail -n1)" || true
+    [[ -z "${found}" ]] || printf '%s %s\n' "${version}" "${found}"
+  done
+}
+
+hg_setup_pytools() {
+  local version python
+  hg_pyvenv "${HG_PYTOOLS_DIR}/tools" /usr/bin/python3 "${HG_PYTOOLS[@]}"
+  while read -r version python; do
+    hg_pyvenv "${HG_PYTOOLS_DIR}/py${version}" "${python}" "${HG_PYTOOLS[0]}" "${HG_PYTOOLS[1]}"
+  done < <(hg_other_pythons)
+}
+
 hg_setup_for_tests() {
   hg_setup_debian_packages
   hg_setup_npm_packages
   hg_setup_actionlint
   hg_setup_moto
+  hg_setup_pytools
 }
 
 hg_setup_for_demo() {

@@ -1,0 +1,45 @@
+"""One log line per event on stdout or stderr (cron appends both to the script's log).
+
+Lines are `YYYY-MM-DD HH:MM:SS LEVEL text`, redacted; a line that cannot be
+written (the log's disk is full) never ends the program: what it was doing
+(delivering an alert) matters more.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from .redact import redact
+
+
+def line(level: str, text: str) -> str:
+    """The log line for LEVEL and TEXT (redacted), without the newline."""
+    return f"{time.strftime('%Y-%m-%d %H:%M:%S')} {level} {redact(text)}"
+
+
+def log(level: str, text: str, err: bool = False) -> None:
+    """Writes one line to stdout (stderr when ERR); never raises."""
+    stream = sys.stderr if err else sys.stdout
+    try:
+        stream.write(line(level, text) + "\n")
+        stream.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def info(text: str) -> None:
+    log("INFO", text)
+
+
+def warn(text: str, err: bool = True) -> None:
+    log("WARN", text, err)
+
+
+def error(text: str, err: bool = True) -> None:
+    log("ERROR", text, err)
+
+
+def die_line(text: str) -> str:
+    """The one stderr line of a program that stops: `hostguard: TEXT`, redacted."""
+    return f"hostguard: {redact(text)}"

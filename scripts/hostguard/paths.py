@@ -1,0 +1,26 @@
+"""hostguard's own places on the host, each spelled once.
+
+`*_PATH` is the path as on the host (what install records in its manifests);
+`under(path)` is the same under HOSTGUARD_ROOT, which only tests set (they run
+the programs in a temporary root).
+"""
+
+from __future__ import annotations
+
+import os
+
+ROOT = os.environ.get("HOSTGUARD_ROOT", "")
+
+LIB_PATH = "/usr/local/lib/hostguard"
+CONF_PATH = "/etc/hostguard"
+SETTINGS_PATH = CONF_PATH + "/hostguard.conf"
+WEBHOOK_PATH = CONF_PATH + "/webhook.curlrc"
+HEARTBEAT_PATH = CONF_PATH + "/heartbeat.curlrc"
+STATE_PATH = "/var/lib/hostguard"
+SPOOL_PATH = "/var/spool/hostguard"
+LOG_PATH = "/var/log/hostguard"
+
+
+def under(path: str) -> str:
+    """PATH as the programs open it: under HOSTGUARD_ROOT in tests, as is on a host."""
+    return ROOT + path
