@@ -5,6 +5,8 @@ Writes go through the agent's own spool (scripts/hostguard/spool.py), so a
 message is spooled exactly as a monitor spools it; reads are plain sqlite3.
 
     spool-db.py enqueue TEXT [CHANNEL [QUEUE]]   spools one message (queue 0 alerts, 1 ban tool)
+    spool-db.py enqueue-many N SIZE PREFIX       spools N alerts PREFIX-<i> padded to SIZE characters;
+                                                 prints the most messages seen waiting after one
     spool-db.py pending                          messages waiting or claimed (not merged parts)
     spool-db.py dead                             number of dead letters
     spool-db.py reasons                          each dead letter's reason, without its time stamp
@@ -58,6 +60,15 @@ def main(argv: list[str]) -> int:
         channel = argv[2] if len(argv) > 2 and argv[2] else None
         queue = int(argv[3]) if len(argv) > 3 else 0
         outbox.spool(loaded).enqueue(outbox.as_posted(loaded, argv[1]), channel, queue)
+    elif verb == "enqueue-many":
+        from hostguard import settings, spool
+
+        queue = spool.Spool(settings.load().notify_spool_max)
+        most = 0
+        for i in range(int(argv[1])):
+            queue.enqueue(f"{argv[3]}-{i}".ljust(int(argv[2]), "."))
+            most = max(most, queue.pending())
+        print(most)
     elif verb == "pending":
         print(query("SELECT count(*) FROM message WHERE merged_into IS NULL")[0][0])
     elif verb == "dead":

@@ -1095,3 +1095,124 @@ assert t[2] - t[1] >= 1.0, t
   hg_contains "${output}" "${BATS_TEST_TMPDIR}/open is writable by a group or by all users: refused"
   [[ "$(receiver_count)" -eq 1 ]]
 }
+
+# Each delivered message split into its merged parts (a blank line apart):
+# fails unless every expected part arrived exactly once.
+expect_parts_once() {
+  python3 - "${RECEIVER_MESSAGES}" "$@" <<'PY'
+import collections, json, sys
+parts = collections.Counter()
+for line in open(sys.argv[1], encoding="utf-8"):
+    text = json.loads(line)["payload"]["text"]
+    for part in text.split("\n\n"):
+        parts[part.split("\n(")[0].rstrip(".")] += 1
+want = set(sys.argv[2:])
+missing = sorted(want - set(parts))
+twice = sorted(p for p, n in parts.items() if n > 1)
+extra = sorted(set(parts) - want)
+if missing or twice or extra:
+    print("missing", missing[:20], "twice", twice[:20], "unexpected", extra[:20])
+    sys.exit(1)
+print(len(want), "parts, each once")
+PY
+}
+
+@test "issue 22: writers merging alerts while two flushes claim, fail and put back lose none: every alert exactly once" {
+  receiver_start --mode "chaos 7"
+  receiver_make_root NOTIFY_SPOOL_MAX=3 NOTIFY_ATTEMPTS=2 NOTIFY_MAX_TIME=2 NOTIFY_BUDGET=4
+  local w i rc
+  local -a want=() flushers=() writers=()
+  for w in 1 2 3 4 5 6; do
+    for i in 1 2 3 4 5 6 7; do
+      want+=("alert-w${w}-${i}")
+    done
+  done
+  # Two flushes over and over (the chat service failing at random) while six
+  # writers spool 42 alerts into a queue bounded at 3: every write merges.
+  for i in 1 2; do
+    (
+      for ((n = 0; n < 40; n++)); do
+        [[ -e "${BATS_TEST_TMPDIR}/writers-done" ]] && break
+        timeout 30 "${NOTIFY}" flush >>"${BATS_TEST_TMPDIR}/flusher${i}.out" 2>&1 || true
+      done
+    ) 3>&- &
+    flushers+=($!)
+  done
+  for w in 1 2 3 4 5 6; do
+    (
+      for i in 1 2 3 4 5 6 7; do
+        spooldb enqueue "alert-w${w}-${i}"
+      done
+    ) 3>&- &
+    writers+=($!)
+  done
+  wait "${writers[@]}"
+  touch "${BATS_TEST_TMPDIR}/writers-done"
+  wait "${flushers[@]}" || true
+  [[ "$(spool_count)" -le 3 ]]
+  receiver_mode ok
+  for ((i = 0; i < 10; i++)); do
+    rc=0
+    timeout 60 "${NOTIFY}" flush >/dev/null 2>&1 || rc=$?
+    ((rc == 0)) && break
+  done
+  expect_spool 0
+  expect_parts_once "${want[@]}"
+}
+
+@test "issue 22: the bound holds however many alerts come (300 alerts, NOTIFY_SPOOL_MAX=5), and each arrives once" {
+  receiver_start
+  receiver_make_root NOTIFY_SPOOL_MAX=5
+  local most i rc
+  local -a want=()
+  # 300 alerts of 400 characters: merged messages fill up (30,000 characters)
+  # and new ones start, never more than 5 waiting.
+  most="$(spooldb enqueue-many 300 400 alert)"
+  [[ "${most}" -le 5 ]] || {
+    echo "up to ${most} messages waiting, bound 5"
+    false
+  }
+  for ((i = 0; i < 300; i++)); do
+    want+=("alert-${i}")
+  done
+  notify flush
+  expect_status 0
+  (($(receiver_count) <= 5))
+  expect_parts_once "${want[@]}"
+}
+
+@test "issue 22: text exits 0 only when its message was delivered: merged into a message still spooled is 75, merged and delivered is 0" {
+  receiver_start
+  receiver_make_root NOTIFY_SPOOL_MAX=1 NOTIFY_ATTEMPTS=1
+  local port="${RECEIVER_PORT}"
+  receiver_stop
+  notify text a
+  expect_status 75
+  # Merged into a's message (the bound is 1), nothing posted: not delivered.
+  notify text b
+  expect_status 75
+  expect_spool 1
+  receiver_start --port "${port}"
+  notify text c
+  expect_status 0
+  expect_texts "a\\n\\nb\\n\\nc"
+}
+
+@test "issue 22: a subnet ban (an address with a /prefix, v4 or v6) is announced naming it; a bad prefix is bad usage" {
+  receiver_start
+  receiver_make_root
+  notify event ban --jail j1 --ip 192.0.2.0/24 --failures 3 --time 1700000000
+  expect_status 0
+  notify event unban --jail j1 --ip 2001:db8::/64
+  expect_status 0
+  receiver_wait_count 2 10
+  wait_flushes
+  expect_texts "Ban Alert(j1)\\n Banned IP: *192.0.2.0/24*\\n Failures: 3 failure(s)\\n Timestap: 1700000000" \
+    "Ban Alert(j1)\\n Unbanned IP: *2001:db8::/64*"
+  local ip
+  for ip in 192.0.2.0/33 2001:db8::/129 192.0.2.1/24/8 '192.0.2.0/' 'fe80::1%eth0' '192.0.2.1 x' 'host.example'; do
+    notify event ban --jail j1 --ip "${ip}" --failures 3 --time 1700000000
+    expect_status 64
+  done
+  [[ "$(receiver_count)" -eq 2 ]]
+}
