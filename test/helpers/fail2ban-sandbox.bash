@@ -38,6 +38,8 @@ fail2ban_notifier_in() {
   mkdir -p "${lib}/lib"
   cp "${F2B_REPO}/scripts/hostguard-notify" "${lib}/"
   cp "${F2B_REPO}"/scripts/lib/*.sh "${lib}/lib/"
+  mkdir -p "${lib}/hostguard"
+  cp "${F2B_REPO}"/scripts/hostguard/*.py "${lib}/hostguard/"
   # shellcheck disable=SC2034 # read by the tests that load this helper
   F2B_NOTIFIER="${lib}/hostguard-notify"
 }
