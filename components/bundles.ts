@@ -19,11 +19,15 @@ import { type PayloadSettings } from "./settings";
 export const SCRIPTS_DIR = path.resolve(__dirname, "..", "scripts");
 /**
  * The installer's own files: they travel in every bundle (`install` runs from
- * the folder it sits in), but only base places them. All are base rows.
+ * the folder it sits in), but only base places them. All are base rows. The
+ * host agent's package goes with them: install asks each part's programs
+ * (Python entry points beside it) for their runtime files.
  */
-export const INSTALLER_SOURCES: readonly string[] = ["install", FILE_TABLE, "lib/*.sh"];
+export const INSTALLER_SOURCES: readonly string[] = ["install", FILE_TABLE, "lib/*.sh", "hostguard/*.py"];
 /** Files of scripts/ that no host receives. */
 const NOT_SHIPPED = ["README.md"];
+/** Folders of scripts/ that are never payload: Python's bytecode cache (a test run writes it). */
+const NOT_PAYLOAD_DIRS = ["__pycache__"];
 
 export interface PayloadFile {
     /** Path relative to scripts/ (or inside the bundle), with forward slashes. */
@@ -49,7 +53,9 @@ export function readPayload(dir: string = SCRIPTS_DIR): PayloadFile[] {
         for (const entry of fs.readdirSync(path.join(dir, rel), { withFileTypes: true })) {
             const relPath = rel ? `${rel}/${entry.name}` : entry.name;
             if (entry.isDirectory()) {
-                walk(relPath);
+                if (!NOT_PAYLOAD_DIRS.includes(entry.name)) {
+                    walk(relPath);
+                }
             } else if (entry.isFile()) {
                 const full = path.join(dir, relPath);
                 const mode = (fs.statSync(full).mode & 0o111) !== 0 ? 0o755 : 0o644;
