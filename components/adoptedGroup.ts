@@ -28,6 +28,8 @@ export interface AdoptedGroupState {
     stackInstanceIds: string[];
     /** hostguard:sharedSecurityGroupInstances. */
     sharedInstances: string[];
+    /** Set by check (shown by preview): per stack instance, what it lets in from anywhere after the change, every group of every interface counted. */
+    worldReachable?: Record<string, string[]>;
     /** Output: the group's inbound rules before the first up (what destroy restores). */
     original?: RuleAtom[];
     /**
@@ -50,13 +52,13 @@ async function guardRefusal(s: AdoptedGroupState): Promise<string> {
 }
 
 /** The whole-host check: every other group on every interface of the stack's instances; "" when only 443 is open. */
-async function hostRefusals(s: AdoptedGroupState): Promise<string[]> {
-    const { open, missing } = await exposure.openGroups(client(s), s.stackInstanceIds ?? [], [s.groupId]);
+async function hostRefusals(s: AdoptedGroupState): Promise<{ refusals: string[]; reachable: Record<string, string[]> }> {
+    const { open, missing, reachable } = await exposure.openGroups(client(s), s.stackInstanceIds ?? [], [s.groupId]);
     const out = missing.map((i) => `instance ${i} (a hosts[].instanceId) does not exist or is terminated: set the server's current instance id or remove it`);
     const refusal = exposure.openGroupsRefusal(open, "Remove those rules, or take the groups off the interfaces "
         + "(`aws ec2 modify-network-interface-attribute --network-interface-id eni-... --groups ...`), then preview again; "
         + `only ${s.groupId}'s rules are changed by hostguard on this path.`);
-    return refusal ? [...out, refusal] : out;
+    return { refusals: refusal ? [...out, refusal] : out, reachable };
 }
 
 const sameList = (a: string[] | undefined, b: string[] | undefined) => JSON.stringify([...(a ?? [])].sort()) === JSON.stringify([...(b ?? [])].sort());
@@ -87,7 +89,10 @@ export const adoptedGroupProvider: pulumi.dynamic.ResourceProvider = {
                 throw new Error(`listing the network interfaces that carry ${news.groupId} failed (region ${news.region}): ${(e as Error).message}`);
             }
             try {
-                failures.push(...(await hostRefusals(news)).map((reason) => ({ property: "stackInstanceIds", reason })));
+                const host = await hostRefusals(news);
+                failures.push(...host.refusals.map((reason) => ({ property: "stackInstanceIds", reason })));
+                // Shown by preview: what each of the stack's instances lets in from anywhere after the up.
+                news = { ...news, worldReachable: host.reachable };
             } catch (e) {
                 throw new Error(`reading the groups of the stack's instances failed (region ${news.region}): ${(e as Error).message}`);
             }

@@ -77,6 +77,12 @@ export function changedError(e: unknown, message: string): Error {
     return err;
 }
 
+/** An SDK error as `Code: message` (the code says what to do: RequestLimitExceeded, UnauthorizedOperation, ...). */
+export function errorText(e: unknown): string {
+    const x = e as Error | undefined;
+    return x?.name && x.name !== "Error" && !x.message.startsWith(x.name) ? `${x.name}: ${x.message}` : String(x?.message ?? e);
+}
+
 /** True for an error raised after EC2 was changed (changedError). */
 export function wasChanged(e: unknown): boolean {
     return (e as { ec2Changed?: boolean } | undefined)?.ec2Changed === true;
@@ -333,7 +339,7 @@ export async function reconcileIngress(client: Ec2, groupId: string, wanted: Rul
                     rollback = `putting its revoked rules back failed too (${(r as Error).message}); run the command again`;
                 }
             }
-            const message = `changing the inbound rules of ${groupId} failed: ${(e as Error).message}; ${rollback}`;
+            const message = `changing the inbound rules of ${groupId} failed: ${errorText(e)}; ${rollback}`;
             throw done.length > 0 ? changedError(e, message) : new Error(message);
         }
     }
@@ -341,7 +347,7 @@ export async function reconcileIngress(client: Ec2, groupId: string, wanted: Rul
     try {
         after = await settle(() => describeIngress(client, groupId), (now) => sameAtoms(now, wanted));
     } catch (e) {
-        throw steps.length > 0 ? changedError(e, `reading back the inbound rules of ${groupId} failed: ${(e as Error).message}`) : e;
+        throw steps.length > 0 ? changedError(e, `reading back the inbound rules of ${groupId} failed: ${errorText(e)}`) : e;
     }
     if (!sameAtoms(after, wanted)) {
         const message = `the inbound rules of ${groupId} do not read back as wanted: ${JSON.stringify(ingressDiff(after, wanted))}`;
@@ -489,7 +495,7 @@ export async function setInterfaceGroups(client: Ec2, networkInterfaceId: string
     try {
         now = await settle(() => interfaceGroups(client, networkInterfaceId), (g) => g !== null && sameGroups(g, groups));
     } catch (e) {
-        throw changedError(e, `reading back the groups of ${networkInterfaceId} failed: ${(e as Error).message}`);
+        throw changedError(e, `reading back the groups of ${networkInterfaceId} failed: ${errorText(e)}`);
     }
     if (now === null || !sameGroups(now, groups)) {
         throw changedError(undefined, `network interface ${networkInterfaceId} has groups ${(now ?? []).join(", ")} after setting ${groups.join(", ")}`);

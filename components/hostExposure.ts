@@ -49,13 +49,17 @@ export function worldPorts(atoms: RuleAtom[]): string[] {
  * Reads every group on every interface of each instance, except SKIP (the
  * groups hostguard sets itself: their rules become hostguard's), and returns
  * those open to the internet beyond TCP 443, with the instances that do not
- * exist. EXTRA groups are read as if on every interface of every instance (a
- * created group's kept groups, before they are put there).
+ * exist, and what each instance lets in from anywhere once hostguard's change
+ * is made (`reachable`, the preview shows it). EXTRA groups are read as if on
+ * every interface of every instance (a created group's kept groups, before
+ * they are put there).
  */
 export async function openGroups(client: ec2.Ec2, instanceIds: string[], skip: string[], extra: string[] = [], replaceGroups = false):
-    Promise<{ open: OpenGroup[]; missing: string[] }> {
+    Promise<{ open: OpenGroup[]; missing: string[]; reachable: Record<string, string[]> }> {
     const open: OpenGroup[] = [];
     const missing: string[] = [];
+    // hostguard's own rules let only tcp 443 in from anywhere (the validator refuses a whole-internet CIDR elsewhere).
+    const reachable: Record<string, string[]> = {};
     const rules = new Map<string, RuleAtom[] | null>();
     const rulesOf = async (groupId: string) => {
         if (!rules.has(groupId)) {
@@ -69,18 +73,21 @@ export async function openGroups(client: ec2.Ec2, instanceIds: string[], skip: s
             missing.push(instanceId);
             continue;
         }
+        const seen: RuleAtom[] = [];
         for (const n of interfaces) {
             // On the create path the interface's groups are replaced: only the kept ones stay.
             const groups = [...new Set([...(replaceGroups ? [] : n.groups), ...extra])].filter((g) => !skip.includes(g));
             for (const groupId of groups) {
+                seen.push(...((await rulesOf(groupId)) ?? []));
                 const bad = ((await rulesOf(groupId)) ?? []).filter(worldOpenBeyond443);
                 if (bad.length > 0) {
                     open.push({ instanceId, networkInterfaceId: n.networkInterfaceId, ...(n.publicIp ? { publicIp: n.publicIp } : {}), groupId, rules: bad });
                 }
             }
         }
+        reachable[instanceId] = [...new Set(["tcp 443", ...worldPorts(seen)])].sort();
     }
-    return { open, missing };
+    return { open, missing, reachable };
 }
 
 /**

@@ -22,6 +22,8 @@ export interface InterfaceGroupsState {
     instanceId: string;
     /** The whole set every interface must carry: hostguard's group first, then the kept ones. */
     groups: string[];
+    /** Set by check (shown by preview): what the instance lets in from anywhere after the change. */
+    worldReachable?: string[];
     /** Output: the primary interface (device index 0); it names the resource. */
     networkInterfaceId?: string;
     /** Output of stacks before issue 24: the primary interface's groups before the first up. */
@@ -106,7 +108,8 @@ export const interfaceGroupsProvider: pulumi.dynamic.ResourceProvider = {
         if (refusal) {
             failures.push({ property: "groups", reason: refusal });
         }
-        return { inputs: news, failures };
+        // Shown by preview: what the instance lets in from anywhere once its interfaces carry [hostguard, kept...].
+        return { inputs: { ...news, worldReachable: found.reachable[news.instanceId] ?? [] }, failures };
     },
 
     async diff(_id: string, olds: InterfaceGroupsState, news: InterfaceGroupsState) {

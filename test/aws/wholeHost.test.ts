@@ -115,6 +115,7 @@ describe("create path: every interface of the instance", () => {
         assert.match(refused.failures![0].reason, new RegExp(`group ${keptAllowAll} on interface ${host.networkInterfaceId} of instance ${host.instanceId} lets in all traffic from 0.0.0.0/0`));
         assert.match(refused.failures![0].reason, /keepSecurityGroupIds/);
         assert.doesNotMatch(refused.failures![0].reason, new RegExp(keptFine));
+        assert.deepEqual(refused.inputs.worldReachable, ["all traffic", "tcp 443"]);
         assert.deepEqual((await q.check({}, interfaceInputs(host.instanceId, ["sg-00000000", keptFine]))).failures, [],
             "hostguard's group (unknown or not) is never read as kept; a kept group with only 443 public passes");
     });
@@ -142,13 +143,16 @@ describe("adopt path: every other group on every interface is read", () => {
         assert.match(reason, new RegExp(`group ${wizard} on interface ${host.networkInterfaceId} of instance ${host.instanceId} lets in all traffic from 0.0.0.0/0`));
         assert.match(reason, new RegExp(`group ${web80} on interface ${second} \\(public [0-9.]+\\) of instance ${host.instanceId} lets in tcp 80 from ::/0`));
         assert.match(reason, /reachable from anywhere on tcp 443, all traffic, tcp 80/);
+        assert.deepEqual(r.inputs.worldReachable, { [host.instanceId]: ["all traffic", "tcp 443", "tcp 80"] }, "what preview shows");
         assert.doesNotMatch(reason, new RegExp(`group ${adopted}`), "the adopted group's own rules are hostguard's to change, not a refusal");
         assert.deepEqual(await account.snapshot(adopted), before, "a preview changes nothing");
 
         // Once the other groups are closed, preview passes.
         await account.client.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: host.networkInterfaceId, Groups: [adopted] }));
         await account.client.send(new RevokeSecurityGroupIngressCommand({ GroupId: web80, IpPermissions: HTTP_ANYWHERE }));
-        assert.deepEqual((await p.check({}, adoptInputs(adopted, { stackInstanceIds: [host.instanceId] }))).failures, []);
+        const passed = await p.check({}, adoptInputs(adopted, { stackInstanceIds: [host.instanceId] }));
+        assert.deepEqual(passed.failures, []);
+        assert.deepEqual(passed.inputs.worldReachable, { [host.instanceId]: ["tcp 443"] }, "after the up, only 443 from anywhere");
     });
 });
 
