@@ -59,10 +59,15 @@ export function ec2Client(region: string, profile?: string): Ec2 {
     });
 }
 
-/** True when E is one of EC2's "does not exist" errors named in CODES. */
-export function isNotFound(e: unknown, codes: string[]): boolean {
+/** True when E is an EC2 error with one of CODES. */
+export function hasCode(e: unknown, codes: string[]): boolean {
     const x = e as { name?: string; Code?: string; code?: string } | undefined;
     return codes.some((c) => c === x?.name || c === x?.Code || c === x?.code);
+}
+
+/** True when E is one of EC2's "does not exist" errors named in CODES. */
+export function isNotFound(e: unknown, codes: string[]): boolean {
+    return hasCode(e, codes);
 }
 
 /**
@@ -231,6 +236,12 @@ export function admits443(a: RuleAtom): boolean {
     return a.protocol === "-1" || (a.protocol === "tcp" && (a.fromPort ?? 0) <= 443 && 443 <= (a.toPort ?? 65535));
 }
 
+/**
+ * Which revokes go before the authorize: "plan" as the quota count says,
+ * "not443" those that do not let 443 in, "all" every one (443 may close).
+ */
+export type RevokeOrder = "plan" | "not443" | "all";
+
 /** One step of a reconcile, in order. */
 export interface IngressStep {
     op: "describe" | "authorize" | "revoke";
@@ -245,11 +256,14 @@ export interface IngressStep {
  * not let 443 in go first; only when that is still not enough does every
  * revoke go first (then 443 may close between two calls).
  */
-export function ingressSteps(actual: RuleAtom[], wanted: RuleAtom[], limit = RULES_PER_GROUP): IngressStep[] {
+export function ingressSteps(actual: RuleAtom[], wanted: RuleAtom[], limit = RULES_PER_GROUP, order: RevokeOrder = "plan"): IngressStep[] {
     const { revoke, authorize, describe } = ingressDiff(actual, wanted);
     const count = (atoms: RuleAtom[], family: "4" | "6") => atoms.filter((a) => (family === "4" ? a.kind !== "cidr6" : a.kind !== "cidr4")).length;
     const fits = (revokedFirst: RuleAtom[]) => (["4", "6"] as const).every((f) => count(actual, f) - count(revokedFirst, f) + count(authorize, f) <= limit);
-    const early = authorize.length === 0 || fits([]) ? [] : fits(revoke.filter((a) => !admits443(a))) ? revoke.filter((a) => !admits443(a)) : revoke;
+    const closed = revoke.filter((a) => !admits443(a));
+    const early = authorize.length === 0 ? []
+        : order === "all" ? revoke
+            : order === "not443" || !fits([]) ? (order === "not443" || fits(closed) ? closed : revoke) : [];
     const late = revoke.filter((a) => !early.includes(a));
     const steps: IngressStep[] = [
         { op: "describe", atoms: describe }, { op: "revoke", atoms: early }, { op: "authorize", atoms: authorize }, { op: "revoke", atoms: late },
@@ -317,13 +331,16 @@ export interface ReconcileResult {
 /**
  * Makes the group's inbound rules exactly WANTED, in the order of
  * ingressSteps (443 stays open throughout unless the rules quota forbids it).
+ * When EC2 refuses the authorize for the quota anyway (it counts otherwise
+ * than planned: a lower quota; moto counts IPv4 and IPv6 together), it starts
+ * again with the revokes that do not let 443 in first, then with all of them.
  * When a step fails, the revokes already made are put back (rules already
  * authorized or re-described stay: they are hostguard's), and the error says
  * so. Any failure after EC2 changed is a changedError.
  */
-export async function reconcileIngress(client: Ec2, groupId: string, wanted: RuleAtom[], limit = RULES_PER_GROUP): Promise<ReconcileResult> {
+export async function reconcileIngress(client: Ec2, groupId: string, wanted: RuleAtom[], limit = RULES_PER_GROUP, order: RevokeOrder = "plan"): Promise<ReconcileResult> {
     const before = await describeIngress(client, groupId);
-    const steps = ingressSteps(before, wanted, limit);
+    const steps = ingressSteps(before, wanted, limit, order);
     const done: IngressStep[] = [];
     for (const step of steps) {
         try {
@@ -338,6 +355,12 @@ export async function reconcileIngress(client: Ec2, groupId: string, wanted: Rul
                 } catch (r) {
                     rollback = `putting its revoked rules back failed too (${(r as Error).message}); run the command again`;
                 }
+            }
+            // The account counts rules otherwise than planned (a lower quota, v4 and v6 together): the next order, from the state as it is.
+            const next = { plan: "not443", not443: "all", all: undefined }[order] as RevokeOrder | undefined;
+            if (next && step.op === "authorize" && hasCode(e, ["RulesPerSecurityGroupLimitExceeded"]) && !rollback.includes("failed too")) {
+                // `before` stays the first reading: a description already changed in place is not the original.
+                return { ...(await reconcileIngress(client, groupId, wanted, limit, next)), before };
             }
             const message = `changing the inbound rules of ${groupId} failed: ${errorText(e)}; ${rollback}`;
             throw done.length > 0 ? changedError(e, message) : new Error(message);

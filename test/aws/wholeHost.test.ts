@@ -12,7 +12,7 @@ import {
 } from "@aws-sdk/client-ec2";
 import { ADOPTED_GROUP_KIND, adoptedGroupProvider, type AdoptedGroupState } from "../../components/adoptedGroup";
 import { INTERFACE_GROUPS_KIND, interfaceGroupsProvider, type InterfaceGroupsState } from "../../components/interfaceGroups";
-import { ec2Client, reconcileIngress, wantedAtoms, type Ec2 } from "../../components/ec2Reconcile";
+import { ec2Client, reconcileIngress, restoreIngress, wantedAtoms, type Ec2 } from "../../components/ec2Reconcile";
 import { ingressRules } from "../../components/securityGroup";
 import { startFaultProxy, type FaultProxy } from "./faultProxy";
 import { Account, messyIngress, wantedLines } from "./fixtures";
@@ -322,6 +322,25 @@ describe("no gap on 443", () => {
         await reconcileIngress(client, groupId, wantedAtoms(RULES));
         assert.deepEqual(calls, ["UpdateSecurityGroupRuleDescriptionsIngress", "AuthorizeSecurityGroupIngress", "RevokeSecurityGroupIngress"]);
         assert.deepEqual(await account.ingress(groupId), wantedLines(RULES));
+    });
+
+    it("when EC2 counts the quota otherwise than planned, it starts again revoking what does not let 443 in first; 443 stays open", async () => {
+        // 39 IPv4 + 19 IPv6 rules + 443 (v4, v6): the plan counts per family (AWS's rule) and authorizes first;
+        // moto counts both families together and refuses, so the reconcile takes the next order.
+        const perms = [
+            { IpProtocol: "tcp", FromPort: 443, ToPort: 443, IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "web" }], Ipv6Ranges: [{ CidrIpv6: "::/0", Description: "web6" }] },
+            ...Array.from({ length: 39 }, (_, i) => ({ IpProtocol: "tcp", FromPort: 4000 + i, ToPort: 4000 + i, IpRanges: [{ CidrIp: `10.${i}.0.0/16` }] })),
+            ...Array.from({ length: 19 }, (_, i) => ({ IpProtocol: "tcp", FromPort: 5000 + i, ToPort: 5000 + i, Ipv6Ranges: [{ CidrIpv6: `fd00:${i}::/32` }] })),
+        ];
+        const groupId = await account.group(perms, "counted");
+        const before = await account.snapshot(groupId);
+        const { client, calls } = await recorded(groupId);
+        const r = await reconcileIngress(client, groupId, wantedAtoms(RULES));
+        assert.deepEqual(calls, ["UpdateSecurityGroupRuleDescriptionsIngress", "RevokeSecurityGroupIngress", "AuthorizeSecurityGroupIngress"]);
+        assert.deepEqual(await account.ingress(groupId), wantedLines(RULES));
+        assert.deepEqual(r.before.filter((a) => a.fromPort === 443).map((a) => a.description), ["web", "web6"], "the original is the first reading");
+        await restoreIngress(ec2Client(REGION), groupId, r.before);
+        assert.deepEqual(await account.snapshot(groupId), before);
     });
 
     it("at the 60-rule quota the revokes that do not let 443 in go first, and 443 stays open", async () => {
