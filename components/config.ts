@@ -35,7 +35,7 @@ export interface TargetHost {
     /** Fixed cron minute offset 0-9; when absent a random one is drawn once and kept in state. */
     cronMinute?: number;
     /**
-     * EC2 instance (`i-...`) of this host. With a created group its primary network interface gets
+     * EC2 instance (`i-...`) of this host. With a created group every network interface of it gets
      * exactly that group (plus keepSecurityGroupIds); with an adopted one it may carry the group.
      */
     instanceId?: string;

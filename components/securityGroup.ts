@@ -31,7 +31,7 @@ export interface SecurityGroupArgs {
     description?: string;
     /**
      * The stack's instances, by host name. A created group becomes the whole group
-     * set of each one's primary interface (with keepGroupIds); an adopted group may
+     * set of each one's interfaces, every one (with keepGroupIds); an adopted group may
      * sit on them (the shared-group guard refuses any other instance).
      */
     attachTo?: Array<{ name: string; instanceId: string }>;

@@ -167,7 +167,7 @@ export const STACK_KEYS = [
             { name: "cronMinute", min: 0, max: 9, default: "drawn", doc: "pins the monitors to this minute (second 0) instead of drawing the offset" },
             {
                 name: "instanceId", rule: "instanceId", default: "none",
-                doc: "the host's EC2 instance: with a *created* group its primary network interface gets exactly that group (plus `keepSecurityGroupIds`), with an adopted one it marks the instance as the stack's for the shared-group guard (refused when `aws` is `false`)",
+                doc: "the host's EC2 instance: with a *created* group every network interface of it gets exactly that group (plus `keepSecurityGroupIds`); on both paths preview reads every group on its interfaces and refuses one open to the internet beyond TCP 443; with an adopted group it also marks the instance as the stack's for the shared-group guard; unique among hosts (refused when `aws` is `false`)",
             },
         ],
     },
