@@ -514,7 +514,8 @@ FAULT_PID=""
 FAULT_ENDPOINT=""
 fault_proxy_start() {
   local out="${E2E_LOG_DIR}/13-fault-proxy.out" i
-  moto_ec2 fault-proxy "${AWS_ENDPOINT_URL}" "$1" "$2" >"${out}" 2>&1 &
+  # exec: the background job is node itself, so that killing FAULT_PID stops the proxy.
+  (cd "${E2E_REPO_ROOT}" && exec node --import tsx test/e2e/lib/moto-ec2.ts fault-proxy "${AWS_ENDPOINT_URL}" "$1" "$2") >"${out}" 2>&1 &
   FAULT_PID=$!
   for ((i = 0; i < 100; i++)); do
     FAULT_ENDPOINT="$(head -n1 "${out}")"
