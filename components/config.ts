@@ -3,7 +3,7 @@
 // is created. Pure: no Pulumi runtime needed, so `tools/render.ts` and the unit
 // tests use exactly the same checks as `pulumi preview`.
 import * as net from "node:net";
-import { addressKey, overlaps, widePublicReason } from "./cidr";
+import { addressKey, hostBitsFix, isPrivateBlock, overlaps, PRIVATE_RANGES, widePublicReason } from "./cidr";
 import { hostKeyRefusal } from "./hostKey";
 import {
     DEFAULT_SETTINGS, RULES, ruleRegExp, SETTING_KEYS, SettingError, settingWarnings, STACK_KEYS, stackKeyRow, validateSettings,
@@ -35,7 +35,7 @@ export interface TargetHost {
     /** Fixed cron minute offset 0-9; when absent a random one is drawn once and kept in state. */
     cronMinute?: number;
     /**
-     * EC2 instance (`i-...`) of this host. With a created group its primary network interface gets
+     * EC2 instance (`i-...`) of this host. With a created group every network interface of it gets
      * exactly that group (plus keepSecurityGroupIds); with an adopted one it may carry the group.
      */
     instanceId?: string;
@@ -57,7 +57,11 @@ export interface HostguardConfig {
     sharedSecurityGroupInstances: string[];
     /** Groups kept on a host's interface beside the created group (a load balancer's, ...). */
     keepSecurityGroupIds: string[];
+    /** Groups one interface may carry (EC2's quota); hostguard's plus the kept ones must fit. */
+    keepSecurityGroupsLimit: number;
     privateCidrs: string[];
+    /** The opt-in: privateCidrs may hold public ranges. */
+    privateCidrsAllowPublic: boolean;
     adminCidrs: string[];
     /** Legal values that are surely a mistake, one line each naming the key: printed by preview and render. */
     warnings: string[];
@@ -200,8 +204,10 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
             throw new ConfigError(`hosts[${i}].instanceId`, "is only used when hostguard:aws is true (it attaches the created security group); remove it");
         }
     }
+    const privateCidrsAllowPublic = bool(raw, "privateCidrsAllowPublic", false);
     const privateCidrs = addressList(raw, "privateCidrs", DEFAULT_PRIVATE_CIDRS, warnings, {
         whole: (c) => `must be a private network, not ${c}`, wide: "must be private networks (they may reach port 8080)",
+        privateOnly: !privateCidrsAllowPublic,
     });
     const adminCidrs = addressList(raw, "adminCidrs", [], warnings, {
         whole: (c) => `opens SSH to the whole internet (${c}); list admin networks or use hostguard:bastion`,
@@ -214,6 +220,20 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
     const securityGroupDescription = text(raw, "securityGroupDescription");
     const sharedSecurityGroupInstances = idList(raw, "sharedSecurityGroupInstances");
     const keepSecurityGroupIds = idList(raw, "keepSecurityGroupIds");
+    const limitRow = stackKeyRow("keepSecurityGroupsLimit");
+    const keepSecurityGroupsLimit = raw.keepSecurityGroupsLimit === undefined ? 5
+        : intValue("keepSecurityGroupsLimit", scalar(raw, "keepSecurityGroupsLimit"), limitRow.min!, limitRow.max!);
+    keepSecurityGroupIds.forEach((g, i) => {
+        const first = keepSecurityGroupIds.indexOf(g);
+        if (first !== i) {
+            throw new ConfigError(`keepSecurityGroupIds[${i}]`, `repeats ${g} of keepSecurityGroupIds[${first}]: list it once`);
+        }
+    });
+    if (keepSecurityGroupIds.length + 1 > keepSecurityGroupsLimit) {
+        throw new ConfigError("keepSecurityGroupIds", `lists ${keepSecurityGroupIds.length} groups: with hostguard's that is ${keepSecurityGroupIds.length + 1} on each interface, `
+            + `more than the ${keepSecurityGroupsLimit} EC2 allows (its quota of security groups per network interface): keep at most ${keepSecurityGroupsLimit - 1}, `
+            + `or, if your account's quota is higher, set \`pulumi config set ${NAMESPACE}:keepSecurityGroupsLimit N\``);
+    }
     if (useAws) {
         if (!vpcId) {
             throw new ConfigError("vpcId", "is required when hostguard:aws is true (the group is created or adopted in it)");
@@ -236,7 +256,7 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
 
     return {
         settings, hosts, bastion, aws: useAws, insecureAcceptAnyHostKey, vpcId, securityGroupId, securityGroupName, securityGroupDescription,
-        sharedSecurityGroupInstances, keepSecurityGroupIds, privateCidrs, adminCidrs, hasWebhookUrl, hasHeartbeatUrl, hasSshPrivateKey,
+        sharedSecurityGroupInstances, keepSecurityGroupIds, keepSecurityGroupsLimit, privateCidrs, privateCidrsAllowPublic, adminCidrs, hasWebhookUrl, hasHeartbeatUrl, hasSshPrivateKey,
         hasBastionPrivateKey, warnings,
     };
 }
@@ -359,6 +379,7 @@ function hostList(raw: RawConfig, sshUser: string): TargetHost[] {
     }
     const names = new Map<string, number>();
     const targets = new Map<string, number>();
+    const instances = new Map<string, number>();
     return list.map((h, i) => {
         const key = `hosts[${i}]`;
         const o = fieldsOf(key, row, h, sshUser);
@@ -373,6 +394,14 @@ function hostList(raw: RawConfig, sshUser: string): TargetHost[] {
                 + "two deployments would fight over one host; list it once");
         }
         targets.set(target, i);
+        if (o.instanceId !== undefined) {
+            const id = o.instanceId as string;
+            if (instances.has(id)) {
+                throw new ConfigError(`${key}.instanceId`, `repeats ${id} of hosts[${instances.get(id)}]: one instance is one host; `
+                    + "list it once (two hosts on one instance would fight over its groups)");
+            }
+            instances.set(id, i);
+        }
         return {
             name,
             host: o.host as string,
@@ -464,13 +493,24 @@ function stringList(raw: RawConfig, key: string, dflt: string[]): string[] {
  * (components/cidr.ts states it), repeats and overlaps reported as warnings.
  */
 function addressList(raw: RawConfig, key: "privateCidrs" | "adminCidrs", dflt: string[], warnings: string[],
-    say: { whole: (c: string) => string; wide: string }): string[] {
+    say: { whole: (c: string) => string; wide: string; privateOnly?: boolean }): string[] {
     const list = stringList(raw, key, dflt).map((c, i) => {
         if (!isCidr(c)) {
             throw new ConfigError(`${key}[${i}]`, `must be ${RULES.cidr.allowed}, got ${JSON.stringify(c)}`);
         }
+        const fix = hostBitsFix(c);
+        if (fix !== null) {
+            throw new ConfigError(`${key}[${i}]`, `${c} has host bits set (EC2 would store it as ${fix}, and every later up would differ): did you mean ${fix}?`);
+        }
         return c;
     });
+    // The rule for privateCidrs (the SPEC: 8080 only from the private network): every entry inside a private range.
+    const outside = say.privateOnly ? list.findIndex((c) => !isPrivateBlock(c)) : -1;
+    if (outside >= 0) {
+        throw new ConfigError(`${key}[${outside}]`, `${list[outside]} is not a private network, and port 8080 must not be reachable from the internet: `
+            + `list the private ranges your servers' clients use (inside ${PRIVATE_RANGES.join(", ")}), or, if that network really `
+            + `uses public addresses, set \`pulumi config set ${NAMESPACE}:privateCidrsAllowPublic true\``);
+    }
     const whole = list.findIndex(isWholeInternet);
     if (whole >= 0) {
         throw new ConfigError(`${key}[${whole}]`, say.whole(list[whole]));
