@@ -183,7 +183,8 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
     const warnings: string[] = [];
     plainSecrets(raw, opts.secretKeys, warnings);
     const settings = settingsOf(raw);
-    warnings.push(...settingWarnings(settings), ...overlapWarnings("banIgnoreIps", settings.banIgnoreIps));
+    warnings.push(...settingWarnings(settings), ...overlapWarnings("banIgnoreIps", settings.banIgnoreIps),
+        ...overlapWarnings("trustedProxies", settings.trustedProxies));
 
     const sshUser = text(raw, "sshUser") ?? DEFAULT_SSH_USER;
     const hosts = hostList(raw, sshUser);
@@ -248,6 +249,11 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
     if (keepSecurityGroupIds.length > 0 && (!useAws || securityGroupId || !hosts.some((h) => h.instanceId))) {
         throw new ConfigError("keepSecurityGroupIds", "is only used with a created group and hosts[].instanceId (groups kept on the interface beside it); remove it");
     }
+    if (keepSecurityGroupIds.length > 0 && settings.trustedProxies.length === 0) {
+        warnings.push(`${NAMESPACE}:keepSecurityGroupIds is set (a load balancer's group?) and ${NAMESPACE}:trustedProxies is empty: `
+            + "behind a load balancer nginx logs the balancer's address, so one scanner gets the balancer itself banned and every user cut off; "
+            + "list the balancer's subnets in trustedProxies (README, Behind a load balancer)");
+    }
 
     const hasWebhookUrl = secretPresent(raw, "webhookUrl", requireSecrets);
     const hasHeartbeatUrl = secretPresent(raw, "heartbeatUrl", false);
@@ -268,14 +274,20 @@ function settingsOf(raw: RawConfig): PayloadSettings {
     }
     try {
         const settings = validateSettings(raw);
-        settings.banIgnoreIps.forEach((a, i) => {
-            if (!isCidr(a) && net.isIP(a) === 0) {
-                throw new SettingError(`banIgnoreIps[${i}]`, `must be an IP address or a CIDR block such as 192.0.2.0/24, got ${JSON.stringify(a)}`);
+        const lists = [
+            { key: "banIgnoreIps", list: settings.banIgnoreIps, what: "the jail would never ban them" },
+            { key: "trustedProxies", list: settings.trustedProxies, what: "nginx would take any of them at its word for the client's address, and the jail would never ban them" },
+        ] as const;
+        for (const { key, list, what } of lists) {
+            list.forEach((a, i) => {
+                if (!isCidr(a) && net.isIP(a) === 0) {
+                    throw new SettingError(`${key}[${i}]`, `must be an IP address or a CIDR block such as 192.0.2.0/24, got ${JSON.stringify(a)}`);
+                }
+            });
+            const wide = widePublicReason(list);
+            if (wide !== null) {
+                throw new SettingError(key, `${wide}: ${what}`);
             }
-        });
-        const wide = widePublicReason(settings.banIgnoreIps);
-        if (wide !== null) {
-            throw new SettingError("banIgnoreIps", `${wide}: the jail would never ban them`);
         }
         return settings;
     } catch (e) {

@@ -18,7 +18,7 @@ export type SettingType = "percent" | "integer" | "duration" | "word" | "path" |
 export type InstallPart = "web" | "monitors";
 
 /** Where a setting that no host script reads takes effect. */
-export type SettingUse = "jail" | "deploy";
+export type SettingUse = "jail" | "deploy" | "proxy";
 
 export interface SettingRow {
     /** Stack config key, in the `hostguard:` namespace. */
@@ -38,7 +38,10 @@ export interface SettingRow {
     readonly doc: string;
     /** The part whose install step reads it (its bundle carries it). */
     readonly install?: InstallPart;
-    /** For a row without `host`: rendered into the jail (the default) or used by the deploy itself. */
+    /**
+     * For a row without `host`: rendered into the jail (the default), used by the deploy itself, or
+     * (proxy) rendered into the jail, nginx's http-context drop-in and the deny snippet.
+     */
     readonly use?: SettingUse;
 }
 
@@ -317,6 +320,12 @@ export const SETTINGS = [
         key: "banIgnoreIps", host: null, type: "names", default: "", pattern: ADDRESS,
         allowed: "a list of IP addresses or CIDRs, together at most a /16 of public IPv4 and a /32 of public IPv6 (private ranges do not count)",
         doc: "addresses the jail never bans, besides loopback and adminCidrs (always ignored)",
+    },
+    {
+        key: "trustedProxies", host: null, type: "names", default: "", pattern: ADDRESS, use: "proxy",
+        allowed: "a list of IP addresses or CIDRs (v4 and v6), together at most a /16 of public IPv4 and a /32 of public IPv6 (private ranges do not count)",
+        doc: "load balancers or proxies in front of nginx (see Behind a load balancer): nginx takes the client's address from their X-Forwarded-For, "
+            + "a ban also refuses the client at nginx (403), and the jail never bans them; empty: neither",
     },
     {
         key: "banIncrement", host: null, type: "boolean", default: "false", pattern: BOOLEAN,
@@ -714,7 +723,7 @@ export function renderConfigReadmeTable(): string {
         README_BEGIN,
         "| Setting | Default | Allowed | Meaning |",
         "|---|---|---|---|",
-        ...SETTINGS.map((r: SettingRow) => `| \`${r.key}\` | ${mdDefault(r)} | ${r.allowed} | ${r.doc}${r.host ? "" : r.use === "deploy" ? " (used by the deploy)" : " (rendered into the jail)"} |`),
+        ...SETTINGS.map((r: SettingRow) => `| \`${r.key}\` | ${mdDefault(r)} | ${r.allowed} | ${r.doc}${r.host ? "" : r.use === "deploy" ? " (used by the deploy)" : r.use === "proxy" ? " (rendered into the jail and nginx's files)" : " (rendered into the jail)"} |`),
         README_END,
     ].join("\n");
 }
