@@ -156,7 +156,7 @@ start_all() {
     >"${BATS_TEST_TMPDIR}/web-install.log" 2>&1 || { cat "${BATS_TEST_TMPDIR}/web-install.log" >&2; return 1; }
   write_nginx "${web}"
   if [[ -f "${payload}/fail2ban/action.d/hostguard-nginx-ban.conf" ]]; then
-    cp "${payload}/hostguard-nginx-ban" "${ROOT}/usr/local/lib/hostguard/"
+    cp -r "${payload}/hostguard-nginx-ban" "${payload}/hostguard" "${ROOT}/usr/local/lib/hostguard/"
     cp "${payload}/fail2ban/action.d/hostguard-nginx-ban.conf" "${F2B_CONF}/action.d/"
     # The packaged action as is; its helper and nginx's paths point into the sandbox.
     printf '[Init]\nhostguard_nginx_ban = %s\nnginx_pid = %s\nnginx_opts = %s\n' \
@@ -299,12 +299,17 @@ scan_through_proxy() {
 @test "hostguard-nginx-ban: refuses what is not an address, keeps the list atomic and unique, flush empties it" {
   local payload="${BATS_TEST_TMPDIR}/payload" helper
   render_payload "${payload}" "${PROXIES}"
-  cp "${payload}/hostguard-nginx-ban" "${ROOT}/usr/local/lib/hostguard/"
+  cp -r "${payload}/hostguard-nginx-ban" "${payload}/hostguard" "${ROOT}/usr/local/lib/hostguard/"
   helper="${ROOT}/usr/local/lib/hostguard/hostguard-nginx-ban"
   export HOSTGUARD_ROOT="${ROOT}"
   local nopid=(--pid "${BATS_TEST_TMPDIR}/no-such.pid")
   run "${helper}" "${nopid[@]}" ban '1.2.3.4;}'
   [[ "${status}" -eq 1 && "${output}" == *"not an IP address; the ban list is unchanged"* ]]
+  [[ ! -e "${LIST}" ]]
+  # A network ban (fail2ban can ban 192.0.2.0/24): nginx's map matches single
+  # addresses, so it is refused, said, and holds at the firewall only.
+  run "${helper}" "${nopid[@]}" ban 192.0.2.0/24
+  [[ "${status}" -eq 1 && "${output}" == *"network ban holds at the firewall only"* ]]
   [[ ! -e "${LIST}" ]]
   for bad in 256.1.1.1 1::2::3 '' 'a b' 1:2:3:4:5:6:7:8:9; do
     run "${helper}" "${nopid[@]}" ban "${bad}"
@@ -314,7 +319,11 @@ scan_through_proxy() {
   "${helper}" "${nopid[@]}" ban 2001:DB8::1
   "${helper}" "${nopid[@]}" ban 192.0.2.1
   "${helper}" "${nopid[@]}" ban ::ffff:192.0.2.2
-  [[ "$(grep -c ' 1;$' "${LIST}")" -eq 3 ]]
+  "${helper}" "${nopid[@]}" ban 192.0.2.9/32
+  [[ "$(grep -c ' 1;$' "${LIST}")" -eq 4 ]]
+  # As nginx writes $remote_addr: an IPv4-mapped client in dotted form, a /32 as the address.
+  grep -qx '::ffff:192.0.2.2 1;' "${LIST}"
+  grep -qx '192.0.2.9 1;' "${LIST}"
   grep -qx '2001:db8::1 1;' "${LIST}"
   [[ "$(stat -c '%a' "${LIST}")" == 600 ]]
   "${helper}" "${nopid[@]}" unban 192.0.2.1
