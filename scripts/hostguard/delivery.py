@@ -84,7 +84,8 @@ def check_webhook(settings: Settings) -> Hook:
     return Hook(hook.url, hook.identity, cadata)
 
 
-def _load_hook(settings: Settings) -> Hook | None:
+def load_hook(settings: Settings) -> Hook | None:
+    """The checked webhook, or None after logging why it cannot be used (exit 78)."""
     try:
         return check_webhook(settings)
     except ConfigError as error:
@@ -122,25 +123,28 @@ def refuse_webhook(spool: Spool, identity: str, why: str) -> None:
     )
 
 
-def _webhook_waits(spool: Spool, hook: Hook) -> bool | None:
-    """True when a refused webhook is not tried in this run; None when this run probes it; False when not refused."""
+_DELIVER, _PROBE, _WAIT = "deliver", "probe", "wait"
+
+
+def _webhook_plan(spool: Spool, hook: Hook) -> str:
+    """What this run does with the webhook: deliver (not refused, or rotated), probe it once, or wait."""
     state = hook_state(spool)
     if state is None:
-        return False
+        return _DELIVER
     if state.identity != hook.identity:
         log.info(f"the webhook file changed since the chat service refused it ({state.why}): delivering again")
         note(spool, "webhook", None)
-        return False
+        return _DELIVER
     now = int(time.time())
     # A next probe further away than one interval means the clock went back: probe now.
     if now >= state.next_probe or state.next_probe - now > state.interval:
         log.info(f"probing the refused webhook ({state.why}) with the oldest message")
-        return None
+        return _PROBE
     log.error(
         f"the chat service refuses the webhook ({state.why}): {spool.pending()} message(s) kept;"
         f" next probe in {state.next_probe - now}s; rotate it with: install set-webhook"
     )
-    return True
+    return _WAIT
 
 
 # ---- pacing -------------------------------------------------------------------
@@ -165,7 +169,8 @@ def pace(spool: Spool, deadline: float) -> None:
         time.sleep((until - now) / 1000)
 
 
-def _post(spool: Spool, hook: Hook, text: str, channel: str | None, max_time: float) -> chat.Answer:
+def post(spool: Spool, hook: Hook, text: str, channel: str | None, max_time: float) -> chat.Answer:
+    """One paced post (the caller paced it): its time stamped for the next post of any run."""
     with contextlib.suppress(OSError, ValueError):
         chat.prepare(hook.cadata)  # a bad bundle is reported by the post itself
     note(spool, "last_post", str(_mono_ms()))
@@ -189,7 +194,7 @@ def _deliver(settings: Settings, spool: Spool, message: Message, hook: Hook, dea
             break
         dropped = spool.dropped()
         text = message.text + (DROPPED_NOTE.format(dropped) if dropped else "")
-        answer = _post(spool, hook, text, channel, min(left, settings.notify_max_time))
+        answer = post(spool, hook, text, channel, min(left, settings.notify_max_time))
         if answer.kind == chat.DELIVERED:
             _acknowledge(spool, message.id, dropped, attempt, answer)
             return _DELIVERED
@@ -246,10 +251,10 @@ def _flush_locked(settings: Settings, spool: Spool, hook: Hook, deadline: float)
     """The body of a run, the lock held."""
     spool.unclaim_all()
     import_legacy(spool)
-    waits = _webhook_waits(spool, hook)
-    if waits:
+    plan = _webhook_plan(spool, hook)
+    if plan == _WAIT:
         return EX_NOPERM
-    probing = waits is None
+    probing = plan == _PROBE
     while True:
         message = spool.claim_next()
         if message is None:
@@ -297,9 +302,12 @@ def flush(settings: Settings, spool: Spool, *, wait: bool = True) -> int:
 
 def flush_holding(settings: Settings, spool: Spool, held: int | None, *, wait: bool = False) -> int:
     """`flush`, starting with the lock descriptor HELD when this process already holds it (a detached flush)."""
-    if held is None and spool.pending() == 0 and not legacy_files(spool.directory):
-        return EX_OK
-    hook = _load_hook(settings)
+    try:
+        if held is None and spool.pending() == 0 and not legacy_files(spool.directory):
+            return EX_OK
+    except sqlite3.Error as error:
+        return _spool_failed(spool, error)
+    hook = load_hook(settings)
     if hook is None:
         if held is not None:
             os.close(held)
@@ -309,7 +317,10 @@ def flush_holding(settings: Settings, spool: Spool, held: int | None, *, wait: b
     fd = held
     while True:
         if fd is None:
-            fd = try_lock(spool, LOCK_WAIT if wait and not again else 0.0)
+            try:
+                fd = try_lock(spool, LOCK_WAIT if wait and not again else 0.0)
+            except (sqlite3.Error, OSError) as error:
+                return _spool_failed(spool, error)
         if fd is None:
             # After a pass of our own, the run that took the lock over sends the rest.
             if again:
@@ -320,19 +331,28 @@ def flush_holding(settings: Settings, spool: Spool, held: int | None, *, wait: b
             return EX_TEMPFAIL
         try:
             rc = _flush_locked(settings, spool, hook, deadline)
+            left = spool.pending()
+        except (sqlite3.Error, OSError) as error:
+            # What was claimed stays claimed; the next run puts it back and sends it.
+            return _spool_failed(spool, error)
         finally:
             os.close(fd)
             fd = None
-        if rc != EX_OK or spool.pending() == 0:
+        if rc != EX_OK or left == 0:
             return rc
         # Spooled after our last claim by a run that found the lock taken: deliver it
         # now, unless another run took the lock over meanwhile.
         again = True
 
 
+def _spool_failed(spool: Spool, error: Exception) -> int:
+    log.error(f"the spool in {spool.directory} failed ({error}); what it holds is left to the next run")
+    return EX_TEMPFAIL
+
+
 def deliver_direct(settings: Settings, text: str, channel: str | None = None) -> int:
     """One post of TEXT without the spool (it cannot be written): 0 delivered, 75, 77, 78."""
-    hook = _load_hook(settings)
+    hook = load_hook(settings)
     if hook is None:
         return EX_CONFIG
     answer = chat.post(hook.url, text, channel, settings.notify_max_time, hook.cadata)
@@ -424,15 +444,15 @@ def import_legacy(spool: Spool) -> int:
 def _import_one(spool: Spool, name: str, data: bytes) -> None:
     queue = _legacy_key(name)[0]
     found = _legacy_message(data)
-    text, channel = (data.decode("utf-8", "replace"), None) if isinstance(found, str) else found
-    message_id = spool.enqueue(text, channel, queue)
     if name.startswith("dead-"):
-        reason = (_read_legacy(os.path.join(spool.directory, name + ".reason")) or b"(no reason recorded)").decode(
-            "utf-8", "replace"
-        )
-        spool.bury(message_id, reason.strip())
+        text, channel = (data.decode("utf-8", "replace"), None) if isinstance(found, str) else found
+        reason = _read_legacy(os.path.join(spool.directory, name + ".reason")) or b"(no reason recorded)"
+        spool.add_dead(text, channel, queue, reason.decode("utf-8", "replace").strip())
     elif isinstance(found, str):
-        _bury(spool, message_id, found)
+        message_id = spool.add_dead(data.decode("utf-8", "replace"), None, queue, f"{now_stamp()} {found}")
+        log.warn(f"dead letter {name_of(message_id)}: {found} (a spool file of the previous notifier)")
+    else:
+        spool.enqueue(found[0], found[1], queue)
 
 
 def _import_legacy_state(spool: Spool) -> None:

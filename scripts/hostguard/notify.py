@@ -122,7 +122,7 @@ def event_text(settings: Settings, kind: str, options: dict[str, str]) -> tuple[
         channel = options.get("channel", "")
         channel = channel[1:] if channel.startswith("#") else channel
         channel = channel or settings.slack_channel
-        if not re.search(PATTERNS["SLACK_CHANNEL"], channel) or not channel.isascii():
+        if not re.fullmatch(PATTERNS["SLACK_CHANNEL"], channel) or not channel.isascii():
             raise UsageError("invalid --channel")
         return f"Ban tool ({jail}) jail has {'started' if kind == 'start' else 'stopped'}", channel
     if kind not in ("ban", "unban"):
@@ -189,8 +189,9 @@ def start_detached_flush(settings: Settings, spool: Spool, lock_fd: int) -> None
         from .delivery import flush_holding
 
         rc = flush_holding(settings, Spool(spool.spool_max, spool.directory), lock_fd)
-    except BaseException:  # noqa: S110 - the child never returns into the caller's code
-        pass
+    except BaseException as error:
+        # The child never returns into the caller's code: it says why in its log and ends.
+        log.error(f"the detached flush failed: {error!r}")
     finally:
         os._exit(rc)
 
@@ -278,14 +279,14 @@ def connectivity_test(settings: Settings) -> int:
     from . import chat, delivery
 
     spool = outbox.spool(settings)
-    hook = delivery._load_hook(settings)
+    hook = delivery.load_hook(settings)
     if hook is None:
         return EX_CONFIG
     text = outbox.as_posted(settings, f"[Server Alert] \nConnectivity test from {_host_name()}: webhook OK")
     deadline = time.monotonic() + settings.notify_budget
     delivery.pace(spool, deadline)
     left = max(1, int(deadline - time.monotonic()))
-    answer = delivery._post(spool, hook, text, None, min(left, settings.notify_max_time))
+    answer = delivery.post(spool, hook, text, None, min(left, settings.notify_max_time))
     if answer.kind == chat.DELIVERED:
         log.info(f"connectivity test delivered: {answer.reason}")
         # A webhook that answers is no longer refused.

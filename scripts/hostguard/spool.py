@@ -380,6 +380,33 @@ class Spool:
             db.executemany("DELETE FROM dead WHERE id = ? OR merged_into = ?", [(i, i) for i in old])
         db.execute("COMMIT")
 
+    def add_dead(self, text: str, channel: str | None, queue: int, reason: str) -> int:
+        """Records a dead letter directly (a message that can never be sent: an upgrade's bad spool file).
+
+        Its id comes from the message table's sequence, as a buried message's
+        does, and it never waits in a queue, so no bound merges or drops it.
+        """
+        db = self._begin()
+        try:
+            cursor = db.execute(
+                "INSERT INTO message(queue, text, channel, created) VALUES (?, ?, ?, ?)",
+                (queue, text, channel or None, time.time()),
+            )
+            message_id = cursor.lastrowid
+            assert message_id is not None
+            db.execute(
+                "INSERT OR REPLACE INTO dead(id, queue, text, channel, parts, created, died, reason, merged_into)"
+                " SELECT id, queue, text, channel, parts, created, ?, ?, NULL FROM message WHERE id = ?",
+                (time.time(), reason, message_id),
+            )
+            db.execute("DELETE FROM message WHERE id = ?", (message_id,))
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        return message_id
+
     # ---- readers ------------------------------------------------------------
 
     def pending(self) -> int:
