@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import sqlite3
 import sys
 
 from . import log, outbox, paths
@@ -179,7 +180,14 @@ def start_detached_flush(settings: Settings, spool: Spool, lock_fd: int) -> None
     # SQLite connections must not cross a fork: the child opens its own.
     spool.close()
     log_path = os.path.join(spool.directory, FLUSH_LOG)
-    if os.fork() != 0:
+    try:
+        child = os.fork()
+    except OSError as error:
+        # Spooled all the same: the next run (a monitor's, the next ban's) delivers it.
+        log.warn(f"cannot start the detached flush ({error.strerror}); the message waits in the spool")
+        os.close(lock_fd)
+        return
+    if child != 0:
         os.close(lock_fd)
         return
     rc = 70
@@ -354,5 +362,9 @@ def main(argv: list[str]) -> int:
     except HostguardError as error:
         sys.stderr.write(log.die_line(str(error)) + "\n")
         return error.code
+    except (sqlite3.Error, OSError) as error:
+        # The spool database or its directory failed (status, --test's state): say so, no traceback.
+        sys.stderr.write(log.die_line(f"the spool failed: {error}") + "\n")
+        return EX_TEMPFAIL
     except KeyboardInterrupt:
         return 130

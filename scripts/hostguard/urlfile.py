@@ -27,9 +27,8 @@ from .errors import ConfigError
 from .settings_table import URL_LINE_RE
 
 _MAX_BYTES = 65536
-_SKIP = re.compile(r"[ \t\n\r\f\v]*(#.*)?")
-_URL_LINE = re.compile(URL_LINE_RE)
-_URLISH = re.compile(r"[ \t\n\r\f\v]*(--)?url[ \t\n\r\f\v=:]")
+_SKIP = r"[ \t\n\r\f\v]*(#.*)?"
+_URLISH = r"[ \t\n\r\f\v]*(--)?url[ \t\n\r\f\v=:]"
 _WRITABLE = stat.S_IWGRP | stat.S_IWOTH
 _CA_WHY = "(only root may be able to change the CA bundle)"
 
@@ -74,10 +73,10 @@ def _read_own(path: str, what: str) -> tuple[bytes, os.stat_result]:
     return data, info
 
 
-def _url_of(line: str) -> str:
-    match = _URL_LINE.fullmatch(line)
-    assert match is not None
-    return match.group(2).strip('"')
+def _url_of(line: str) -> str | None:
+    """The URL of a `url = "https://..."` line, None when LINE is not one (the rule compiled at first use)."""
+    match = re.fullmatch(URL_LINE_RE, line)
+    return None if match is None else match.group(2).strip('"')
 
 
 def read(path: str, what: str = "webhook") -> UrlFile:
@@ -86,12 +85,13 @@ def read(path: str, what: str = "webhook") -> UrlFile:
     urls: list[str] = []
     # Byte-wise, as the bash read it: the rule allows ASCII only.
     for line in data.decode("utf-8", "surrogateescape").split("\n"):
-        if _SKIP.fullmatch(line):
+        if re.fullmatch(_SKIP, line):
             continue
-        if _URL_LINE.fullmatch(line):
-            urls.append(_url_of(line))
+        url = _url_of(line)
+        if url is not None:
+            urls.append(url)
             continue
-        if _URLISH.match(line):
+        if re.match(_URLISH, line):
             raise ConfigError(
                 f"{what} URL in {path} is refused: not one https:// URL of the characters"
                 " install set-webhook allows (URL not shown)"
