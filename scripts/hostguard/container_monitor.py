@@ -573,10 +573,13 @@ def main(argv: list[str]) -> int:
 
         settings = settings_module.load()
         try:
-            take_lock(settings)
+            lock_fd = take_lock(settings)
         except SystemExit as done:
             return int(done.code or 0)
-        return monitor(settings)
+        try:
+            return monitor(settings)
+        finally:
+            os.close(lock_fd)
     except HostguardError as error:
         sys.stderr.write(log.die_line(str(error)) + "\n")
         return error.code

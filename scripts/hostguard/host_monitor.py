@@ -383,7 +383,10 @@ def main(argv: list[str]) -> int:
         lock_fd = take_lock()
         if lock_fd is None:
             return 0
-        monitor(settings, lock_fd)
+        try:
+            monitor(settings, lock_fd)
+        finally:
+            os.close(lock_fd)
     except HostguardError as error:
         sys.stderr.write(log.die_line(str(error)) + "\n")
         return error.code
