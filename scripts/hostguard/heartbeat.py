@@ -4,8 +4,8 @@ then notices a host, a cron or a notifier that stopped, which no alert of the
 host itself can report). No file, no heartbeat (the default).
 
 The URL is a secret like the webhook: root's file, 0600, one
-`url = "https://..."` line (urlfile.py checks it); it is never in argv, the
-environment or a log line. The ping says "the monitors complete their runs":
+`url = "https://..."` line, and NOTIFY_CA_FILE root's only (urlfile.py checks
+both); it is never in argv, the environment or a log line. The ping says "the monitors complete their runs":
 none is sent while the other monitor's run is stuck, so the service outside
 notices a hung container runtime too.
 """
@@ -72,21 +72,26 @@ def ping(who: str, settings: Settings) -> None:
     """Requests the heartbeat URL once and logs the outcome (never the URL).
     Whatever happens the run goes on: a missed ping is what the service
     outside watches for."""
-    file = paths.under(paths.HEARTBEAT_PATH)
+    from . import urlfile
+    from .errors import ConfigError
+
+    file = urlfile.heartbeat_path()
     if not os.path.lexists(file):
         return
-    from . import urlfile
-
     try:
-        url = urlfile.read_url(file, "heartbeat")
-        context = urlfile.tls_context(settings)
-    except urlfile.UrlFileError as error:
-        log.error(f"{error}; no heartbeat sent")
+        url = urlfile.read(file, "heartbeat").url
+        urlfile.check_ca(settings.notify_ca_file)
+        cadata = urlfile.read_ca(settings.notify_ca_file) if settings.notify_ca_file else None
+    except ConfigError as error:
+        log.error(f"{who}: {error}; no heartbeat sent")
+        return
+    except OSError as error:
+        log.error(f"{who}: NOTIFY_CA_FILE {settings.notify_ca_file} cannot be read ({error}); no heartbeat sent")
         return
     if other_run_stuck(who, settings):
         return
     try:
-        status = get(url, context, settings.notify_max_time)
+        status = get(url, cadata, settings.notify_max_time)
     except Exception as error:  # whatever failed, the ping is missed and said so
         log.warn(f"{who}: heartbeat not sent: {reason(error)}")
         return
@@ -106,25 +111,24 @@ class _Deadline(Exception):
     pass
 
 
-def get(url: str, context: object, seconds: int) -> int:
-    """The HTTP status of one GET of URL (https only, no redirect followed, body
-    not read), the whole exchange bounded to SECONDS: a server that answers a
-    byte at a time cannot hold the monitor."""
+def get(url: str, cadata: str | bytes | None, seconds: float) -> int:
+    """The HTTP status of one GET of URL (https only, certificate checked
+    against CADATA or the system CAs, no redirect followed, body not read),
+    the whole exchange bounded to SECONDS: a server that answers a byte at a
+    time cannot hold the monitor."""
     import http.client
     import signal
     import ssl
     from urllib.parse import urlsplit
 
-    assert isinstance(context, ssl.SSLContext)
     parts = urlsplit(url)
     if parts.scheme != "https" or not parts.hostname:
         raise ValueError("not an https URL")
-    target = parts.path or "/"
-    if parts.query:
-        target += "?" + parts.query
+    context = ssl.create_default_context(cadata=cadata) if cadata else ssl.create_default_context()
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
     def expire(_signum: int, _frame: object) -> None:
-        raise _Deadline(f"no answer within {seconds} s")
+        raise _Deadline(f"no answer within {seconds:g} s")
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)

@@ -169,11 +169,16 @@ def stuck_child() -> int | None:
     return pid
 
 
-def statvfs_child(lock_fd: int, path: str, write_fd: int) -> None:
-    """In the forked child: no lock descriptor (a child stuck in the kernel must
-    not keep later runs out), statvfs of PATH, one line to the parent, exit."""
+def statvfs_child(path: str, write_fd: int) -> None:
+    """In the forked child: no descriptor but its pipe (a child stuck in the
+    kernel must not keep later runs out by the lock, nor hold the log's pipe
+    open for cron), statvfs of PATH, one line to the parent, exit."""
     try:
-        os.close(lock_fd)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.closerange(3, write_fd)
+        os.closerange(write_fd + 1, max(os.sysconf("SC_OPEN_MAX"), 1024))
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             try:
@@ -210,7 +215,7 @@ def read_answer(read_fd: int, pid: int, seconds: float) -> str | None:
     return b"".join(chunks).decode("utf-8", "replace")
 
 
-def measure_disk(lock_fd: int) -> tuple[int | None, str]:
+def measure_disk() -> tuple[int | None, str]:
     """Use% of the root file system (df's figure), or None and why not."""
     path = os.environ.get("HOSTGUARD_DF_PATH", "") or "/"
     pid_file = paths.under(DF_PID_PATH)
@@ -223,8 +228,7 @@ def measure_disk(lock_fd: int) -> tuple[int | None, str]:
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:
-        os.close(read_fd)
-        statvfs_child(lock_fd, path, write_fd)
+        statvfs_child(path, write_fd)
     os.close(write_fd)
     try:
         answer = read_answer(read_fd, pid, seconds)
@@ -260,10 +264,10 @@ def note_stuck(pid_file: str, pid: int) -> None:
 class Figures:
     """One run's measures, as the texts and the log line show them."""
 
-    def __init__(self, proc: str, lock_fd: int) -> None:
+    def __init__(self, proc: str) -> None:
         self.cpu = measure_cpu(proc)
         self.memory = required(metrics.mem_percent(read_text(f"{proc}/meminfo") or ""), f"cannot read {proc}/meminfo")
-        self.disk, self.disk_why = measure_disk(lock_fd)
+        self.disk, self.disk_why = measure_disk()
         if self.disk is None:
             log.error(f"{NAME}: {self.disk_why}; disk use not checked", err=False)
         self.load = required(metrics.load_average(read_text(f"{proc}/loadavg") or ""), f"cannot read {proc}/loadavg")
@@ -346,11 +350,11 @@ def check_all(run: Run, figures: Figures) -> None:
     )
 
 
-def monitor(settings: Settings, lock_fd: int) -> None:
+def monitor(settings: Settings) -> None:
     proc = os.environ.get("HOSTGUARD_PROC", "") or "/proc"
     hostname = first_line(f"{proc}/sys/kernel/hostname") or os.uname().nodename or "unknown"
     timestamp = time.strftime("%Y-%m-%d %H:%M:%S")
-    figures = Figures(proc, lock_fd)
+    figures = Figures(proc)
     run = Run(settings)
     check_all(run, figures)
     if not run.state.save():
@@ -384,7 +388,7 @@ def main(argv: list[str]) -> int:
         if lock_fd is None:
             return 0
         try:
-            monitor(settings, lock_fd)
+            monitor(settings)
         finally:
             os.close(lock_fd)
     except HostguardError as error:

@@ -242,9 +242,12 @@ def test_a_statvfs_that_never_answers(
     pid = stuck_pid(root)
     children.append(pid)
     os.kill(pid, 0)
-    # The stuck child holds no descriptor of the lock.
+    # The stuck child holds no descriptor of the lock, nor of the log: /dev/null and its pipe.
     with open(state_dir(root) / "host-monitor.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    held = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+    assert held - {"/dev/null"} == {next(iter(held - {"/dev/null"}))}
+    assert next(iter(held - {"/dev/null"})).startswith("pipe:")
     # Still stuck: no second child, CPU and memory repeat, the latched alert does not.
     status, out = run(root, capsys)
     assert posts.take() == [CPU, MEM]
