@@ -22,9 +22,9 @@ again, never less.
 from __future__ import annotations
 
 import os
-import re
 import time
 
+from .metrics import digits
 from .settings import Settings
 
 POST = "post"
@@ -38,14 +38,13 @@ NONE = "none"
 EVENT = "once"
 LATCH = "latch"
 
-_RECORD = re.compile(r"([0-9]{1,3})\t([0-9]{1,12})\t([01])\t([^\t\n]+)")
 _READ_MAX = 1 << 20
 
 
 def now() -> int:
     """The clock in epoch seconds; HOSTGUARD_NOW replaces it (tests only)."""
     fixed = os.environ.get("HOSTGUARD_NOW", "")
-    if re.fullmatch(r"[0-9]{1,12}", fixed):
+    if digits(fixed, 12):
         return int(fixed)
     return int(time.time())
 
@@ -93,6 +92,16 @@ def fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
+def parse_record(line: str) -> tuple[str, list[int]] | None:
+    """KEY and [RUNS, LAST, FIRED] of a record line; None for anything else."""
+    fields = line.split("\t")
+    if len(fields) != 4 or not digits(fields[0], 3) or not digits(fields[1], 12) or fields[2] not in ("0", "1"):
+        return None
+    if not fields[3]:
+        return None
+    return fields[3], [int(fields[0]), int(fields[1]), int(fields[2])]
+
+
 class AlertState:
     """The records of one monitor's state file, and the policy's decisions on them."""
 
@@ -119,9 +128,9 @@ class AlertState:
         except OSError:
             return
         for line in data.decode("utf-8", "replace").split("\n"):
-            match = _RECORD.fullmatch(line)
-            if match:
-                self.records[match.group(4)] = [int(match.group(1)), int(match.group(2)), int(match.group(3))]
+            record = parse_record(line)
+            if record is not None:
+                self.records[record[0]] = record[1]
         self.loaded_text = self.text()
 
     def text(self) -> str:

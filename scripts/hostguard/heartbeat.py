@@ -72,12 +72,12 @@ def ping(who: str, settings: Settings) -> None:
     """Requests the heartbeat URL once and logs the outcome (never the URL).
     Whatever happens the run goes on: a missed ping is what the service
     outside watches for."""
+    file = paths.under(paths.HEARTBEAT_PATH)
+    if not os.path.lexists(file):
+        return
     from . import urlfile
     from .errors import ConfigError
 
-    file = urlfile.heartbeat_path()
-    if not os.path.lexists(file):
-        return
     try:
         url = urlfile.read(file, "heartbeat").url
         urlfile.check_ca(settings.notify_ca_file)

@@ -10,15 +10,6 @@ kernel writes gives None: the caller decides what a missing figure means.
 from __future__ import annotations
 
 import os
-import re
-from typing import NamedTuple
-
-_DIGITS18 = re.compile(r"[0-9]{1,18}")
-_SAMPLE = re.compile(r"([0-9]{1,18}) ([0-9]{1,18})")
-_MEM_VALUE = re.compile(r"[0-9]{1,15}")
-_LOAD = re.compile(r"[0-9]+\.[0-9]{2}")
-_UPTIME = re.compile(r"([0-9]{1,12})(?:\.([0-9]{1,2}))?")
-_DECIMAL = re.compile(r"([0-9]{1,15})(?:\.([0-9]+))?")
 
 # uptime -p's units, longest first, in seconds: (seconds, singular, plural).
 _UNITS = (
@@ -30,45 +21,58 @@ _UNITS = (
 )
 
 
-class CpuSample(NamedTuple):
-    """Jiffies of /proc/stat's `cpu` line: busy (user+system) and the total top divides by."""
+def digits(text: str, most: int) -> bool:
+    """Whether TEXT is 1 to MOST ASCII digits (str.isdigit alone takes any script's digits).
 
-    busy: int
-    total: int
+    String methods rather than re: the host monitor imports only what a quiet run needs."""
+    return 0 < len(text) <= most and text.isascii() and text.isdigit()
 
-    def text(self) -> str:
-        return f"{self.busy} {self.total}"
+
+def decimal_parts(text: str, whole_most: int, fraction_most: int) -> tuple[str, str] | None:
+    """TEXT as `digits[.digits]` (whole part 1..WHOLE_MOST, fraction 1..FRACTION_MOST digits when present)."""
+    whole, dot, fraction = text.partition(".")
+    if not digits(whole, whole_most) or (dot and not digits(fraction, fraction_most)):
+        return None
+    return whole, fraction
 
 
 def first_line(text: str) -> str:
     return text.split("\n", 1)[0]
 
 
-def cpu_sample(stat: str) -> CpuSample | None:
-    """The sample of a /proc/stat text: busy is user+system (top's us+sy), total
-    user+nice+system+idle+iowait+irq+softirq+steal (guest is inside user)."""
+def sample_text(sample: tuple[int, int]) -> str:
+    """A sample as cpu.sample stores it: `busy total`."""
+    return f"{sample[0]} {sample[1]}"
+
+
+def cpu_sample(stat: str) -> tuple[int, int] | None:
+    """The (busy, total) jiffies of a /proc/stat text: busy is user+system
+    (top's us+sy), total user+nice+system+idle+iowait+irq+softirq+steal (guest
+    is inside user)."""
     fields = first_line(stat).split()
     if len(fields) < 8 or fields[0] != "cpu":
         return None
     # steal is absent on old kernels; everything before it must be there.
     values = (fields[1:9] + ["0"])[:8]
-    if not all(_DIGITS18.fullmatch(value) for value in values):
+    if not all(digits(value, 18) for value in values):
         return None
     user, nice, system, idle, iowait, irq, softirq, steal = (int(value) for value in values)
-    return CpuSample(user + system, user + nice + system + idle + iowait + irq + softirq + steal)
+    return user + system, user + nice + system + idle + iowait + irq + softirq + steal
 
 
-def parse_sample(text: str) -> CpuSample | None:
+def parse_sample(text: str) -> tuple[int, int] | None:
     """A sample as cpu.sample stores it (`busy total`)."""
-    match = _SAMPLE.fullmatch(text)
-    return CpuSample(int(match.group(1)), int(match.group(2))) if match else None
+    fields = text.split(" ")
+    if len(fields) != 2 or not all(digits(field, 18) for field in fields):
+        return None
+    return int(fields[0]), int(fields[1])
 
 
-def cpu_percent(before: CpuSample, after: CpuSample) -> str | None:
-    """Busy percent between two samples, one decimal, half up; None when the
-    counters did not advance or went back (a reboot)."""
-    busy = after.busy - before.busy
-    total = after.total - before.total
+def cpu_percent(before: tuple[int, int], after: tuple[int, int]) -> str | None:
+    """Busy percent between two (busy, total) samples, one decimal, half up;
+    None when the counters did not advance or went back (a reboot)."""
+    busy = after[0] - before[0]
+    total = after[1] - before[1]
     if total <= 0 or busy < 0 or busy > total:
         return None
     tenths = (busy * 2000 // total + 1) // 2
@@ -82,7 +86,7 @@ def mem_percent(meminfo: str) -> str | None:
     found = {"MemTotal:": 0, "MemFree:": 0, "MemAvailable:": 0}
     for line in meminfo.split("\n"):
         fields = line.split(None, 2)
-        if len(fields) >= 2 and fields[0] in found and _MEM_VALUE.fullmatch(fields[1]):
+        if len(fields) >= 2 and fields[0] in found and digits(fields[1], 15):
             found[fields[0]] = int(fields[1])
     total, free, avail = found["MemTotal:"], found["MemFree:"], found["MemAvailable:"]
     if avail == 0 or avail > total:
@@ -99,7 +103,11 @@ def mem_percent(meminfo: str) -> str | None:
 def load_average(loadavg: str) -> str | None:
     """The load averages as `uptime` prints them: `0.52, 0.58, 0.59`."""
     fields = first_line(loadavg).split()[:3]
-    if len(fields) != 3 or not all(_LOAD.fullmatch(field) for field in fields):
+    for field in fields:
+        parts = decimal_parts(field, 20, 2)
+        if parts is None or len(parts[1]) != 2:
+            return None
+    if len(fields) != 3:
         return None
     return ", ".join(fields)
 
@@ -117,10 +125,10 @@ def uptime_pretty(uptime: str) -> str | None:
     60 s prints `up `, exactly 1 h `up 60 minutes`). Hundredths kept, as
     /proc/uptime gives them."""
     fields = first_line(uptime).split()
-    match = _UPTIME.fullmatch(fields[0]) if fields else None
-    if match is None:
+    parts = decimal_parts(fields[0], 12, 2) if fields else None
+    if parts is None:
         return None
-    centis = int(match.group(1)) * 100 + int(((match.group(2) or "") + "00")[:2])
+    centis = int(parts[0]) * 100 + int((parts[1] + "00")[:2])
     text = "up "
     for unit, singular, plural in _UNITS:
         if centis > unit * 100:
@@ -162,13 +170,13 @@ def decimal_gt(value: str, threshold: str) -> bool:
     """Whether the decimal VALUE is strictly greater than THRESHOLD (digits,
     an optional fraction): exact, no float rounding (80.001 > 80, 80.000 is not).
     Raises ValueError for anything else."""
-    left = _DECIMAL.fullmatch(value)
-    right = _DECIMAL.fullmatch(threshold)
+    left = decimal_parts(value, 15, 1 << 20)
+    right = decimal_parts(threshold, 15, 1 << 20)
     if left is None or right is None:
         raise ValueError(f"not a decimal: {value!r} or {threshold!r}")
-    if int(left.group(1)) != int(right.group(1)):
-        return int(left.group(1)) > int(right.group(1))
-    fraction, other = left.group(2) or "", right.group(2) or ""
+    if int(left[0]) != int(right[0]):
+        return int(left[0]) > int(right[0])
+    fraction, other = left[1], right[1]
     width = max(len(fraction), len(other))
     # Same-length digit strings compare as their numbers.
     return fraction.ljust(width, "0") > other.ljust(width, "0")

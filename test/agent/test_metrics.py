@@ -15,7 +15,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hostguard import metrics
-from hostguard.metrics import CpuSample
 
 # uptime -p of procps-ng 4.0.2 for each /proc/uptime, recorded with the real
 # tool (`mount --bind` of the fixture over /proc/uptime in a private mount
@@ -132,26 +131,26 @@ def test_memory_against_the_formula(total: int, free: int, avail: int) -> None:
 
 def test_cpu_sample_and_percent() -> None:
     stat = "cpu  1534 50 700 16966 500 100 100 50 300 0\ncpu0 1534 50 700 16966 500 100 100 50 300 0\n"
-    assert metrics.cpu_sample(stat) == CpuSample(2234, 20000)
-    assert metrics.cpu_percent(CpuSample(1000, 10000), CpuSample(2234, 20000)) == "12.3"
-    assert metrics.cpu_percent(CpuSample(0, 0), CpuSample(1, 3)) == "33.3"
-    assert metrics.cpu_percent(CpuSample(0, 0), CpuSample(2, 3)) == "66.7"
-    assert metrics.cpu_percent(CpuSample(0, 0), CpuSample(5, 5)) == "100.0"
-    assert metrics.cpu_percent(CpuSample(0, 0), CpuSample(0, 7)) == "0.0"
+    assert metrics.cpu_sample(stat) == (2234, 20000)
+    assert metrics.cpu_percent((1000, 10000), (2234, 20000)) == "12.3"
+    assert metrics.cpu_percent((0, 0), (1, 3)) == "33.3"
+    assert metrics.cpu_percent((0, 0), (2, 3)) == "66.7"
+    assert metrics.cpu_percent((0, 0), (5, 5)) == "100.0"
+    assert metrics.cpu_percent((0, 0), (0, 7)) == "0.0"
     # No time passed, or a reboot reset the counters: no figure.
-    assert metrics.cpu_percent(CpuSample(5, 10), CpuSample(5, 10)) is None
-    assert metrics.cpu_percent(CpuSample(500, 1000), CpuSample(5, 10)) is None
+    assert metrics.cpu_percent((5, 10), (5, 10)) is None
+    assert metrics.cpu_percent((500, 1000), (5, 10)) is None
 
 
 def test_cpu_sample_refuses_what_the_kernel_never_writes() -> None:
     # steal is optional (old kernels), the fields before it are not.
-    assert metrics.cpu_sample("cpu 1 2 3 4 5 6 7\n") == CpuSample(4, 28)
+    assert metrics.cpu_sample("cpu 1 2 3 4 5 6 7\n") == (4, 28)
     assert metrics.cpu_sample("cpu 1 2 3 4 5 6\n") is None
     assert metrics.cpu_sample("cpu0 1 2 3 4 5 6 7 8\n") is None
     assert metrics.cpu_sample("cpu 1 2 x 4 5 6 7 8\n") is None
     assert metrics.cpu_sample("cpu 1 2 3 4 5 6 7 1234567890123456789\n") is None
     assert metrics.cpu_sample("") is None
-    assert metrics.parse_sample("12 34") == CpuSample(12, 34)
+    assert metrics.parse_sample("12 34") == (12, 34)
     for saved in ("12", "12 34 56", "-1 3", "a b", ""):
         assert metrics.parse_sample(saved) is None
 
@@ -159,7 +158,7 @@ def test_cpu_sample_refuses_what_the_kernel_never_writes() -> None:
 @given(st.integers(0, 10**15), st.integers(0, 10**15), st.integers(0, 10**15), st.integers(0, 10**15))
 def test_cpu_percent_against_the_formula(busy0: int, total0: int, busy1: int, total1: int) -> None:
     busy, total = busy1 - busy0, total1 - total0
-    got = metrics.cpu_percent(CpuSample(busy0, total0), CpuSample(busy1, total1))
+    got = metrics.cpu_percent((busy0, total0), (busy1, total1))
     if total <= 0 or busy < 0 or busy > total:
         assert got is None
         return
