@@ -11,7 +11,8 @@
 #     429 + Retry-After, resets, hangs; a message holding PERMANENT gets 400):
 #     each delivered exactly once or dead-lettered with a reason; total time
 #     against the floor of one message per second.
-#   9 escape: hg_json_quote on 1 KiB and 64 KiB texts; time per KiB.
+#   9 escape: the agent's message body (JSON, form encoding) on 1 KiB and
+#     64 KiB texts; time per KiB.
 # Sourced by run.sh after ban.bash (fail2ban sandbox and receiver helpers).
 
 readonly BENCH_BAN100_CAP_US=20000000
@@ -66,9 +67,10 @@ bench_ban100_trial() {
   local dir="${work}/ban100-${action}-${mode}" root="${work}/ban100-${action}-${mode}-root"
   local lib="${root}/usr/local/lib/hostguard"
   _us="" _n=0
-  mkdir -p "${lib}/lib"
+  mkdir -p "${lib}"
   cp "${BENCH_REPO}/scripts/hostguard-notify" "${lib}/"
-  cp "${BENCH_REPO}"/scripts/lib/*.sh "${lib}/lib/"
+  mkdir -p "${lib}/hostguard"
+  cp "${BENCH_REPO}"/scripts/hostguard/*.py "${lib}/hostguard/"
   BENCH_BAN100_ROOT="${root}"
   bench_cleanup_add bench_ban100_teardown
   fail2ban_sandbox_make "${dir}" "${lib}/hostguard-notify" \
@@ -197,14 +199,14 @@ bench_soak_teardown() {
 }
 
 # Spools COUNT numbered messages; message 7 and every 97th are ones the chat
-# service refuses for good (run by bench_with_notify).
+# service refuses for good.
 bench_soak_enqueue() {
   local count="$1" i text
   for ((i = 1; i <= count; i++)); do
     printf -v text 'soak message %04d' "${i}"
     ((i != 7 && i % 97 != 0)) || text+=" PERMANENT"
-    hg_notify_enqueue "${text}"
-  done
+    printf '%s\0' "${text}"
+  done | bench_spool
 }
 
 bench_soak() {
@@ -214,7 +216,7 @@ bench_soak() {
   bench_cleanup_add bench_soak_teardown
   receiver_start --dir "${dir}" --mode "chaos 8"
   receiver_make_root "${root}" NOTIFY_MAX_TIME=3 NOTIFY_ATTEMPTS=3 NOTIFY_BUDGET=40
-  bench_with_notify bench_soak_enqueue "${count}"
+  bench_soak_enqueue "${count}"
   local began ended runs=0
   bench_now_us began
   bench_flush_spool "soak: " "${work}/soak-flush.log" $((count / 10 + 20)) runs
@@ -223,21 +225,17 @@ bench_soak() {
   BENCH_CLEANUPS=("${BENCH_CLEANUPS[@]:0:${#BENCH_CLEANUPS[@]}-1}")
 
   local check faults
-  check="$(python3 - "${RECEIVER_MESSAGES}" "${root}/var/spool/hostguard" "${count}" <<'PY'
-import collections, glob, json, os, sys
+  check="$(python3 - "${RECEIVER_MESSAGES}" "${root}/var/spool/hostguard/spool.db" "${count}" <<'PY'
+import collections, json, sqlite3, sys
 texts = [json.loads(l)["payload"]["text"] for l in open(sys.argv[1], encoding="utf-8")]
-spool, count = sys.argv[2], int(sys.argv[3])
-dead = {}
-for path in glob.glob(os.path.join(spool, "dead-msg-*.json")):
-    text = json.loads(open(path, encoding="utf-8").read())["text"]
-    reason = open(path + ".reason", encoding="utf-8").read().strip() if os.path.exists(path + ".reason") else ""
-    dead[text] = reason
+db, count = sqlite3.connect(sys.argv[2]), int(sys.argv[3])
+dead = dict(db.execute("SELECT text, reason FROM dead WHERE merged_into IS NULL").fetchall())
 want = ["soak message %04d%s" % (i, " PERMANENT" if i == 7 or i % 97 == 0 else "") for i in range(1, count + 1)]
 seen = collections.Counter(texts)
 dup = sum(1 for n in seen.values() if n > 1)
 lost = [t for t in want if t not in seen and t not in dead]
 wrong_dead = [t for t in dead if "PERMANENT" not in t or "HTTP 400 invalid_payload" not in dead[t]]
-left = len(glob.glob(os.path.join(spool, "msg-*.json")))
+left = db.execute("SELECT count(*) FROM message").fetchone()[0]
 order = [t for t in want if t in seen]
 print("delivered=%d dead=%d duplicates=%d lost=%d left=%d wrong_dead=%d in_order=%s" % (
     len(texts), len(dead), dup, len(lost), left, len(wrong_dead), "yes" if texts == order else "no"))
@@ -259,29 +257,30 @@ print(", ".join("%s x%d" % (k, v) for k, v in sorted(c.items())))' "${RECEIVER_R
     "${ratio}x the floor" "0 lost, 0 duplicated" "${met}"
 }
 
-# VAR <- median microseconds of hg_json_quote on the text in FILE, REPS runs.
+# VAR <- median microseconds of the agent's message body (message.payload
+# and form_body: the JSON and the form encoding of one message) for the text
+# in FILE, REPS runs, in one Python process.
 bench_escape_time() {
   local -n _median="$1"
   local file="$2" reps="$3"
-  _median="$(
-    # shellcheck source=../../scripts/lib/common.sh
-    source "${BENCH_REPO}/scripts/lib/common.sh"
-    text="$(cat "${file}"; printf x)"
-    text="${text%x}"
-    times=()
-    for ((r = 0; r < reps; r++)); do
-      t0="${EPOCHREALTIME//[!0-9]/}"
-      hg_json_quote quoted "${text}"
-      t1="${EPOCHREALTIME//[!0-9]/}"
-      times+=("$((t1 - t0))")
-    done
-    printf '%s\n' "${times[@]}" | sort -n | sed -n "$(((reps + 1) / 2))p"
-  )"
+  _median="$(/usr/bin/python3 -IS - "${BENCH_REPO}/scripts" "${file}" "${reps}" <<'PY'
+import statistics, sys, time
+sys.path.insert(0, sys.argv[1])
+from hostguard import message
+text = message.clean(open(sys.argv[2], "rb").read().decode("utf-8", "surrogateescape"))
+times = []
+for _ in range(int(sys.argv[3])):
+    start = time.perf_counter_ns()
+    message.form_body(message.payload(text, None))
+    times.append((time.perf_counter_ns() - start) // 1000)
+print(int(statistics.median_low(times)))
+PY
+)"
 }
 
 bench_escape() {
   local work="$1" reps="$2"
-  bench_log "escaping: hg_json_quote on 1 KiB and 64 KiB texts"
+  bench_log "escaping: the agent's message body on 1 KiB and 64 KiB texts"
   # A container's error text: ASCII with quotes, backslashes, newlines and
   # tabs, some UTF-8, and one control character (the slow case before).
   python3 - "${work}" <<'PY'
@@ -303,7 +302,7 @@ PY
   met="yes"
   ((big < 100000)) || met="no: 64 KiB took $(bench_fmt_us "${big}")"
   ((per_big * 10 <= per_small * 15)) || met="no: ${ratio}x the time per KiB of 1 KiB"
-  bench_row "9 escaping" "hg_json_quote, time per KiB: 64 KiB text (total $(bench_fmt_us "${big}")) vs 1 KiB text, median of ${reps}" \
+  bench_row "9 escaping" "message.payload + form_body (json, urllib.parse), time per KiB: 64 KiB text (total $(bench_fmt_us "${big}")) vs 1 KiB text, median of ${reps}" \
     "$(bench_fmt_us "${per_big}") per KiB" "$(bench_fmt_us "${per_small}") per KiB (1 KiB)" \
     "${ratio}" "constant per KiB (<= 1.5x), 64 KiB < 100 ms" "${met}"
 }

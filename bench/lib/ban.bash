@@ -56,9 +56,10 @@ bench_ban_backend() {
   local work="$1" backend="$2" trials="$3"
   local dir="${work}/f2b-${backend}" root="${work}/f2b-${backend}-root"
   local lib="${root}/usr/local/lib/hostguard"
-  mkdir -p "${lib}/lib"
+  mkdir -p "${lib}"
   cp "${BENCH_REPO}/scripts/hostguard-notify" "${lib}/"
-  cp "${BENCH_REPO}"/scripts/lib/*.sh "${lib}/lib/"
+  mkdir -p "${lib}/hostguard"
+  cp "${BENCH_REPO}"/scripts/hostguard/*.py "${lib}/hostguard/"
   bench_cleanup_add bench_ban_teardown
   fail2ban_sandbox_make "${dir}" "${lib}/hostguard-notify" \
     banMaxRetry=10 banFindTime=1m banBanTime=10m banAction= slackChannel=bench

@@ -74,19 +74,11 @@ bench_error() {
   BENCH_ERRORS=$((BENCH_ERRORS + 1))
 }
 
-# Runs FUNCTION ARGS... with the notifier's libraries loaded for
-# HOSTGUARD_ROOT, in a subshell: the libraries set options and read-only
-# names of their own. FUNCTION spools with hg_notify_enqueue.
-bench_with_notify() {
-  (
-    # shellcheck source=../../scripts/lib/common.sh
-    source "${BENCH_REPO}/scripts/lib/common.sh"
-    # shellcheck source=../../scripts/lib/notify.sh
-    source "${BENCH_REPO}/scripts/lib/notify.sh"
-    # shellcheck disable=SC2119 # the default settings file of HOSTGUARD_ROOT
-    hg_load_settings
-    "$@"
-  )
+# Spools the NUL-separated texts on stdin into HOSTGUARD_ROOT's spool, in
+# order, as the host agent does (bench/lib/spool.py); with --events in the
+# ban tool's queue.
+bench_spool() {
+  "${BENCH_REPO}/bench/lib/spool.py" enqueue "$@"
 }
 
 # Runs `hostguard-notify flush` (output appended to LOG) until the spool is

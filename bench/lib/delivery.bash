@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # Benchmark 6: delivery under the chat service's rate limit. The HTTPS
 # receiver in `pace 1` mode accepts one message per second and answers 429
-# with Retry-After beyond that. COUNT messages are spooled through the
-# library (hg_notify_enqueue), then `hostguard-notify flush` runs, again if
+# with Retry-After beyond that. COUNT messages are spooled as the host agent
+# spools them (bench_spool), then `hostguard-notify flush` runs, again if
 # it leaves something (its NOTIFY_BUDGET is 40 s per run), at most 10 times.
 # Every message must arrive exactly once; the total time is compared with
 # the floor of COUNT seconds. Sourced by run.sh (after ban.bash, which
@@ -12,12 +12,12 @@ bench_delivery_teardown() {
   receiver_stop
 }
 
-# Spools COUNT numbered messages (run by bench_with_notify).
+# Spools COUNT numbered messages.
 bench_enqueue() {
   local count="$1" i
   for ((i = 1; i <= count; i++)); do
-    hg_notify_enqueue "bench message $(printf '%02d' "${i}")"
-  done
+    printf 'bench message %02d\0' "${i}"
+  done | bench_spool
 }
 
 bench_delivery() {
@@ -27,7 +27,7 @@ bench_delivery() {
   bench_cleanup_add bench_delivery_teardown
   receiver_start --dir "${dir}" --mode "pace 1"
   receiver_make_root "${root}" NOTIFY_MAX_TIME=10 NOTIFY_ATTEMPTS=3 NOTIFY_BUDGET=40
-  bench_with_notify bench_enqueue "${count}"
+  bench_enqueue "${count}"
 
   local start end flushes=0
   bench_now_us start

@@ -14,14 +14,13 @@ bench_flood_teardown() {
   receiver_stop
 }
 
-# Spools COUNT ban texts in the events queue, then the alert (run by
-# bench_with_notify).
+# Spools COUNT ban texts in the events queue, then the alert.
 bench_flood_enqueue() {
   local count="$1" i
   for ((i = 1; i <= count; i++)); do
-    hg_notify_enqueue "Ban Alert(nginx-bad-request)"$'\n'" Banned IP: *2001:db8::$(printf '%x' "${i}")*"$'\n'" Failures: 10 failure(s)"$'\n'" Timestap: 1700000000" "" "${HG_NOTIFY_EVENTS}"
-  done
-  hg_notify_enqueue "[Server Alert] "$'\n'"High Disk Usage Detected: 97%"$'\n'"System Uptime: up 3 days"
+    printf 'Ban Alert(nginx-bad-request)\n Banned IP: *2001:db8::%x*\n Failures: 10 failure(s)\n Timestap: 1700000000\0' "${i}"
+  done | bench_spool --events
+  printf '[Server Alert] \nHigh Disk Usage Detected: 97%%\nSystem Uptime: up 3 days\0' | bench_spool
 }
 
 bench_flood() {
@@ -33,7 +32,7 @@ bench_flood() {
   receiver_make_root "${root}" NOTIFY_MAX_TIME=10 NOTIFY_ATTEMPTS=3 NOTIFY_BUDGET=40
   local port="${RECEIVER_PORT}"
   receiver_stop
-  bench_with_notify bench_flood_enqueue "${count}"
+  bench_flood_enqueue "${count}"
   receiver_start --dir "${dir}" --port "${port}" --mode "pace 1"
 
   local start end flushes=0

@@ -8,6 +8,13 @@
 # per program, naming the part, the program and its package, and nothing is
 # changed. A part not being installed is not checked; uninstall checks
 # nothing (removing must work on a host that lost a program).
+# The interpreter of the agent's programs, as their #! line names it (a unit
+# test checks every one of them against this); HOSTGUARD_PYTHON stands in for
+# it in tests only (a missing or too old interpreter).
+readonly PROGRAMS_PYTHON="${HOSTGUARD_PYTHON:-/usr/bin/python3}"
+# Seconds the interpreter may take to say its version (a hung NFS /usr must
+# not hold the installer).
+readonly PROGRAMS_PYTHON_TIMEOUT=20
 # Programs are looked up on PATH (an absolute CONTAINER_RUNTIME as is), the
 # installer's PATH; cron.d/hostguard gives the monitors the usual full PATH.
 # The container runtime is needed only while the container monitor is
@@ -21,10 +28,12 @@
 # part(s)|program (a,b: any one of them)|Debian/Ubuntu package|what needs it
 # "*" is every part. "@runtime" stands for CONTAINER_RUNTIME (package from
 # RUNTIME_PACKAGES; not needed when CONTAINER_MONITOR is false), "@banaction"
-# for the programs of the jail's banaction.
+# for the programs of the jail's banaction, "@python" for the host agent's
+# interpreter (PROGRAMS_PYTHON, which must also be 3.9 or later and have its
+# sqlite3 module).
 readonly PROGRAMS_TABLE=(
-  "*|flock|util-linux|the installer's lock (every run) and the monitors' and notifier's locks"
-  "base,monitors,bantool|curl|curl|every chat message and the heartbeat (lib/notify.sh)"
+  "*|flock|util-linux|the installer's lock (every run)"
+  "base,monitors,bantool|@python|python3|the host agent: every chat message, the monitors and the heartbeat (scripts/hostguard/)"
   "monitors|cron,crond|cron|the monitors' schedule (/etc/cron.d/hostguard)"
   "monitors|@runtime|-|the container monitor (CONTAINER_RUNTIME)"
   "bantool|fail2ban-client|fail2ban|the nginx-bad-request jail"
@@ -78,6 +87,7 @@ programs_check() {
             "${why}" "${PROGRAMS_RUNTIME_WAY_OUT}" || missing=$((missing + 1))
           ;;
         @banaction) programs_banaction "${part}" "${why}" || missing=$((missing + 1)) ;;
+        @python) programs_python "${part}" "${package}" "${why}" || missing=$((missing + 1)) ;;
         *) programs_need "${part}" "${programs}" "${package}" "${why}" || missing=$((missing + 1)) ;;
       esac
     done
@@ -115,6 +125,22 @@ programs_found() {
   for dir in "${dirs[@]}"; do
     [[ -f "${dir:-.}/${program}" && -x "${dir:-.}/${program}" ]] && return 0
   done
+  return 1
+}
+
+# Succeeds when PROGRAMS_PYTHON runs, is 3.9 or later and imports sqlite3
+# (the spool); else names it, what it lacks and PACKAGE.
+programs_python() {
+  local part="$1" package="$2" why="$3" lacks=""
+  if ! programs_found "${PROGRAMS_PYTHON}"; then
+    lacks="not installed"
+  elif ! timeout "${PROGRAMS_PYTHON_TIMEOUT}" "${PROGRAMS_PYTHON}" -IS -c \
+    'import sys, sqlite3; sys.exit(0 if sys.version_info >= (3, 9) else 1)' >/dev/null 2>&1; then
+    lacks="older than 3.9 or without its sqlite3 module"
+  fi
+  [[ -n "${lacks}" ]] || return 0
+  printf 'hostguard: part %s needs %s (Python 3.9 or later with sqlite3) for %s: %s; Debian/Ubuntu package: %s\n' \
+    "${part}" "${PROGRAMS_PYTHON}" "${why}" "${lacks}" "${package}" >&2
   return 1
 }
 

@@ -564,6 +564,25 @@ uninstall_file() {
     return 0
   fi
   remove_file "${dest}"
+  remove_bytecode "${dest}"
+}
+
+# The bytecode Python wrote for an installed module DEST (*.py) in the
+# __pycache__ beside it: derived from the file, so it goes with it; the
+# folder goes when empty.
+remove_bytecode() {
+  local dest="$1" dir stem pyc
+  [[ "${dest}" == *.py ]] || return 0
+  dir="${dest%/*}/__pycache__"
+  stem="${dest##*/}"
+  stem="${stem%.py}"
+  [[ -d "${HG_ROOT}${dir}" && ! -L "${HG_ROOT}${dir}" ]] || return 0
+  safe_root_dir "${dir}"
+  for pyc in "${HG_ROOT}${dir}/${stem}".*.pyc; do
+    [[ -f "${pyc}" && ! -L "${pyc}" ]] || continue
+    rm -f -- "${pyc}"
+  done
+  rmdir -- "${HG_ROOT}${dir}" 2>/dev/null || true
 }
 
 # A user's file install replaced: put back unless the installed one was

@@ -35,9 +35,10 @@ F2B_JAIL=nginx-bad-request
 
 fail2ban_notifier_in() {
   local lib="$1/usr/local/lib/hostguard"
-  mkdir -p "${lib}/lib"
+  mkdir -p "${lib}"
   cp "${F2B_REPO}/scripts/hostguard-notify" "${lib}/"
-  cp "${F2B_REPO}"/scripts/lib/*.sh "${lib}/lib/"
+  mkdir -p "${lib}/hostguard"
+  cp "${F2B_REPO}"/scripts/hostguard/*.py "${lib}/hostguard/"
   # shellcheck disable=SC2034 # read by the tests that load this helper
   F2B_NOTIFIER="${lib}/hostguard-notify"
 }

@@ -61,8 +61,6 @@ assert_refused() {
     "web|setpriv|needs setpriv for edits in a directory a user owns|util-linux" \
     "monitors|docker|needs docker for the container monitor (CONTAINER_RUNTIME)|docker.io" \
     "monitors|cron crond|needs cron or crond for the monitors' schedule (/etc/cron.d/hostguard)|cron" \
-    "base|curl|needs curl for every chat message|curl" \
-    "bantool|curl|needs curl for every chat message|curl" \
     "base|flock|needs flock for the installer's lock|util-linux" \
     "web|flock|needs flock for the installer's lock|util-linux" \
     "bantool|ip6tables|needs ip6tables for the jail's bans (its banaction): banaction iptables-multiport|iptables"; do
@@ -73,6 +71,33 @@ assert_refused() {
     install_without --part "${part}"
     assert_refused "part ${part} ${want}" "Debian/Ubuntu package: ${package}"
   done
+}
+
+@test "the host agent's interpreter: missing, or older than 3.9, refuses base, monitors and bantool naming it and python3" {
+  local part old
+  for part in base monitors bantool; do
+    hg_path_without
+    hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
+    run env PATH="${PATH_WITHOUT}" HOSTGUARD_PYTHON=/nonexistent/python3 "${PAYLOAD}/install" install --root "${ROOT}" --part "${part}"
+    echo "${output}"
+    assert_refused "part ${part} needs /nonexistent/python3 (Python 3.9 or later with sqlite3) for the host agent" \
+      ": not installed; Debian/Ubuntu package: python3"
+  done
+  # A real interpreter that is too old (pyenv's 3.8, where this machine has it).
+  old="$(compgen -G "${HOME}/.pyenv/versions/3.8.*/bin/python3.8" | head -n1)" || true
+  [[ -n "${old}" ]] || skip "no Python 3.8 under ~/.pyenv here"
+  run env PATH="${PATH_WITHOUT}" HOSTGUARD_PYTHON="${old}" "${PAYLOAD}/install" install --root "${ROOT}" --part base
+  echo "${output}"
+  assert_refused "part base needs ${old} (Python 3.9 or later with sqlite3)" "older than 3.9 or without its sqlite3 module"
+}
+
+@test "every program of the agent names the interpreter the installer checks" {
+  local program line
+  for program in hostguard-notify host-monitor container-monitor hostguard-nginx-ban; do
+    IFS= read -r line <"${HG_REPO}/scripts/${program}"
+    [[ "${line}" == "#!/usr/bin/python3 -IS" ]] || { echo "${program}: ${line}"; return 1; }
+  done
+  grep -q 'PROGRAMS_PYTHON="${HOSTGUARD_PYTHON:-/usr/bin/python3}"' "${HG_REPO}/scripts/lib/programs.sh"
 }
 
 @test "the container runtime of the stack's containerRuntime, by name or path, is the one required" {
@@ -171,7 +196,7 @@ assert_refused() {
   [[ "${status}" -eq 0 ]]
   hg_assert_not_contains "${output}" "needs"
   # Uninstall checks nothing: a host that lost a program can still be cleaned.
-  hg_path_without fail2ban-client nginx setpriv docker cron crond curl
+  hg_path_without fail2ban-client nginx setpriv docker cron crond
   run env PATH="${PATH_WITHOUT}" "${PAYLOAD}/install" uninstall --root "${ROOT}"
   echo "${output}"
   [[ "${status}" -eq 0 ]]
