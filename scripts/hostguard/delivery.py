@@ -166,6 +166,8 @@ def pace(spool: Spool, deadline: float) -> None:
 
 
 def _post(spool: Spool, hook: Hook, text: str, channel: str | None, max_time: float) -> chat.Answer:
+    with contextlib.suppress(OSError, ValueError):
+        chat.prepare(hook.cadata)  # a bad bundle is reported by the post itself
     note(spool, "last_post", str(_mono_ms()))
     return chat.post(hook.url, text, channel, max_time, hook.cadata)
 

@@ -127,16 +127,12 @@ def check_ca(ca: str) -> None:
         except OSError:
             raise ConfigError(f"NOTIFY_CA_FILE {ca}: cannot check who may write it: refused") from None
         if info.st_uid != 0:
-            raise ConfigError(
-                f"NOTIFY_CA_FILE {ca}: {path} belongs to uid {info.st_uid}, not root: refused ({_CA_WHY})"
-            )
+            raise ConfigError(f"NOTIFY_CA_FILE {ca}: {path} belongs to uid {info.st_uid}, not root: refused {_CA_WHY}")
         if stat.S_ISLNK(info.st_mode):
             continue
         sticky_dir = stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX
         if info.st_mode & _WRITABLE and not sticky_dir:
-            raise ConfigError(
-                f"NOTIFY_CA_FILE {ca}: {path} is writable by a group or by all users: refused ({_CA_WHY})"
-            )
+            raise ConfigError(f"NOTIFY_CA_FILE {ca}: {path} is writable by a group or by all users: refused {_CA_WHY}")
 
 
 def _realpath_strict(path: str) -> str:
