@@ -476,9 +476,8 @@ def take_lock(settings: Settings) -> int:
     with contextlib.suppress(OSError):
         # Its mtime says when this run started (how a stuck run is told).
         os.utime(fd)
-    stuck_file = paths.under(STUCK_PATH)
-    if os.path.lexists(stuck_file):
-        os.unlink(stuck_file)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(paths.under(STUCK_PATH))
     return fd
 
 
@@ -583,3 +582,7 @@ def main(argv: list[str]) -> int:
     except HostguardError as error:
         sys.stderr.write(log.die_line(str(error)) + "\n")
         return error.code
+    except OSError as error:
+        # The state directory or the lock cannot be made (a read-only or full disk).
+        sys.stderr.write(log.die_line(f"{NAME}: {error}") + "\n")
+        return EX_FAILURE

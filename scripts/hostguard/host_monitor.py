@@ -262,8 +262,10 @@ def measure_disk() -> tuple[int | None, str]:
     stuck = stuck_child()
     if stuck is not None:
         return None, f"statvfs({path}) has not answered since an earlier run (pid {stuck})"
-    if os.path.lexists(pid_file):
+    try:  # noqa: SIM105 - contextlib is one import more on every quiet run
         os.unlink(pid_file)
+    except OSError:
+        pass  # none (the usual case), or not ours to remove: the check runs anyway
     seconds, shown = df_timeout()
     read_fd, write_fd = os.pipe()
     pid = os.fork()
@@ -435,4 +437,8 @@ def main(argv: list[str]) -> int:
     except HostguardError as error:
         sys.stderr.write(log.die_line(str(error)) + "\n")
         return error.code
+    except OSError as error:
+        # The state directory or the lock cannot be made (a read-only or full disk).
+        sys.stderr.write(log.die_line(f"{NAME}: {error}") + "\n")
+        return 1
     return 0
