@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -151,6 +152,31 @@ def test_write_atomic_leaves_no_temp_file_on_failure(tmp_path: Path) -> None:
     alert_state.write_atomic(str(tmp_path / "file"), b"data", str(tmp_path / "file.tmp"))
     assert (tmp_path / "file").read_bytes() == b"data"
     assert sorted(os.listdir(tmp_path)) == ["file"]
+
+
+def test_a_writer_killed_at_any_moment_leaves_the_old_or_the_new_file(tmp_path: Path) -> None:
+    """kill -9 of a process replacing the file in a loop, at 30 moments: the file is always one whole version."""
+    import random
+    import signal
+
+    target = tmp_path / "x.alerts"
+    versions = [f"{n}\t{n * 7}\t1\tkey-{n}\n" * (n % 50 + 1) for n in range(200)]
+    alert_state.write_atomic(str(target), versions[0].encode())
+    for _ in range(30):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                while True:
+                    for version in versions:
+                        alert_state.write_atomic(str(target), version.encode())
+            finally:
+                os._exit(0)
+        time.sleep(random.uniform(0.0005, 0.01))
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        assert target.read_text() in versions
+        # The next load reads whatever is whole; the temp file a killed run left is overwritten.
+        assert state(target).save()
 
 
 runs = st.lists(st.tuples(st.booleans(), st.integers(0, 7200)), min_size=1, max_size=25)
