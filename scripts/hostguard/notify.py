@@ -26,8 +26,9 @@ import sys
 from . import log, outbox, paths
 from .errors import EX_CONFIG, EX_IOERR, EX_NOPERM, EX_OK, EX_TEMPFAIL, EX_USAGE, HostguardError, UsageError
 from .settings import Settings, load
+from .settings import runtime_files as settings_runtime_files
 from .settings_table import PATTERNS
-from .spool import EVENTS, RESERVE_NAME, Spool, SpoolFull
+from .spool import EVENTS, HINT_NAME, RESERVE_NAME, Spool, SpoolFull
 
 USAGE = """usage: hostguard-notify text TEXT
        hostguard-notify event start|stop --jail NAME [--channel CHANNEL]
@@ -50,13 +51,13 @@ def runtime_files() -> list[str]:
     spool = paths.SPOOL_PATH
     lines = [f"message {spool}/spool.db"]
     lines += [f"state {spool}/{name}" for name in ("spool.db-wal", "spool.db-shm", ".lock", FLUSH_LOG)]
-    lines += [f"state {spool}/{RESERVE_NAME}", f"state {spool}/{RESERVE_NAME}.tmp"]
+    lines += [f"state {spool}/{RESERVE_NAME}", f"state {spool}/{RESERVE_NAME}.tmp", f"state {spool}/{HINT_NAME}"]
     # The bash notifier's files, imported by the first flush: an uninstall before it still removes them.
     lines += [f"message {spool}/msg-*.json", f"message {spool}/.sending-msg-*"]
     lines += [
         f"state {spool}/{glob}" for glob in ("dead-msg-*", ".tmp-msg-*", ".notify-*", ".bound.lock", ".last-post")
     ]
-    return lines
+    return lines + settings_runtime_files()
 
 
 # ---- text ---------------------------------------------------------------------
