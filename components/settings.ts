@@ -71,7 +71,7 @@ const PORT = "([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[
  * fragment. Nothing curl would glob ({ } [ ]), nothing that ends its config
  * line (a quote) or starts a comment (#), no space or control character.
  * Generated into bash (HG_URL_RE, HG_URL_LINE_RE in scripts/lib/common.sh) for
- * `install set-webhook/set-heartbeat`, notify.sh and heartbeat.sh.
+ * `install set-webhook/set-heartbeat`, and the host agent (hostguard/urlfile.py).
  */
 export const URL_BODY = `https://([${URL_CHARS}-]+@)?(${LABEL}([.]${LABEL})*[.]?|\\[[0-9A-Fa-f:.]+\\])(:${PORT})?(/[${URL_CHARS}@/-]*)?([?][${URL_CHARS}@/?-]*)?`;
 
@@ -277,7 +277,7 @@ export const SETTINGS = [
     },
     {
         key: "notifyMaxTime", host: "NOTIFY_MAX_TIME", type: "integer", default: "10", pattern: `^${INT}$`, min: 1, max: 300,
-        allowed: "an integer 1-300, at most notifyBudget", doc: "seconds per delivery attempt (curl --max-time)",
+        allowed: "an integer 1-300, at most notifyBudget", doc: "seconds per delivery attempt (the whole HTTPS exchange of one post)",
     },
     {
         key: "notifyAttempts", host: "NOTIFY_ATTEMPTS", type: "integer", default: "3", pattern: `^${INT}$`, min: 1, max: 20,
@@ -656,7 +656,7 @@ export function renderHostBlock(): string {
         ")",
         "readonly HG_RANGES",
         "# The one URL rule of the webhook and the heartbeat URL (RULES.httpsUrl): the stack",
-        "# validator, install set-webhook/set-heartbeat, notify.sh and heartbeat.sh all use it.",
+        "# validator, install set-webhook/set-heartbeat and the host agent (urlfile.py) all use it.",
         `readonly HG_URL_RE=${sq(RULES.httpsUrl.pattern)}`,
         "# A curl config line holding one such URL (quoted or not) and nothing else curl would act on.",
         `readonly HG_URL_LINE_RE=${sq(urlLinePattern())}`,
