@@ -94,7 +94,7 @@ declare -A HG_RANGES=(
 )
 readonly HG_RANGES
 # The one URL rule of the webhook and the heartbeat URL (RULES.httpsUrl): the stack
-# validator, install set-webhook/set-heartbeat, notify.sh and heartbeat.sh all use it.
+# validator, install set-webhook/set-heartbeat and the host agent (urlfile.py) all use it.
 readonly HG_URL_RE='^https://([A-Za-z0-9._~%!$&'\''()*+,;=:-]+@)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?([.][A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*[.]?|\[[0-9A-Fa-f:.]+\])(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(/[A-Za-z0-9._~%!$&'\''()*+,;=:@/-]*)?([?][A-Za-z0-9._~%!$&'\''()*+,;=:@/?-]*)?$'
 # A curl config line holding one such URL (quoted or not) and nothing else curl would act on.
 readonly HG_URL_LINE_RE='^[[:space:]]*(--)?url[[:space:]]*[=:]?[[:space:]]*("https://([A-Za-z0-9._~%!$&'\''()*+,;=:-]+@)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?([.][A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*[.]?|\[[0-9A-Fa-f:.]+\])(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(/[A-Za-z0-9._~%!$&'\''()*+,;=:@/-]*)?([?][A-Za-z0-9._~%!$&'\''()*+,;=:@/?-]*)?"|https://([A-Za-z0-9._~%!$&'\''()*+,;=:-]+@)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?([.][A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*[.]?|\[[0-9A-Fa-f:.]+\])(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(/[A-Za-z0-9._~%!$&'\''()*+,;=:@/-]*)?([?][A-Za-z0-9._~%!$&'\''()*+,;=:@/?-]*)?)[[:space:]]*$'
