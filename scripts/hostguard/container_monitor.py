@@ -43,6 +43,7 @@ import sys
 from typing import NamedTuple
 
 from . import alert_state, heartbeat, log, metrics, outbox, paths
+from . import settings as settings_module
 from .errors import EX_FAILURE, HostguardError
 from .settings import Settings
 
@@ -76,7 +77,7 @@ _READ_MAX = 1 << 20
 def runtime_files() -> list[str]:
     """What a run writes, as `state PATH` lines (install records them; uninstall removes them)."""
     lines = [f"state {path}" for path in (RUNNING_PATH, RUNNING_TMP_PATH, LOCK_PATH, STUCK_PATH)]
-    return lines + alert_state.runtime_files(ALERT_STATE_PATH)
+    return lines + alert_state.runtime_files(ALERT_STATE_PATH) + settings_module.runtime_files()
 
 
 def quoted(text: str) -> str:
@@ -568,7 +569,6 @@ def main(argv: list[str]) -> int:
         if argv:
             settings_file = paths.under(paths.SETTINGS_PATH)
             raise HostguardError(f"usage: {NAME} [--runtime-files] (settings in {settings_file})")
-        from . import settings as settings_module
 
         settings = settings_module.load()
         try:

@@ -32,6 +32,7 @@ import sys
 import time
 
 from . import alert_state, log, metrics, outbox, paths
+from . import settings as settings_module
 from .errors import HostguardError
 from .settings import Settings
 
@@ -52,7 +53,7 @@ _READ_MAX = 1 << 16
 def runtime_files() -> list[str]:
     """What a run writes, as `state PATH` lines (install records them; uninstall removes them)."""
     lines = [f"state {path}" for path in (CPU_SAMPLE_PATH, LOCK_PATH, DF_PID_PATH)]
-    return lines + alert_state.runtime_files(ALERT_STATE_PATH)
+    return lines + alert_state.runtime_files(ALERT_STATE_PATH) + settings_module.runtime_files()
 
 
 def read_text(path: str) -> str | None:
@@ -423,7 +424,6 @@ def main(argv: list[str]) -> int:
     try:
         if argv:
             raise HostguardError(f"usage: {NAME} [--runtime-files] (settings in {settings_file})")
-        from . import settings as settings_module
 
         settings = settings_module.load()
         lock_fd = take_lock()

@@ -20,14 +20,14 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import sqlite3
 import sys
 
 from . import log, outbox, paths
 from .errors import EX_CONFIG, EX_IOERR, EX_NOPERM, EX_OK, EX_TEMPFAIL, EX_USAGE, HostguardError, UsageError
 from .settings import Settings, load
+from .settings import runtime_files as settings_runtime_files
 from .settings_table import PATTERNS
-from .spool import EVENTS, RESERVE_NAME, Spool, SpoolFull
+from .spool import EVENTS, HINT_NAME, RESERVE_NAME, Spool, SpoolFull
 
 USAGE = """usage: hostguard-notify text TEXT
        hostguard-notify event start|stop --jail NAME [--channel CHANNEL]
@@ -53,14 +53,14 @@ def runtime_files() -> list[str]:
     before it removes the journal files.
     """
     spool = paths.SPOOL_PATH
-    names = (".lock", FLUSH_LOG, RESERVE_NAME, RESERVE_NAME + ".tmp", "spool.db-wal", "spool.db-shm")
+    names = (".lock", FLUSH_LOG, RESERVE_NAME, RESERVE_NAME + ".tmp", HINT_NAME, "spool.db-wal", "spool.db-shm")
     lines = [f"state {spool}/{name}" for name in names]
     # The bash notifier's files, imported by the first flush: an uninstall before it still removes them.
     lines += [
         f"state {spool}/{glob}" for glob in ("dead-msg-*", ".tmp-msg-*", ".notify-*", ".bound.lock", ".last-post")
     ]
     lines += [f"message {spool}/msg-*.json", f"message {spool}/.sending-msg-*", f"message {spool}/spool.db"]
-    return lines
+    return lines + settings_runtime_files()
 
 
 # ---- text ---------------------------------------------------------------------
@@ -366,7 +366,11 @@ def main(argv: list[str]) -> int:
     except HostguardError as error:
         sys.stderr.write(log.die_line(str(error)) + "\n")
         return error.code
-    except (sqlite3.Error, OSError) as error:
+    except Exception as error:
+        import sqlite3  # loaded by then if the spool was opened
+
+        if not isinstance(error, (sqlite3.Error, OSError)):
+            raise
         # The spool database or its directory failed (status, --test's state): say so, no traceback.
         sys.stderr.write(log.die_line(f"the spool failed: {error}") + "\n")
         return EX_TEMPFAIL

@@ -258,4 +258,5 @@ def test_runtime_files(capsys: pytest.CaptureFixture[str]) -> None:
         "state /var/lib/hostguard/containers.running\nstate /var/lib/hostguard/containers.running.tmp\n"
         "state /var/lib/hostguard/container-monitor.lock\nstate /var/lib/hostguard/container-monitor.stuck\n"
         "state /var/lib/hostguard/container-monitor.alerts\nstate /var/lib/hostguard/.container-monitor.alerts.tmp\n"
+        "state /var/lib/hostguard/settings.valid\nstate /var/lib/hostguard/settings.valid.tmp\n"
     )

@@ -107,6 +107,7 @@ def test_runtime_files_and_usage(capsys: pytest.CaptureFixture[str]) -> None:
         "state /var/lib/hostguard/cpu.sample\nstate /var/lib/hostguard/host-monitor.lock\n"
         "state /var/lib/hostguard/host-monitor.df-pid\nstate /var/lib/hostguard/host-monitor.alerts\n"
         "state /var/lib/hostguard/.host-monitor.alerts.tmp\n"
+        "state /var/lib/hostguard/settings.valid\nstate /var/lib/hostguard/settings.valid.tmp\n"
     )
     assert host_monitor.main(["--bogus"]) == 1
     assert "hostguard: usage: host-monitor [--runtime-files]" in capsys.readouterr().err
