@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import sqlite3
 import sys
 
 from . import log, outbox, paths
@@ -47,16 +46,20 @@ _TIME = re.compile(r"[0-9]+(\.[0-9]+)?")
 
 
 def runtime_files() -> list[str]:
-    """What the notifier writes under the spool dir, as install records it: `message PATH` / `state PATH`."""
+    """What the notifier writes under the spool dir, as install records it: `message PATH` / `state PATH`.
+
+    The database comes last: uninstall removes in reverse order, so it counts
+    the messages in spool.db (which opens it, making its -wal and -shm again)
+    before it removes the journal files.
+    """
     spool = paths.SPOOL_PATH
-    lines = [f"message {spool}/spool.db"]
-    lines += [f"state {spool}/{name}" for name in ("spool.db-wal", "spool.db-shm", ".lock", FLUSH_LOG)]
-    lines += [f"state {spool}/{RESERVE_NAME}", f"state {spool}/{RESERVE_NAME}.tmp", f"state {spool}/{HINT_NAME}"]
+    names = (".lock", FLUSH_LOG, RESERVE_NAME, RESERVE_NAME + ".tmp", HINT_NAME, "spool.db-wal", "spool.db-shm")
+    lines = [f"state {spool}/{name}" for name in names]
     # The bash notifier's files, imported by the first flush: an uninstall before it still removes them.
-    lines += [f"message {spool}/msg-*.json", f"message {spool}/.sending-msg-*"]
     lines += [
         f"state {spool}/{glob}" for glob in ("dead-msg-*", ".tmp-msg-*", ".notify-*", ".bound.lock", ".last-post")
     ]
+    lines += [f"message {spool}/msg-*.json", f"message {spool}/.sending-msg-*", f"message {spool}/spool.db"]
     return lines + settings_runtime_files()
 
 
@@ -363,7 +366,11 @@ def main(argv: list[str]) -> int:
     except HostguardError as error:
         sys.stderr.write(log.die_line(str(error)) + "\n")
         return error.code
-    except (sqlite3.Error, OSError) as error:
+    except Exception as error:
+        import sqlite3  # loaded by then if the spool was opened
+
+        if not isinstance(error, (sqlite3.Error, OSError)):
+            raise
         # The spool database or its directory failed (status, --test's state): say so, no traceback.
         sys.stderr.write(log.die_line(f"the spool failed: {error}") + "\n")
         return EX_TEMPFAIL
