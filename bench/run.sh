@@ -7,14 +7,14 @@
 #   bash bench/run.sh [--quick] [--only SECTION] [--out FILE]
 #
 # --quick uses small sizes (20,000 log lines, 1 and 10 containers, 1 ban
-# trial per backend, 1 and 2 deployed hosts, 5 messages) and writes
-# bench/results-quick.md unless --out is given. --only runs one section
-# (host, containers, filter, ban, deploy, delivery, ban100, soak, escape, offsets, flood or nginx) and writes its table
+# trial per backend and through the proxy, 1 and 2 deployed hosts, 5
+# messages) and writes bench/results-quick.md unless --out is given. --only
+# runs one section (host, containers, filter, ban, proxyban, deploy, delivery, ban100, soak, escape, offsets, flood or nginx) and writes its table
 # only to the --out FILE, if given; CI runs it so the benchmark cannot rot, without asserting
 # timings. Exit status: 0 when every measurement ran and every correctness
 # check held (a missed timing target is reported in the table, not an
 # error), 1 otherwise. Needs root (network namespaces, fail2ban), strace,
-# fail2ban, curl, python3, jq, bc; the deploy section also the Pulumi engine
+# fail2ban, curl, nginx (the proxyban section, else its row says so), python3, jq, bc; the deploy section also the Pulumi engine
 # of tools/pulumi-env.sh with the command plugin (else its rows say why it
 # was not measured). Everything runs in a temp dir, on loopback or in
 # namespaces made here; all is removed on exit.
@@ -34,6 +34,8 @@ source "${BENCH_REPO}/bench/lib/containers.bash"
 source "${BENCH_REPO}/bench/lib/filter.bash"
 # shellcheck source=lib/ban.bash
 source "${BENCH_REPO}/bench/lib/ban.bash"
+# shellcheck source=lib/proxyban.bash
+source "${BENCH_REPO}/bench/lib/proxyban.bash"
 # shellcheck source=lib/deploy.bash
 source "${BENCH_REPO}/bench/lib/deploy.bash"
 # shellcheck source=lib/delivery.bash
@@ -48,7 +50,7 @@ source "${BENCH_REPO}/bench/lib/flood.bash"
 # shellcheck source=lib/nginx.bash
 source "${BENCH_REPO}/bench/lib/nginx.bash"
 
-readonly BENCH_SECTIONS="host containers filter ban deploy delivery ban100 soak escape offsets flood nginx"
+readonly BENCH_SECTIONS="host containers filter ban proxyban deploy delivery ban100 soak escape offsets flood nginx"
 
 usage() {
   echo "usage: bash bench/run.sh [--quick] [--only SECTION] [--out FILE]" >&2
@@ -99,6 +101,7 @@ report() {
 - **2 container monitor**: `scripts/container-monitor` with `test/helpers/fake-docker` as `docker`, its `stats` sleeping 2 s per call (as the real engine samples); N running, quiet containers. Calls: lines of the fake's calls log for one run. Reference: `bench/reference/container-monitor` (one `ps`, then per container one `inspect` and one `stats --no-stream`). The unit of the target is one `stats --no-stream` call of one container.
 - **3 filter**: `bench/lib/gen-access-log.py` writes a seeded combined-format log (IPv4 and 20 % IPv6, GET/POST/HEAD/..., 200/3xx/404/400/403/5xx, TLS junk on the plain port, long user agents, a few Basic-auth users). `fail2ban-regex LOG FILTER` with `scripts/fail2ban/filter.d/nginx-bad-request.local` and with the packaged `/etc/fail2ban/filter.d/nginx-bad-request.conf`, each alone in a folder, alternated; lines/s over the whole process (start-up included). Match counts are checked against the generator's own counts.
 - **4 ban latency**: a real fail2ban in a network namespace (`test/helpers/fail2ban-sandbox.bash`) with the project's jail, filter and action, and the HTTPS receiver in the same namespace. Per trial, a fresh IP, 9 matching lines, wait until fail2ban counted 9, wait 1.2 s (the notifier paces posts 1.05 s apart), then from writing the 10th line: (a) until `iptables -S` in the namespace shows the REJECT rule (polled every 20 ms, so up to ~20 ms late), (b) until the receiver recorded the ban message (its own timestamp). Backend `auto` (the jail's setting: pyinotify when python3-pyinotify is installed) and `polling` (forced by a later jail.d file).
+- **4b ban latency through the proxy** (issue 25): the setup of `test/payload/proxy-ban.bats` in one network namespace: a second real nginx as the load balancer (adds X-Forwarded-For, connects from its own address) in front of the server's nginx, which reads the realip drop-in and the deny snippet placed by `install --part web` from the payload rendered with `trustedProxies`; the fail2ban sandbox of row 4 with the project's jail, filter, chat action, `hostguard-nginx-ban` action and `iptables-multiport`; the receiver in the namespace. Per trial, a fresh scanner address: 9 denied requests through the proxy, wait until fail2ban counted 9, wait 1.2 s, then from sending the 10th: until a request of the scanner through the proxy gets 403 from nginx (each poll: `iptables -S`, then one request with a 1 s cap, then 20 ms; the time is taken when the answer is in, so up to one poll late) and, the reference in the same trials, until the REJECT rule for that address is in the namespace's `iptables -S` (row 4's measure); at most 15 s. Checked: the ban reaches nginx, another client through the proxy still gets 200, the proxy is never banned.
 - **5 deploy**: the real Pulumi engine (`tools/pulumi-env.sh`: the cached CLI, Node.js language host and command plugin) deploys the repository's own program (a temp copy, `file://` backend, `hostguard:aws false`; `test/e2e/lib/stack.sh`) to fresh disposable hosts (`test/e2e/lib/hosts.sh`: network namespaces with their own sshd, nginx, fail2ban, cron), one stack per fleet size, with the HTTPS receiver in the hosts' lan. The hosts come up in parallel, the stack is configured and an untimed `pulumi preview` warms the caches (TypeScript, plugins; it opens no SSH session) before timing starts. Timed: `pulumi up --yes --skip-preview` (first, every part installed), then the same again (no-op); `--parallel` is left at the CLI's default (printed in the engine row). SSH sessions: `Accepted publickey` lines added to each host's `/var/log/auth.log` (the hosts' sshd logs there), summed over the fleet; the no-op `up` must add none and change no resource. The first `up` of 1 host is the reference of the fleet rows; the first `up` of the same fleet is the reference of each no-op row. Each first `up` must bring one "jail has started" message per host. Without the engine or the command plugin the rows say "not measured" and why.
 - **7 ban 100**: the fail2ban sandbox of row 4 (findtime 10m), fresh per trial; 9 lines for each of N attackers (distinct addresses), wait until fail2ban counted them all, switch the receiver's mode (hang: it reads each request and never answers), then the N 10th lines in one write; timed until every REJECT rule is in the namespace's `iptables -S` (polled every 50 ms), capped at 20 s. The project's action (spool, detached flush) with the webhook hung and healthy; the floor is fail2ban and the firewall alone (the chat action's commands emptied by a `.local`); the reference is `bench/reference/slack-notify-curl.conf`, the common community action posting synchronously with curl from the action line, healthy and hung. Target: all N within 5 s hung and within 1.5x of the healthy figure.
 - **8 fault soak**: N messages spooled (the 7th and every 97th hold PERMANENT, which the receiver refuses with 400 invalid_payload), then `hostguard-notify flush` runs until the spool is empty (NOTIFY_MAX_TIME 3, ATTEMPTS 3, BUDGET 40) against the receiver's `chaos 8` mode (seeded: 10 % 500, 5 % 429 with Retry-After 1, 5 % a reset before the answer, 2 % a 30 s hang, the rest accepted). Checked on what the receiver recorded and the dead letters: every message delivered exactly once and in order, or dead-lettered with `HTTP 400 invalid_payload`. Floor: one second per message.
@@ -147,6 +150,7 @@ main() {
     "containers|3 1 10 50|1 1 10"
     "filter|200000 5|20000 1"
     "ban|5|1"
+    "proxyban|5|1"
     "deploy|1 4 8|1 2"
     "delivery|30|5"
     "ban100|100|10"
