@@ -7,8 +7,9 @@
 # Scenarios run in the order 1 4 5 6 2 3 10 11 12 7, then 8 (a 3-host fleet),
 # 13 (hostguard:aws true, adopting a group in moto's EC2 API through the
 # stack's dynamic resources), 9 (no webhook in any CLI output or the
-# exported state) and 14 (a host without fail2ban, a stack of its own); each
-# is timed and
+# exported state), 14 (a host without fail2ban, a stack of its own) and 15
+# (trustedProxies: a host behind a second nginx adding X-Forwarded-For, a
+# stack of its own); each is timed and
 # asserted on the hosts or the receiver. Prints a summary; exits 1 if any
 # scenario failed. When this machine cannot deploy (no root, no engine, no
 # command plugin 1.2.1) it prints a loud NOT RUN banner and exits 0.
@@ -45,6 +46,7 @@ E2E_TITLES=(
   "heartbeat URL: one request per monitor run"
   "AWS adopt mode against moto: shared guard, every group of the host, a throttled up keeps the original, exact rules, drift removed, terminated instance, destroy restores the group"
   [14]="a host without fail2ban: up fails naming it; no jail; with it back, up installs"
+  [15]="trustedProxies: a scanner behind a proxy is banned, refused at nginx, named; the other client is served"
 )
 
 MINUTE=0
@@ -463,6 +465,139 @@ s14_missing_program() {
   host_down "${name}"
 }
 
+# --- scenario 15: a host behind a trusted proxy ------------------------------------
+
+# The load balancer: a second nginx in client namespace NAME (the machine's
+# nginx binary, everything else under DIR), on port 8080 of the client's
+# address, passing to UPSTREAM with X-Forwarded-For added and connecting from
+# its own address; waits (at most 10 s) until it answers.
+proxy_nginx_start() {
+  local name="$1" dir="$2" upstream="$3" addr i
+  addr="$(client_addr "${name}")"
+  mkdir -p "${dir}/tmp" "${dir}/logs"
+  cat >"${dir}/nginx.conf" <<CONF
+worker_processes 1;
+user root;
+pid ${dir}/nginx.pid;
+error_log ${dir}/logs/error.log info;
+events { worker_connections 64; }
+http {
+    access_log ${dir}/logs/access.log combined;
+    client_body_temp_path ${dir}/tmp/body;
+    proxy_temp_path ${dir}/tmp/proxy;
+    fastcgi_temp_path ${dir}/tmp/fastcgi;
+    scgi_temp_path ${dir}/tmp/scgi;
+    uwsgi_temp_path ${dir}/tmp/uwsgi;
+    server {
+        listen ${addr}:8080;
+        location / {
+            proxy_pass http://${upstream};
+            proxy_bind ${addr};
+            proxy_set_header Host \$host;
+            proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+            proxy_connect_timeout 2s;
+        }
+    }
+}
+CONF
+  client_exec "${name}" nginx -p "${dir}" -c "${dir}/nginx.conf" -e "${dir}/logs/error.log" ||
+    fail "the proxy's nginx did not start: $(tail -n 5 "${dir}/logs/error.log" 2>/dev/null)"
+  for ((i = 0; i < 50; i++)); do
+    client_exec "${name}" curl -s -o /dev/null --max-time 1 "http://${addr}:8080/" 2>/dev/null && return 0
+    sleep 0.2
+  done
+  fail "the proxy's nginx does not answer on ${addr}:8080: $(tail -n 5 "${dir}/logs/error.log")"
+}
+
+# HTTP status of a request from client NAME through the proxy at PROXY ("000": no answer).
+via_proxy() {
+  local name="$1" proxy="$2" path="$3"
+  client_curl "${name}" -o /dev/null -w '%{http_code}' "http://${proxy}:8080${path}" 2>/dev/null || true
+}
+
+# Polls (every 0.2 s, at most SECS) until client NAME gets WANT through the proxy.
+wait_via_proxy() {
+  local secs="$1" want="$2" name="$3" proxy="$4" path="$5" i code=""
+  for ((i = 0; i < secs * 5; i++)); do
+    code="$(via_proxy "${name}" "${proxy}" "${path}")"
+    [[ "${code}" == "${want}" ]] && return 0
+    sleep 0.2
+  done
+  fail "${name} through the proxy: ${code}, not ${want} within ${secs} s"
+}
+
+# Issue 25: with hostguard:trustedProxies set to the proxy's address, the
+# host's nginx logs the client behind the proxy (realip drop-in), the jail
+# never counts the proxy (ignoreip), and a ban also lands in nginx's ban list
+# (hostguard-nginx-ban), since the firewall cannot tell the scanner's
+# packets from the other client's: both come from the proxy.
+s15_trusted_proxy() {
+  local name=h15 stack=proxied since addr proxy scanner other i code ban banned seen
+  host_up "${name}" 15
+  e2e_host_prepare "${name}"
+  host_snapshot "${name}" >"${E2E_WORK}/${name}.before"
+  client_up p15 15
+  client_up c16 16
+  client_up c17 17
+  addr="$(host_addr "${name}")"
+  proxy="$(client_addr p15)"
+  scanner="$(client_addr c16)"
+  other="$(client_addr c17)"
+  proxy_nginx_start p15 "${E2E_WORK}/proxy-nginx" "${addr}:80"
+  e2e_stack "${stack}" "  hostguard:trustedProxies:
+    - ${proxy}/32
+" "${name}:${MINUTE}"
+  since="$(date +%s.%N)"
+  up 15-up "${stack}"
+  assert_installed "${name}"
+  assert_jail "${name}"
+  e2e_wait_message "${since}" 30 "^url1	Ban tool \(${JAIL}\) jail has started	#alerts$" >/dev/null
+  host_exec "${name}" grep -qx "set_real_ip_from ${proxy}/32;" /etc/nginx/conf.d/hostguard-realip.conf ||
+    fail "${name}: no set_real_ip_from ${proxy}/32 in the realip drop-in"
+  host_exec "${name}" grep -qE "^ignoreip *=.* ${proxy}/32( |$)" /etc/fail2ban/jail.d/hostguard-nginx-bad-request.local ||
+    fail "${name}: the proxy is not in the jail's ignoreip"
+  # nginx logs the client behind the proxy, never the proxy (the lines
+  # before are the proxy's own start-up check, before the drop-in).
+  seen="$(host_exec "${name}" grep -c '' /var/log/nginx/access.log || true)"
+  expect_eq "c17 through the proxy" "$(via_proxy c17 "${proxy}" /)" 200
+  expect_eq "c16 through the proxy before the scan" "$(via_proxy c16 "${proxy}" /)" 200
+  expect_eq "the access log's new lines, by client" \
+    "$(host_exec "${name}" tail -n "+$((seen + 1))" /var/log/nginx/access.log | cut -d' ' -f1 | paste -sd' ')" "${other} ${scanner}"
+
+  # As in scenario 3: the first denied request is a probe; the other nine go
+  # once the jail has counted it.
+  local failed_before
+  failed_before="$(jail_total_failed "${name}")"
+  for ((i = 1; i <= 10; i++)); do
+    expect_eq "request ${i} from c16 through the proxy" "$(via_proxy c16 "${proxy}" "/.env?n=${i}")" 403
+    ((i > 1)) || wait_jail_counted "${name}" "${failed_before}"
+  done
+  ban="$(e2e_wait_message "${since}" 30 "^url1	Ban Alert\(${JAIL}\)\\\\n Banned IP: \*${scanner//./\\.}\*\\\\n Failures: [0-9]+ failure\(s\)\\\\n Timestap: [0-9]+$")"
+  printf '  %s\n' "${ban#*	}"
+  # Refused by nginx through the proxy, on the page the other client gets.
+  wait_via_proxy 20 403 c16 "${proxy}" /
+  expect_eq "c17 through the proxy while c16 is banned" "$(via_proxy c17 "${proxy}" /)" 200
+  host_exec "${name}" grep -qx "${scanner} 1;" /var/lib/hostguard/nginx-bans.map || fail "${name}: the scanner is not in nginx's ban list"
+  # The scanner's own connections are dropped by the firewall; the proxy is never banned.
+  code="$(client_curl c16 -o /dev/null -w '%{http_code}' --max-time 3 "http://${addr}/" 2>/dev/null || true)"
+  expect_eq "c16 straight to the host while banned" "${code}" 000
+  banned="$(host_exec "${name}" fail2ban-client status "${JAIL}" | sed -n 's/^.*Banned IP list:[[:space:]]*//p')"
+  expect_eq "banned addresses" "${banned}" "${scanner}"
+
+  # Unban restores both.
+  since="$(date +%s.%N)"
+  host_exec "${name}" fail2ban-client set "${JAIL}" unbanip "${scanner}" >/dev/null || fail "unbanip failed"
+  wait_via_proxy 20 200 c16 "${proxy}" /
+  e2e_wait_message "${since}" 30 "^url1	Ban Alert\(${JAIL}\)\\\\n Unbanned IP: \*${scanner//./\\.}\*$" >/dev/null
+
+  e2e_pulumi 15-destroy destroy --stack "${stack}" --yes || { e2e_show_log 15-destroy; fail "destroy failed"; }
+  assert_snapshot_restored "${name}"
+  client_down p15
+  client_down c16
+  client_down c17
+  host_down "${name}"
+}
+
 # --- scenario 13: AWS adopt mode against moto ---------------------------------
 
 MOTO_PID=""
@@ -689,6 +824,7 @@ main() {
   scenario 13 s13_aws_adopt
   scenario 9 s9_no_secret
   scenario 14 s14_missing_program
+  scenario 15 s15_trusted_proxy
   e2e_summary
 }
 
