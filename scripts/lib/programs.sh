@@ -33,7 +33,7 @@ readonly PROGRAMS_PYTHON_TIMEOUT=20
 # sqlite3 module).
 readonly PROGRAMS_TABLE=(
   "*|flock|util-linux|the installer's lock (every run)"
-  "base,monitors,bantool|@python|python3|the host agent: every chat message, the monitors and the heartbeat (scripts/hostguard/)"
+  "*|@python|python3|the host agent (every chat message, the monitors, the heartbeat) and the installer's editors (scripts/hostguard/)"
   "monitors|cron,crond|cron|the monitors' schedule (/etc/cron.d/hostguard)"
   "monitors|@runtime|-|the container monitor (CONTAINER_RUNTIME)"
   "bantool|fail2ban-client|fail2ban|the nginx-bad-request jail"

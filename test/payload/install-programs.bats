@@ -73,9 +73,9 @@ assert_refused() {
   done
 }
 
-@test "the host agent's interpreter: missing, or older than 3.9, refuses base, monitors and bantool naming it and python3" {
+@test "the host agent's interpreter: missing, or older than 3.9, refuses every part naming it and python3 (web: the installer's editors are Python, issue 23)" {
   local part old
-  for part in base monitors bantool; do
+  for part in base monitors bantool web; do
     hg_path_without
     hg_listing "${ROOT}" mtime >"${BATS_TEST_TMPDIR}/before"
     run env PATH="${PATH_WITHOUT}" HOSTGUARD_PYTHON=/nonexistent/python3 "${PAYLOAD}/install" install --root "${ROOT}" --part "${part}"
