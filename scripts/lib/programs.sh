@@ -39,7 +39,6 @@ readonly PROGRAMS_TABLE=(
   "bantool|fail2ban-client|fail2ban|the nginx-bad-request jail"
   "bantool|@banaction|-|the jail's bans (its banaction)"
   "web|nginx|nginx|the deny rule (nginx -t checks it before the reload)"
-  "web|setpriv|util-linux|edits in a directory a user owns, with that user's rights (lib/safe-path.sh)"
 )
 
 # banaction (a glob)|program|Debian/Ubuntu package. Every matching row

@@ -282,12 +282,12 @@ txn_save() {
   JOURNAL+=("f"$'\t'"${path}"$'\t'"${copy}")
 }
 
-# Call before the user file resolved by safe_resolve_file is replaced; COPY
+# Call before the user file REAL (host path, as resolved) is replaced; COPY
 # (in the work directory) holds its content as read. LABEL is the setting
-# that named the file, for safe_resolve_file on rollback.
+# that named the file, for the rollback's write (lib/web.sh).
 txn_record_user() {
-  local label="$1" copy="$2"
-  JOURNAL+=("u"$'\t'"${label}"$'\t'"${SAFE_REAL}"$'\t'"${copy}")
+  local label="$1" real="$2" copy="$3"
+  JOURNAL+=("u"$'\t'"${label}"$'\t'"${real}"$'\t'"${copy}")
 }
 
 # Call before the mode or owner of host directory DIR changes.
@@ -310,7 +310,11 @@ txn_rollback() {
           rm -f -- "${path}" || true
         fi
         ;;
-      u) (safe_resolve_file "${path}" "${extra}" && safe_replace "${owner}") || true ;;
+      u)
+        # A fresh bound: the run's own may be what was spent.
+        WEB_DEADLINE=$((EPOCHSECONDS + WEB_SECONDS))
+        web_write "${path}" "${extra}" "${owner}" || true
+        ;;
       d) rmdir -- "${path}" 2>/dev/null || true ;;
       r) mkdir -m "${extra}" -- "${path}" 2>/dev/null || true ;;
       m)

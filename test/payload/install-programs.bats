@@ -58,7 +58,6 @@ assert_refused() {
   local case part hidden want package
   for case in \
     "web|nginx|needs nginx for the deny rule|nginx" \
-    "web|setpriv|needs setpriv for edits in a directory a user owns|util-linux" \
     "monitors|docker|needs docker for the container monitor (CONTAINER_RUNTIME)|docker.io" \
     "monitors|cron crond|needs cron or crond for the monitors' schedule (/etc/cron.d/hostguard)|cron" \
     "base|flock|needs flock for the installer's lock|util-linux" \
@@ -189,14 +188,14 @@ assert_refused() {
 }
 
 @test "a part not being installed is not checked" {
-  hg_path_without fail2ban-client nginx setpriv
+  hg_path_without fail2ban-client nginx
   install_without --part base
   [[ "${status}" -eq 0 ]]
   install_without --part monitors
   [[ "${status}" -eq 0 ]]
   hg_assert_not_contains "${output}" "needs"
   # Uninstall checks nothing: a host that lost a program can still be cleaned.
-  hg_path_without fail2ban-client nginx setpriv docker cron crond
+  hg_path_without fail2ban-client nginx docker cron crond
   run env PATH="${PATH_WITHOUT}" "${PAYLOAD}/install" uninstall --root "${ROOT}"
   echo "${output}"
   [[ "${status}" -eq 0 ]]

@@ -325,3 +325,82 @@ for line in ids:
   kill "${holder}"
   wait "${holder}" || true
 }
+
+# The app user of issue 23: catches every process that runs with its uid
+# (root's helper), stops it (SIGSTOP, as it may), takes a copy of its
+# standard descriptors (pidfd_getfd(2): what a tracer of its own processes
+# may do) and resumes it, then holds the copies: whoever reads such a pipe
+# never sees its end. Prints "held N".
+readonly HOLDER='
+import ctypes, os, signal, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+uid, stop, limit = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+me, held, seen = os.getpid(), [], set()
+end = time.time() + limit
+while time.time() < end and not os.path.exists(stop):
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me or name in seen:
+            continue
+        try:
+            with open("/proc/%s/status" % name) as f:
+                fields = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+            if int(fields["Uid"].split()[0]) != uid:
+                continue
+            os.kill(int(name), signal.SIGSTOP)
+        except (OSError, KeyError, ValueError, IndexError):
+            continue
+        seen.add(name)
+        try:
+            pidfd = os.pidfd_open(int(name))
+            for fd in (0, 1):
+                got = libc.syscall(438, pidfd, fd, 0)
+                if got >= 0:
+                    held.append(got)
+            os.close(pidfd)
+        except OSError:
+            pass
+        try:
+            os.kill(int(name), signal.SIGCONT)
+        except OSError:
+            pass
+print("held %d" % len(held))
+'
+
+@test "issue 23: a user who holds a copy of the helper's pipe cannot hold root's installer: install and uninstall end" {
+  local stop="${BATS_TEST_TMPDIR}/stop"
+  printf 'APP_PROPERTIES=/opt/app/config/application.properties\nNGINX_SERVER_CONF=/srv/www/site.conf\n' >"${SETTINGS}"
+  # A site file of 3 MiB (comments): reading it keeps the helper alive long
+  # enough for the user to catch it every time.
+  python3 -c 'import sys; sys.stdout.write(("# " + "x" * 1021 + "\n") * 3072)' >>"${ROOT}/srv/www/site.conf"
+  as_app /usr/bin/python3 -c "${HOLDER}" "${APP_UID}" "${stop}" 200 >"${BATS_TEST_TMPDIR}/held" 2>&1 &
+  local holder=$!
+  sleep 0.5
+  local i
+  for ((i = 0; i < 3; i++)); do
+    run hg_with_accounts timeout 90 "${PAYLOAD}/install" install --part web --root "${ROOT}" --settings "${SETTINGS}"
+    echo "${output}"
+    [[ "${status}" -eq 0 ]]
+    grep -qx 'spring.web.resources.add-mappings=false' "${ROOT}/opt/app/config/application.properties"
+    run hg_with_accounts timeout 90 "${PAYLOAD}/install" uninstall --part web --root "${ROOT}"
+    echo "${output}"
+    [[ "${status}" -eq 0 ]]
+  done
+  : >"${stop}"
+  wait "${holder}"
+  cat "${BATS_TEST_TMPDIR}/held" >&3
+  grep -qx 'spring.web.resources.add-mappings=true' "${ROOT}/opt/app/config/application.properties"
+}
+
+@test "issue 23: the bound on bytes is per install, not per file: a site including 20 files of 1 MiB is refused by name and bound, before any write" {
+  local i
+  mkdir -p "${ROOT}/etc/nginx/inc"
+  printf 'server {\n    listen 80;\n}\ninclude /etc/nginx/inc/*.conf;\n' >"${ROOT}/etc/nginx/site.conf"
+  for ((i = 10; i < 30; i++)); do
+    python3 -c 'import sys; sys.stdout.write(("# " + "x" * 1021 + "\n") * 1024)' >"${ROOT}/etc/nginx/inc/${i}.conf"
+  done
+  printf 'NGINX_SERVER_CONF=/etc/nginx/site.conf\n' >"${SETTINGS}"
+  hg_listing_before
+  hg_assert_refused "over the bound of 16777216 bytes root reads from users' files in one install: refused" \
+    install --part web --settings "${SETTINGS}"
+  hg_assert_contains "${output}" "include /etc/nginx/inc/*.conf: /etc/nginx/inc/25.conf:"
+}
