@@ -312,7 +312,7 @@ txn_rollback() {
         ;;
       u)
         # A fresh bound: the run's own may be what was spent.
-        WEB_DEADLINE=$((EPOCHSECONDS + WEB_SECONDS))
+        web_deadline
         web_write "${path}" "${extra}" "${owner}" || true
         ;;
       d) rmdir -- "${path}" 2>/dev/null || true ;;

@@ -12,10 +12,16 @@ readonly WEB_PROP_KEY=spring.web.resources.add-mappings
 # The host agent's package: beside lib/ in a bundle and on the host.
 WEB_AGENT_DIR="$(cd "${BASH_SOURCE[0]%/*}/.." && pwd -P)"
 readonly WEB_AGENT_DIR
-# Seconds all reads and writes of users' files of one run may take
-# (userio.TOTAL_SECONDS): one deadline for the whole run, not one per file.
+# Seconds all reads and writes of users' files may take (userio.
+# TOTAL_SECONDS): one deadline for the checks before any write, one for the
+# edit (or the undo) of the part, never one per file; the other parts' work
+# (a fail2ban reload) does not count.
 readonly WEB_SECONDS=60
-WEB_DEADLINE=$((EPOCHSECONDS + WEB_SECONDS))
+WEB_DEADLINE=""
+
+web_deadline() {
+  WEB_DEADLINE=$((EPOCHSECONDS + WEB_SECONDS))
+}
 
 # Runs webedit.py's COMMAND with the run's root and deadline, then ARGS.
 web_agent() {
@@ -30,6 +36,7 @@ web_agent() {
 # names the file and why on stderr).
 web_preflight() {
   [[ -n "${HG_NGINX_SERVER_CONF}${HG_APP_PROPERTIES}" ]] || return 0
+  web_deadline
   web_agent check --nginx "${HG_NGINX_SERVER_CONF}" --properties "${HG_APP_PROPERTIES}" || exit 1
 }
 
@@ -76,6 +83,7 @@ web_apply() {
 web_install() {
   local plan
   [[ -n "${HG_NGINX_SERVER_CONF}${HG_APP_PROPERTIES}" ]] || return 0
+  web_deadline
   plan="$(web_agent plan --work "${WORK_DIR}" --nginx "${HG_NGINX_SERVER_CONF}" --properties "${HG_APP_PROPERTIES}")" \
     || exit 1
   web_apply 0 <<<"${plan}"
@@ -86,6 +94,7 @@ web_install() {
 # props record on stdin: it may be longer than an argument may be).
 web_undo() {
   local kind="$1" real="$2" first="$3" second="$4" plan
+  [[ -n "${WEB_DEADLINE}" ]] || web_deadline
   if [[ "${kind}" == props ]]; then
     plan="$(web_agent undo --work "${WORK_DIR}" -- props "${real}" - <<<"${first}")" || exit 1
   else
