@@ -127,6 +127,8 @@ def restore(data: bytes, record: Edit, real: str) -> tuple[bytes | None, list[st
         if m and i < len(lines) and lines[i] == _set(m):
             lines[i] = old
             changed = True
+        elif i < len(lines) and lines[i] == old:
+            continue  # given back already (an uninstall killed after its write)
         else:
             warnings.append(f"{real}: line {i + 1}, which install set, was changed since: left as it is")
     if record.added is not None:

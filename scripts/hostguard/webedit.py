@@ -11,10 +11,11 @@ user's file goes through safepath and userio, within one budget per install:
       `E<TAB>include<TAB>label<TAB>real<TAB>copy<TAB>content<TAB>token<TAB>added`
       `E<TAB>props<TAB>label<TAB>real<TAB>copy<TAB>content<TAB>record`
       and `W<TAB>text` / `I<TAB>text` for the log
-  undo  --root R --deadline D --work DIR KIND REAL ARGS...   (include TOKEN; props RECORD; prop/propadd: bash's)
-      prints the same E line for the change that gives the file back, or W lines
-  write --root R --deadline D LABEL REAL CONTENT
-      replaces REAL (as resolved now, which must still be REAL) with CONTENT, as its controller
+  undo  --root R --deadline D --work DIR    (stdin: KIND<TAB>REAL<TAB>FIRST<TAB>SECOND a record:
+      include TOKEN; props RECORD; prop and propadd of the bash installer)
+      prints the same E line for each change that gives a file back, or W lines
+  write --root R --deadline D    (stdin: LABEL<TAB>REAL<TAB>CONTENT a file)
+      replaces each REAL (as resolved now, which must still be REAL) with CONTENT, as its controller
 """
 
 from __future__ import annotations
@@ -174,9 +175,7 @@ class Web:
             new, removed = nginxconf.remove_include(data, args[0] if args else "")
             new = new if removed else None
         elif kind == "props":
-            # The record comes on stdin: it may be larger than one argument may be.
-            record = sys.stdin.read() if args[0] == "-" else args[0]
-            new, warnings = properties.restore(data, properties.Edit.decode(record.strip()), target.real)
+            new, warnings = properties.restore(data, properties.Edit.decode(args[0]), target.real)
         else:
             new, warnings = properties.restore_legacy(data, kind, args[0], args[1], target.real)
         self.out.extend(f"W\t{w}" for w in warnings)
@@ -218,9 +217,15 @@ def main(argv: list[str]) -> int:
             if opts.get("properties"):
                 web.props(opts["properties"])
         elif command == "undo":
-            web.undo(args[0], args[1], args[2:])
+            # One record a line on stdin: KIND REAL FIRST SECOND (a props record may be long).
+            for line in sys.stdin.read().splitlines():
+                kind, real, *rest = line.split("\t")
+                web.undo(kind, real, rest)
         else:
-            web.write(args[0], args[1], args[2])
+            # One file a line on stdin: LABEL REAL CONTENT.
+            for line in sys.stdin.read().splitlines():
+                label, real, content = line.split("\t")
+                web.write(label, real, content)
     except HostguardError as exc:
         sys.stderr.write(die_line(str(exc)) + "\n")
         return exc.code

@@ -108,6 +108,34 @@ manifest_add() {
   manifest_write
 }
 
+# Appends each RECORD (a whole record, TAB-separated) not already there, in
+# one write: a step's records at once, not the whole manifest once per record.
+manifest_add_all() {
+  local record existing
+  local -A have=()
+  for existing in "${MANIFEST[@]}"; do
+    have["${existing}"]=1
+  done
+  for record in "$@"; do
+    [[ -z "${have["${record}"]+x}" ]] || continue
+    have["${record}"]=1
+    MANIFEST+=("${record}")
+  done
+  manifest_write
+}
+
+# Drops every record of the KINDs given, in one write.
+manifest_drop_kinds() {
+  local record kind
+  local -a kept=()
+  for record in "${MANIFEST[@]}"; do
+    kind="${record%%$'\t'*}"
+    [[ " $* " == *" ${kind} "* ]] || kept+=("${record}")
+  done
+  MANIFEST=("${kept[@]}")
+  manifest_write
+}
+
 # Replaces record I with the arguments (or appends when I is -1).
 manifest_put() {
   local i="$1" IFS=$'\t'
@@ -313,7 +341,7 @@ txn_rollback() {
       u)
         # A fresh bound: the run's own may be what was spent.
         web_deadline
-        web_write "${path}" "${extra}" "${owner}" || true
+        printf '%s\t%s\t%s\n' "${path}" "${extra}" "${owner}" | web_write || true
         ;;
       d) rmdir -- "${path}" 2>/dev/null || true ;;
       r) mkdir -m "${extra}" -- "${path}" 2>/dev/null || true ;;

@@ -40,43 +40,47 @@ web_preflight() {
   web_agent check --nginx "${HG_NGINX_SERVER_CONF}" --properties "${HG_APP_PROPERTIES}" || exit 1
 }
 
-# Writes file CONTENT over the user's file REAL (LABEL: the setting that
-# named it), as its controller.
+# Writes each file CONTENT over the user's file REAL (LABEL: the setting
+# that named it), as its controller; stdin: LABEL<TAB>REAL<TAB>CONTENT lines.
 web_write() {
-  web_agent write -- "$1" "$2" "$3"
+  web_agent write
 }
 
-# Applies the changes webedit.py planned (lines on stdin): each recorded in
-# the manifest (RECORD: its kind and arguments, empty for an undo) and the
-# journal before the file is written.
+# Applies the changes webedit.py planned (PLAN: its lines) in one step: every
+# manifest record (for an install) and every journal entry first, then one
+# process writes every file.
 web_apply() {
-  local undo="$1" tag kind label real copy content a b
+  local undo="$1" plan="$2" tag kind label real copy content a b writes="" reload=0 line
+  local -a records=() done_lines=()
   while IFS=$'\t' read -r tag kind label real copy content a b; do
     case "${tag}" in
       W) hg_log WARN "${kind}" ;;
       I) hg_log INFO "${kind}" ;;
       E)
-        if ((!undo)); then
-          if [[ "${kind}" == include ]]; then
-            manifest_add include "${real}" "${a}"
-            txn_changed
-          else
-            manifest_add props "${real}" "${a}"
-          fi
-        fi
+        ((undo)) || records+=("${kind}"$'\t'"${real}"$'\t'"${a}")
+        [[ "${kind}" != include ]] || reload=1
         txn_record_user "${label}" "${real}" "${copy}"
-        web_write "${label}" "${real}" "${content}" || exit 1
+        writes+="${label}"$'\t'"${real}"$'\t'"${content}"$'\n'
         case "${kind}/${undo}" in
-          include/0) hg_log INFO "added the deny include to ${b} server and location block(s) of ${real}" ;;
-          include/1)
-            txn_reload_needed
-            hg_log INFO "removed the deny include from ${real}"
-            ;;
-          */0) hg_log INFO "set ${WEB_PROP_KEY}=false in ${real}; restart the application to apply it" ;;
-          *) hg_log INFO "restored ${WEB_PROP_KEY} in ${real}" ;;
+          include/0) done_lines+=("added the deny include to ${b} server and location block(s) of ${real}") ;;
+          include/1) done_lines+=("removed the deny include from ${real}") ;;
+          */0) done_lines+=("set ${WEB_PROP_KEY}=false in ${real}; restart the application to apply it") ;;
+          *) done_lines+=("restored ${WEB_PROP_KEY} in ${real}") ;;
         esac
         ;;
     esac
+  done <<<"${plan}"
+  [[ -n "${writes}" ]] || return 0
+  if ((!undo)); then
+    ((reload == 0)) || records+=("reload"$'\t'"pending")
+    manifest_add_all "${records[@]}"
+    # shellcheck disable=SC2034 # read by lib/services.sh
+    ((reload == 0)) || CHANGED=1
+  fi
+  printf '%s' "${writes}" | web_write || exit 1
+  ((!undo || !reload)) || txn_reload_needed
+  for line in "${done_lines[@]}"; do
+    hg_log INFO "${line}"
   done
 }
 
@@ -86,19 +90,22 @@ web_install() {
   web_deadline
   plan="$(web_agent plan --work "${WORK_DIR}" --nginx "${HG_NGINX_SERVER_CONF}" --properties "${HG_APP_PROPERTIES}")" \
     || exit 1
-  web_apply 0 <<<"${plan}"
+  web_apply 0 "${plan}"
 }
 
-# Undoes one manifest record of a user's file: KIND (include, props; prop
-# and propadd of earlier versions) of REAL, with the record's arguments (a
-# props record on stdin: it may be longer than an argument may be).
-web_undo() {
-  local kind="$1" real="$2" first="$3" second="$4" plan
-  [[ -n "${WEB_DEADLINE}" ]] || web_deadline
-  if [[ "${kind}" == props ]]; then
-    plan="$(web_agent undo --work "${WORK_DIR}" -- props "${real}" - <<<"${first}")" || exit 1
-  else
-    plan="$(web_agent undo --work "${WORK_DIR}" -- "${kind}" "${real}" "${first}" "${second}")" || exit 1
-  fi
-  web_apply 1 <<<"${plan}"
+# Undoes every record of a user's file in the manifest (include, props;
+# prop and propadd of earlier versions) in one step, then drops them all.
+web_undo_all() {
+  local record kind undo="" plan
+  for record in "${MANIFEST[@]}"; do
+    kind="${record%%$'\t'*}"
+    case "${kind}" in
+      include | props | prop | propadd) undo+="${record}"$'\n' ;;
+    esac
+  done
+  [[ -n "${undo}" ]] || return 0
+  web_deadline
+  plan="$(printf '%s' "${undo}" | web_agent undo --work "${WORK_DIR}")" || exit 1
+  web_apply 1 "${plan}"
+  manifest_drop_kinds include props prop propadd
 }
