@@ -59,6 +59,9 @@ class Web:
         return path
 
     def change(self, kind: str, label: str, real: str, old: bytes, new: bytes, *extra: str) -> None:
+        if any(c in real or c in label for c in "\t\n"):
+            # The plan is one line per file, TAB-separated.
+            raise HostguardError(f"{label!r}: {real!r}: a path with a tab or a newline: refused")
         if len(new) > safepath.READ_MAX:
             # Uninstall could not read it back.
             raise HostguardError(
