@@ -196,7 +196,6 @@ while time.time() < end and not os.path.exists(stop):
     for name in os.listdir("/proc"):
         if not name.isdigit() or name in seen:
             continue
-        seen.add(name)
         pid = int(name)
         if pid == me:
             continue
@@ -204,10 +203,12 @@ while time.time() < end and not os.path.exists(stop):
             with open("/proc/%d/status" % pid) as f:
                 status = f.read()
             fields = dict(l.split(":", 1) for l in status.splitlines() if ":" in l)
+            # A pid still root now (a helper forked before it drops) is looked at again.
             if int(fields["Uid"].split()[0]) != uid:
                 continue
         except (OSError, KeyError, ValueError, IndexError):
             continue
+        seen.add(name)
         try:
             os.kill(pid, signal.SIGSTOP)
         except OSError:
@@ -251,6 +252,9 @@ for line in ids:
   printf 'group root secret\n' >"${ROOT}/etc/victim-group"
   chmod 0640 "${ROOT}/etc/victim-group"
   printf 'APP_PROPERTIES=/opt/app/config/application.properties\n' >"${SETTINGS}"
+  # 3 MiB of comments: each helper (a forked child that never executes
+  # another program) lives long enough to be caught.
+  python3 -c 'import sys; sys.stdout.write(("# " + "x" * 1021 + "\n") * 3072)' >>"${props}"
   as_app /usr/bin/python3 -c "${STOPPER}" "${APP_UID}" "${props}" /etc/victim-group "${stop}" 300 \
     >"${BATS_TEST_TMPDIR}/caught" 2>&1 &
   local attacker=$!
