@@ -74,7 +74,7 @@ web_apply() {
   if ((!undo)); then
     ((reload == 0)) || records+=("reload"$'\t'"pending")
     manifest_add_all "${records[@]}"
-    # shellcheck disable=SC2034 # read by lib/services.sh
+    # shellcheck disable=SC2034 # read by install (services_apply)
     ((reload == 0)) || CHANGED=1
   fi
   printf '%s' "${writes}" | web_write || exit 1
