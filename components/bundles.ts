@@ -14,7 +14,7 @@ import * as path from "node:path";
 import * as tarStream from "tar-stream";
 import { expandRow, FILE_TABLE, parseFileTable, PARTS, renderExpandedTable, type Part } from "./fileTable";
 import { installKeys, RENDERED, renderSettingsFile, SETTINGS_FILE, type HostValues } from "./hostFiles";
-import { type PayloadSettings } from "./settings";
+import { SETTING_KEYS, type PayloadSettings, type SettingKey } from "./settings";
 
 export const SCRIPTS_DIR = path.resolve(__dirname, "..", "scripts");
 /**
@@ -93,18 +93,31 @@ export function hostFiles(values: HostValues, payload: PayloadFile[]): HostFile[
     }
     const out: HostFile[] = [];
     const paths = payload.map((f) => f.path);
+    /** Payload files a row names whose condition does not hold: listed, not shipped to this host. */
+    const held = new Set<string>();
+    const read = (source: string): string => {
+        const f = payload.find((p) => p.path === source);
+        if (!f) {
+            throw new Error(`scripts/${source} is missing`);
+        }
+        return f.content.toString("utf8");
+    };
     for (const row of parseFileTable(table.content.toString("utf8"))) {
         const render = RENDERED[row.source];
         const matched = expandRow(row, paths).filter((m) => paths.includes(m.path));
         if (render !== undefined && matched.length > 0) {
             throw new Error(`${FILE_TABLE}: ${row.source} is both a file of scripts/ and rendered`);
         }
-        if (render !== undefined) {
-            out.push({ ...payloadFile(row.source, render(values), row.mode), part: row.part, tableSource: row.source, destination: row.destination });
+        if (render === undefined && matched.length === 0) {
+            throw new Error(`${FILE_TABLE}: ${row.source} is neither a file of scripts/ nor rendered (components/hostFiles.ts)`);
+        }
+        if (row.condition !== undefined && !conditionHolds(row.condition, values.settings)) {
+            matched.forEach((m) => held.add(m.path));
             continue;
         }
-        if (matched.length === 0) {
-            throw new Error(`${FILE_TABLE}: ${row.source} is neither a file of scripts/ nor rendered (components/hostFiles.ts)`);
+        if (render !== undefined) {
+            out.push({ ...payloadFile(row.source, render(values, read), row.mode), part: row.part, tableSource: row.source, destination: row.destination });
+            continue;
         }
         for (const m of matched) {
             const f = payload.find((p) => p.path === m.path)!;
@@ -112,15 +125,29 @@ export function hostFiles(values: HostValues, payload: PayloadFile[]): HostFile[
         }
     }
     const shipped = new Set(out.map((f) => f.path));
-    const left = payload.filter((f) => !shipped.has(f.path) && !NOT_SHIPPED.includes(path.posix.basename(f.path)));
+    const left = payload.filter((f) => !shipped.has(f.path) && !held.has(f.path) && !NOT_SHIPPED.includes(path.posix.basename(f.path)));
     if (left.length > 0) {
         throw new Error(`scripts/${left[0].path} is in no part: add it to scripts/${FILE_TABLE}`);
+    }
+    const twice = out.find((f, i) => out.findIndex((g) => g.destination === f.destination) !== i);
+    if (twice) {
+        throw new Error(`${FILE_TABLE}: two rows ship ${twice.destination} to this host (their conditions must exclude each other)`);
     }
     if (!out.some((f) => f.part === "base" && f.path === SETTINGS_FILE)) {
         throw new Error(`${FILE_TABLE}: no base row for ${SETTINGS_FILE}: the host would get no settings`);
     }
     const expanded = renderExpandedTable(out);
     return out.map((f) => (f.path === FILE_TABLE ? { ...f, ...payloadFile(f.path, expanded, f.mode) } : f));
+}
+
+/** Whether a row's `when`/`unless` condition holds for these settings; an unknown setting is an error. */
+export function conditionHolds(condition: { setting: string; negate: boolean }, settings: PayloadSettings): boolean {
+    if (!SETTING_KEYS.includes(condition.setting as SettingKey)) {
+        throw new Error(`${FILE_TABLE}: condition on ${condition.setting}, which is no setting of components/settings.ts`);
+    }
+    const v: unknown = settings[condition.setting as SettingKey];
+    const set = Array.isArray(v) ? v.length > 0 : typeof v === "boolean" ? v : typeof v === "number" ? v !== 0 : v !== "";
+    return set !== condition.negate;
 }
 
 export interface PartBundle {

@@ -62,6 +62,46 @@ export function parseBlock(text: string): Block | null {
     return { family: a.family, start, end: start + size - 1n };
 }
 
+/** The block as CIDR text in its shortest form (IPv6 with the longest run of zero groups as "::"). */
+export function blockText(b: Block): string {
+    const prefix = bitsOf(b.family) - (b.end - b.start + 1n).toString(2).length + 1;
+    if (b.family === 4) {
+        return `${[24n, 16n, 8n, 0n].map((s) => (b.start >> s) & 0xffn).join(".")}/${prefix}`;
+    }
+    const groups = Array.from({ length: 8 }, (_, i) => Number((b.start >> BigInt(112 - 16 * i)) & 0xffffn));
+    let best = { at: -1, len: 1 };
+    for (let i = 0; i < 8; i++) {
+        let j = i;
+        while (j < 8 && groups[j] === 0) j++;
+        if (j - i > best.len) best = { at: i, len: j - i };
+    }
+    const hex = groups.map((g) => g.toString(16));
+    const text = best.at < 0 ? hex.join(":")
+        : `${hex.slice(0, best.at).join(":")}::${hex.slice(best.at + best.len).join(":")}`;
+    return `${text}/${prefix}`;
+}
+
+/**
+ * The network TEXT means when it has host bits set (`10.0.0.1/8` is
+ * `10.0.0.0/8`: EC2 stores it masked, so every later up would see a
+ * difference), or null when it has none or is not a CIDR.
+ */
+export function hostBitsFix(text: string): string | null {
+    const m = /^([^/]+)\/(\d{1,3})$/.exec(text);
+    const a = m ? addressValue(m[1]) : null;
+    const b = m ? parseBlock(text) : null;
+    return a && b && a.value !== b.start ? blockText(b) : null;
+}
+
+/** The ranges privateCidrs may hold without the opt-in: RFC 1918, RFC 6598 (shared, carrier-grade NAT) and IPv6 ULA (RFC 4193). */
+export const PRIVATE_RANGES = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7"] as const;
+
+/** True when the whole block TEXT lies inside one of PRIVATE_RANGES. */
+export function isPrivateBlock(text: string): boolean {
+    const b = parseBlock(text);
+    return b !== null && PRIVATE_RANGES.map((r) => parseBlock(r)!).some((r) => r.family === b.family && r.start <= b.start && b.end <= r.end);
+}
+
 const NOT_PUBLIC = [
     "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16",
     "::/128", "::1/128", "fc00::/7", "fe80::/10",

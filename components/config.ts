@@ -3,7 +3,7 @@
 // is created. Pure: no Pulumi runtime needed, so `tools/render.ts` and the unit
 // tests use exactly the same checks as `pulumi preview`.
 import * as net from "node:net";
-import { addressKey, overlaps, widePublicReason } from "./cidr";
+import { addressKey, hostBitsFix, isPrivateBlock, overlaps, PRIVATE_RANGES, widePublicReason } from "./cidr";
 import { hostKeyRefusal } from "./hostKey";
 import {
     DEFAULT_SETTINGS, RULES, ruleRegExp, SETTING_KEYS, SettingError, settingWarnings, STACK_KEYS, stackKeyRow, validateSettings,
@@ -35,7 +35,7 @@ export interface TargetHost {
     /** Fixed cron minute offset 0-9; when absent a random one is drawn once and kept in state. */
     cronMinute?: number;
     /**
-     * EC2 instance (`i-...`) of this host. With a created group its primary network interface gets
+     * EC2 instance (`i-...`) of this host. With a created group every network interface of it gets
      * exactly that group (plus keepSecurityGroupIds); with an adopted one it may carry the group.
      */
     instanceId?: string;
@@ -57,7 +57,11 @@ export interface HostguardConfig {
     sharedSecurityGroupInstances: string[];
     /** Groups kept on a host's interface beside the created group (a load balancer's, ...). */
     keepSecurityGroupIds: string[];
+    /** Groups one interface may carry (EC2's quota); hostguard's plus the kept ones must fit. */
+    keepSecurityGroupsLimit: number;
     privateCidrs: string[];
+    /** The opt-in: privateCidrs may hold public ranges. */
+    privateCidrsAllowPublic: boolean;
     adminCidrs: string[];
     /** Legal values that are surely a mistake, one line each naming the key: printed by preview and render. */
     warnings: string[];
@@ -179,7 +183,8 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
     const warnings: string[] = [];
     plainSecrets(raw, opts.secretKeys, warnings);
     const settings = settingsOf(raw);
-    warnings.push(...settingWarnings(settings), ...overlapWarnings("banIgnoreIps", settings.banIgnoreIps));
+    warnings.push(...settingWarnings(settings), ...overlapWarnings("banIgnoreIps", settings.banIgnoreIps),
+        ...overlapWarnings("trustedProxies", settings.trustedProxies));
 
     const sshUser = text(raw, "sshUser") ?? DEFAULT_SSH_USER;
     const hosts = hostList(raw, sshUser);
@@ -200,8 +205,10 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
             throw new ConfigError(`hosts[${i}].instanceId`, "is only used when hostguard:aws is true (it attaches the created security group); remove it");
         }
     }
+    const privateCidrsAllowPublic = bool(raw, "privateCidrsAllowPublic", false);
     const privateCidrs = addressList(raw, "privateCidrs", DEFAULT_PRIVATE_CIDRS, warnings, {
         whole: (c) => `must be a private network, not ${c}`, wide: "must be private networks (they may reach port 8080)",
+        privateOnly: !privateCidrsAllowPublic,
     });
     const adminCidrs = addressList(raw, "adminCidrs", [], warnings, {
         whole: (c) => `opens SSH to the whole internet (${c}); list admin networks or use hostguard:bastion`,
@@ -214,6 +221,20 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
     const securityGroupDescription = text(raw, "securityGroupDescription");
     const sharedSecurityGroupInstances = idList(raw, "sharedSecurityGroupInstances");
     const keepSecurityGroupIds = idList(raw, "keepSecurityGroupIds");
+    const limitRow = stackKeyRow("keepSecurityGroupsLimit");
+    const keepSecurityGroupsLimit = raw.keepSecurityGroupsLimit === undefined ? 5
+        : intValue("keepSecurityGroupsLimit", scalar(raw, "keepSecurityGroupsLimit"), limitRow.min!, limitRow.max!);
+    keepSecurityGroupIds.forEach((g, i) => {
+        const first = keepSecurityGroupIds.indexOf(g);
+        if (first !== i) {
+            throw new ConfigError(`keepSecurityGroupIds[${i}]`, `repeats ${g} of keepSecurityGroupIds[${first}]: list it once`);
+        }
+    });
+    if (keepSecurityGroupIds.length + 1 > keepSecurityGroupsLimit) {
+        throw new ConfigError("keepSecurityGroupIds", `lists ${keepSecurityGroupIds.length} groups: with hostguard's that is ${keepSecurityGroupIds.length + 1} on each interface, `
+            + `more than the ${keepSecurityGroupsLimit} EC2 allows (its quota of security groups per network interface): keep at most ${keepSecurityGroupsLimit - 1}, `
+            + `or, if your account's quota is higher, set \`pulumi config set ${NAMESPACE}:keepSecurityGroupsLimit N\``);
+    }
     if (useAws) {
         if (!vpcId) {
             throw new ConfigError("vpcId", "is required when hostguard:aws is true (the group is created or adopted in it)");
@@ -228,6 +249,11 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
     if (keepSecurityGroupIds.length > 0 && (!useAws || securityGroupId || !hosts.some((h) => h.instanceId))) {
         throw new ConfigError("keepSecurityGroupIds", "is only used with a created group and hosts[].instanceId (groups kept on the interface beside it); remove it");
     }
+    if (keepSecurityGroupIds.length > 0 && settings.trustedProxies.length === 0) {
+        warnings.push(`${NAMESPACE}:keepSecurityGroupIds is set (a load balancer's group?) and ${NAMESPACE}:trustedProxies is empty: `
+            + "behind a load balancer nginx logs the balancer's address, so one scanner gets the balancer itself banned and every user cut off; "
+            + "list the balancer's subnets in trustedProxies (README, Behind a load balancer)");
+    }
 
     const hasWebhookUrl = secretPresent(raw, "webhookUrl", requireSecrets);
     const hasHeartbeatUrl = secretPresent(raw, "heartbeatUrl", false);
@@ -236,7 +262,7 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
 
     return {
         settings, hosts, bastion, aws: useAws, insecureAcceptAnyHostKey, vpcId, securityGroupId, securityGroupName, securityGroupDescription,
-        sharedSecurityGroupInstances, keepSecurityGroupIds, privateCidrs, adminCidrs, hasWebhookUrl, hasHeartbeatUrl, hasSshPrivateKey,
+        sharedSecurityGroupInstances, keepSecurityGroupIds, keepSecurityGroupsLimit, privateCidrs, privateCidrsAllowPublic, adminCidrs, hasWebhookUrl, hasHeartbeatUrl, hasSshPrivateKey,
         hasBastionPrivateKey, warnings,
     };
 }
@@ -248,14 +274,20 @@ function settingsOf(raw: RawConfig): PayloadSettings {
     }
     try {
         const settings = validateSettings(raw);
-        settings.banIgnoreIps.forEach((a, i) => {
-            if (!isCidr(a) && net.isIP(a) === 0) {
-                throw new SettingError(`banIgnoreIps[${i}]`, `must be an IP address or a CIDR block such as 192.0.2.0/24, got ${JSON.stringify(a)}`);
+        const lists = [
+            { key: "banIgnoreIps", list: settings.banIgnoreIps, what: "the jail would never ban them" },
+            { key: "trustedProxies", list: settings.trustedProxies, what: "nginx would take any of them at its word for the client's address, and the jail would never ban them" },
+        ] as const;
+        for (const { key, list, what } of lists) {
+            list.forEach((a, i) => {
+                if (!isCidr(a) && net.isIP(a) === 0) {
+                    throw new SettingError(`${key}[${i}]`, `must be an IP address or a CIDR block such as 192.0.2.0/24, got ${JSON.stringify(a)}`);
+                }
+            });
+            const wide = widePublicReason(list);
+            if (wide !== null) {
+                throw new SettingError(key, `${wide}: ${what}`);
             }
-        });
-        const wide = widePublicReason(settings.banIgnoreIps);
-        if (wide !== null) {
-            throw new SettingError("banIgnoreIps", `${wide}: the jail would never ban them`);
         }
         return settings;
     } catch (e) {
@@ -359,6 +391,7 @@ function hostList(raw: RawConfig, sshUser: string): TargetHost[] {
     }
     const names = new Map<string, number>();
     const targets = new Map<string, number>();
+    const instances = new Map<string, number>();
     return list.map((h, i) => {
         const key = `hosts[${i}]`;
         const o = fieldsOf(key, row, h, sshUser);
@@ -373,6 +406,14 @@ function hostList(raw: RawConfig, sshUser: string): TargetHost[] {
                 + "two deployments would fight over one host; list it once");
         }
         targets.set(target, i);
+        if (o.instanceId !== undefined) {
+            const id = o.instanceId as string;
+            if (instances.has(id)) {
+                throw new ConfigError(`${key}.instanceId`, `repeats ${id} of hosts[${instances.get(id)}]: one instance is one host; `
+                    + "list it once (two hosts on one instance would fight over its groups)");
+            }
+            instances.set(id, i);
+        }
         return {
             name,
             host: o.host as string,
@@ -464,13 +505,24 @@ function stringList(raw: RawConfig, key: string, dflt: string[]): string[] {
  * (components/cidr.ts states it), repeats and overlaps reported as warnings.
  */
 function addressList(raw: RawConfig, key: "privateCidrs" | "adminCidrs", dflt: string[], warnings: string[],
-    say: { whole: (c: string) => string; wide: string }): string[] {
+    say: { whole: (c: string) => string; wide: string; privateOnly?: boolean }): string[] {
     const list = stringList(raw, key, dflt).map((c, i) => {
         if (!isCidr(c)) {
             throw new ConfigError(`${key}[${i}]`, `must be ${RULES.cidr.allowed}, got ${JSON.stringify(c)}`);
         }
+        const fix = hostBitsFix(c);
+        if (fix !== null) {
+            throw new ConfigError(`${key}[${i}]`, `${c} has host bits set (EC2 would store it as ${fix}, and every later up would differ): did you mean ${fix}?`);
+        }
         return c;
     });
+    // The rule for privateCidrs (the SPEC: 8080 only from the private network): every entry inside a private range.
+    const outside = say.privateOnly ? list.findIndex((c) => !isPrivateBlock(c)) : -1;
+    if (outside >= 0) {
+        throw new ConfigError(`${key}[${outside}]`, `${list[outside]} is not a private network, and port 8080 must not be reachable from the internet: `
+            + `list the private ranges your servers' clients use (inside ${PRIVATE_RANGES.join(", ")}), or, if that network really `
+            + `uses public addresses, set \`pulumi config set ${NAMESPACE}:privateCidrsAllowPublic true\``);
+    }
     const whole = list.findIndex(isWholeInternet);
     if (whole >= 0) {
         throw new ConfigError(`${key}[${whole}]`, say.whole(list[whole]));

@@ -1,6 +1,6 @@
 // What hostguard changes in EC2 that it did not create, as plain functions over
 // an EC2 client (AWS SDK for JavaScript v3): an adopted group's inbound rules
-// and an instance's primary network interface's groups. Each change records
+// and the groups of every network interface of an instance. Each change records
 // what was there so that it can be put back exactly. The dynamic providers
 // (adoptedGroup.ts, interfaceGroups.ts) only call these; the moto tests drive
 // them directly. Endpoint and credentials come from the SDK's standard chain
@@ -41,10 +41,83 @@ export interface Ec2 {
     send(command: unknown): Promise<any>;
 }
 
-/** A client for REGION; endpoint and credentials from the SDK's default chain, never from inputs. */
-export function ec2Client(region: string): Ec2 {
+/**
+ * A client for REGION; endpoint and credentials from the SDK's default chain,
+ * never from inputs. PROFILE is `aws:profile` (a named profile of the shared
+ * config, with its role_arn/source_profile, SSO or credential_process, as the
+ * SDK reads them). Retries are adaptive (client-side rate limiting on
+ * throttling) with 10 attempts, unless AWS_MAX_ATTEMPTS / AWS_RETRY_MODE say
+ * otherwise.
+ */
+export function ec2Client(region: string, profile?: string): Ec2 {
     const sdk = require("@aws-sdk/client-ec2");
-    return new sdk.EC2Client({ region });
+    const attempts = Number(process.env.AWS_MAX_ATTEMPTS);
+    return new sdk.EC2Client({
+        region, ...(profile ? { profile } : {}),
+        maxAttempts: Number.isInteger(attempts) && attempts > 0 ? attempts : 10,
+        retryMode: process.env.AWS_RETRY_MODE || "adaptive",
+    });
+}
+
+/** True when E is an EC2 error with one of CODES. */
+export function hasCode(e: unknown, codes: string[]): boolean {
+    const x = e as { name?: string; Code?: string; code?: string } | undefined;
+    return codes.some((c) => c === x?.name || c === x?.Code || c === x?.code);
+}
+
+/** True when E is one of EC2's "does not exist" errors named in CODES. */
+export function isNotFound(e: unknown, codes: string[]): boolean {
+    return hasCode(e, codes);
+}
+
+/**
+ * An error after EC2 was changed: the dynamic providers turn it into the
+ * engine's initialization failure (id and properties kept in the state), so
+ * what to restore is never lost. FIRST is the message of the original error.
+ */
+export function changedError(e: unknown, message: string): Error {
+    const err = new Error(message) as Error & { ec2Changed: boolean; cause: unknown };
+    err.ec2Changed = true;
+    err.cause = e;
+    return err;
+}
+
+/** An SDK error as `Code: message` (the code says what to do: RequestLimitExceeded, UnauthorizedOperation, ...). */
+export function errorText(e: unknown): string {
+    const x = e as Error | undefined;
+    return x?.name && x.name !== "Error" && !x.message.startsWith(x.name) ? `${x.name}: ${x.message}` : String(x?.message ?? e);
+}
+
+/** True for an error raised after EC2 was changed (changedError). */
+export function wasChanged(e: unknown): boolean {
+    return (e as { ec2Changed?: boolean } | undefined)?.ec2Changed === true;
+}
+
+/**
+ * Reads until OK holds (EC2 is eventually consistent: a read right after a
+ * change may show the old state), waiting 0.25 s, 0.5 s, 1 s, ... between
+ * tries; returns the last reading either way. A read that throws is retried the
+ * same way (the SDK's own retries come first); the last error is thrown.
+ */
+export async function settle<T>(read: () => Promise<T>, ok: (x: T) => boolean, tries = Number(process.env.HOSTGUARD_READBACK_TRIES) || 6): Promise<T> {
+    let last: { value?: T; error?: unknown } = {};
+    for (let i = 0; i < tries; i++) {
+        if (i > 0) {
+            await new Promise((r) => setTimeout(r, 250 * 2 ** (i - 1)));
+        }
+        try {
+            last = { value: await read() };
+            if (ok(last.value as T)) {
+                return last.value as T;
+            }
+        } catch (e) {
+            last = { error: e };
+        }
+    }
+    if ("error" in last) {
+        throw last.error;
+    }
+    return last.value as T;
 }
 
 function command(name: string, input: Record<string, unknown>): unknown {
@@ -133,42 +206,115 @@ export function wantedAtoms(rules: WantedRule[]): RuleAtom[] {
 }
 
 /**
- * What turns ACTUAL into WANTED: every actual permission that is not wanted
- * (same source, ports and description) is revoked, every wanted one missing is
- * authorized. A wanted rule present with another description is revoked and
- * authorized again (EC2 matches on everything but the description).
+ * What turns ACTUAL into WANTED, by the permission's identity (ruleKey: EC2
+ * matches on everything but the description, and one group holds one of
+ * each): an actual permission not wanted is revoked, a wanted one missing is
+ * authorized, one present with another description is only re-described.
  */
-export function ingressDiff(actual: RuleAtom[], wanted: RuleAtom[]): { revoke: RuleAtom[]; authorize: RuleAtom[] } {
-    const same = (a: RuleAtom, b: RuleAtom) => ruleKey(a) === ruleKey(b) && (a.description ?? "") === (b.description ?? "");
-    const revoke = actual.filter((a) => !wanted.some((w) => same(a, w)));
-    const kept = actual.filter((a) => !revoke.includes(a));
-    const authorize = wanted.filter((w) => !kept.some((a) => same(a, w)));
-    return { revoke, authorize };
+export function ingressDiff(actual: RuleAtom[], wanted: RuleAtom[]): { revoke: RuleAtom[]; authorize: RuleAtom[]; describe: RuleAtom[] } {
+    const has = (list: RuleAtom[], a: RuleAtom) => list.find((x) => ruleKey(x) === ruleKey(a));
+    const revoke = actual.filter((a) => !has(wanted, a));
+    const authorize = wanted.filter((w) => !has(actual, w));
+    const describe = wanted.filter((w) => {
+        const a = has(actual, w);
+        return a !== undefined && (a.description ?? "") !== (w.description ?? "");
+    });
+    return { revoke, authorize, describe };
 }
 
 /** True when both lists hold the same permissions with the same descriptions. */
 export function sameAtoms(a: RuleAtom[], b: RuleAtom[]): boolean {
     const d = ingressDiff(a, b);
-    return d.revoke.length === 0 && d.authorize.length === 0;
+    return d.revoke.length === 0 && d.authorize.length === 0 && d.describe.length === 0;
+}
+
+/** EC2's default quota: inbound rules per group, counted per address family. */
+export const RULES_PER_GROUP = 60;
+
+/** True when the permission lets TCP 443 in (tcp with 443 in its range, or all traffic). */
+export function admits443(a: RuleAtom): boolean {
+    return a.protocol === "-1" || (a.protocol === "tcp" && (a.fromPort ?? 0) <= 443 && 443 <= (a.toPort ?? 65535));
+}
+
+/**
+ * Which revokes go before the authorize: "plan" as the quota count says,
+ * "not443" those that do not let 443 in, "all" every one (443 may close).
+ */
+export type RevokeOrder = "plan" | "not443" | "all";
+
+/** One step of a reconcile, in order. */
+export interface IngressStep {
+    op: "describe" | "authorize" | "revoke";
+    atoms: RuleAtom[];
+}
+
+/**
+ * The order of the calls that turn ACTUAL into WANTED without a moment when
+ * 443 is closed: descriptions first (in place), then authorize, then revoke.
+ * When authorizing first would go over LIMIT rules in a family (a group
+ * reference or prefix list counts in both, the safe side), the revokes that do
+ * not let 443 in go first; only when that is still not enough does every
+ * revoke go first (then 443 may close between two calls).
+ */
+export function ingressSteps(actual: RuleAtom[], wanted: RuleAtom[], limit = RULES_PER_GROUP, order: RevokeOrder = "plan"): IngressStep[] {
+    const { revoke, authorize, describe } = ingressDiff(actual, wanted);
+    const count = (atoms: RuleAtom[], family: "4" | "6") => atoms.filter((a) => (family === "4" ? a.kind !== "cidr6" : a.kind !== "cidr4")).length;
+    const fits = (revokedFirst: RuleAtom[]) => (["4", "6"] as const).every((f) => count(actual, f) - count(revokedFirst, f) + count(authorize, f) <= limit);
+    const closed = revoke.filter((a) => !admits443(a));
+    const early = authorize.length === 0 ? []
+        : order === "all" ? revoke
+            : order === "not443" || !fits([]) ? (order === "not443" || fits(closed) ? closed : revoke) : [];
+    const late = revoke.filter((a) => !early.includes(a));
+    const steps: IngressStep[] = [
+        { op: "describe", atoms: describe }, { op: "revoke", atoms: early }, { op: "authorize", atoms: authorize }, { op: "revoke", atoms: late },
+    ];
+    return steps.filter((s) => s.atoms.length > 0);
+}
+
+async function applyStep(client: Ec2, groupId: string, step: IngressStep): Promise<void> {
+    const name = { describe: "UpdateSecurityGroupRuleDescriptionsIngress", authorize: "AuthorizeSecurityGroupIngress", revoke: "RevokeSecurityGroupIngress" }[step.op];
+    await client.send(command(name, { GroupId: groupId, IpPermissions: permissionsOf(step.atoms) }));
+}
+
+/** The group's inbound rules as they are now, or null when the group does not exist (any more). */
+export async function findIngress(client: Ec2, groupId: string): Promise<RuleAtom[] | null> {
+    let out: any;
+    try {
+        out = await client.send(command("DescribeSecurityGroups", { GroupIds: [groupId] }));
+    } catch (e) {
+        if (isNotFound(e, ["InvalidGroup.NotFound", "InvalidGroupId.NotFound"])) {
+            return null;
+        }
+        throw e;
+    }
+    const group = (out.SecurityGroups ?? []).find((g: any) => g.GroupId === groupId);
+    return group ? atomsOf(group.IpPermissions, group.OwnerId) : null;
 }
 
 /** The group's inbound rules as they are now. */
 export async function describeIngress(client: Ec2, groupId: string): Promise<RuleAtom[]> {
-    const out = await client.send(command("DescribeSecurityGroups", { GroupIds: [groupId] }));
-    const group = (out.SecurityGroups ?? []).find((g: any) => g.GroupId === groupId);
-    if (!group) {
+    const atoms = await findIngress(client, groupId);
+    if (atoms === null) {
         throw new Error(`security group ${groupId} not found`);
     }
-    return atomsOf(group.IpPermissions, group.OwnerId);
+    return atoms;
 }
 
-async function applyIngress(client: Ec2, groupId: string, revoke: RuleAtom[], authorize: RuleAtom[]): Promise<void> {
-    if (revoke.length > 0) {
-        await client.send(command("RevokeSecurityGroupIngress", { GroupId: groupId, IpPermissions: permissionsOf(revoke) }));
+/** Of GROUP_IDS, the ones that exist (DescribeSecurityGroups by filter: a missing id is no error). */
+export async function existingGroups(client: Ec2, groupIds: string[]): Promise<string[]> {
+    if (groupIds.length === 0) {
+        return [];
     }
-    if (authorize.length > 0) {
-        await client.send(command("AuthorizeSecurityGroupIngress", { GroupId: groupId, IpPermissions: permissionsOf(authorize) }));
-    }
+    const found = new Set<string>();
+    let token: string | undefined;
+    do {
+        const out = await client.send(command("DescribeSecurityGroups", { Filters: [{ Name: "group-id", Values: groupIds }], ...(token ? { NextToken: token } : {}) }));
+        for (const g of out.SecurityGroups ?? []) {
+            found.add(g.GroupId);
+        }
+        token = out.NextToken;
+    } while (token);
+    return groupIds.filter((g) => found.has(g));
 }
 
 export interface ReconcileResult {
@@ -178,39 +324,77 @@ export interface ReconcileResult {
     after: RuleAtom[];
     revoked: RuleAtom[];
     authorized: RuleAtom[];
+    /** Permissions kept, with their description changed in place. */
+    described: RuleAtom[];
 }
 
 /**
- * Makes the group's inbound rules exactly WANTED. Revokes first (a group may
- * hold at most 60 rules per address family, and a narrower group is the safe
- * side), then authorizes. When the authorize fails, the revoked rules are put
- * back so the group is not left half-changed, and the error says so.
+ * Makes the group's inbound rules exactly WANTED, in the order of
+ * ingressSteps (443 stays open throughout unless the rules quota forbids it).
+ * When EC2 refuses the authorize for the quota anyway (it counts otherwise
+ * than planned: a lower quota; moto counts IPv4 and IPv6 together), it starts
+ * again with the revokes that do not let 443 in first, then with all of them.
+ * When a step fails, the revokes already made are put back (rules already
+ * authorized or re-described stay: they are hostguard's), and the error says
+ * so. Any failure after EC2 changed is a changedError.
  */
-export async function reconcileIngress(client: Ec2, groupId: string, wanted: RuleAtom[]): Promise<ReconcileResult> {
+export async function reconcileIngress(client: Ec2, groupId: string, wanted: RuleAtom[], limit = RULES_PER_GROUP, order: RevokeOrder = "plan"): Promise<ReconcileResult> {
     const before = await describeIngress(client, groupId);
-    const { revoke, authorize } = ingressDiff(before, wanted);
-    await applyIngress(client, groupId, revoke, []);
-    try {
-        await applyIngress(client, groupId, [], authorize);
-    } catch (e) {
-        let rollback = "its revoked rules were put back";
+    const steps = ingressSteps(before, wanted, limit, order);
+    const done: IngressStep[] = [];
+    for (const step of steps) {
         try {
-            await applyIngress(client, groupId, [], revoke);
-        } catch (r) {
-            rollback = `putting its revoked rules back failed too (${(r as Error).message}); run the command again`;
+            await applyStep(client, groupId, step);
+            done.push(step);
+        } catch (e) {
+            const revoked = done.filter((s) => s.op === "revoke").flatMap((s) => s.atoms);
+            let rollback = revoked.length === 0 ? "no rule had been revoked" : "its revoked rules were put back";
+            if (revoked.length > 0) {
+                try {
+                    await applyStep(client, groupId, { op: "authorize", atoms: revoked });
+                } catch (r) {
+                    rollback = `putting its revoked rules back failed too (${(r as Error).message}); run the command again`;
+                }
+            }
+            // The account counts rules otherwise than planned (a lower quota, v4 and v6 together): the next order, from the state as it is.
+            const next = { plan: "not443", not443: "all", all: undefined }[order] as RevokeOrder | undefined;
+            if (next && step.op === "authorize" && hasCode(e, ["RulesPerSecurityGroupLimitExceeded"]) && !rollback.includes("failed too")) {
+                // `before` stays the first reading: a description already changed in place is not the original.
+                return { ...(await reconcileIngress(client, groupId, wanted, limit, next)), before };
+            }
+            const message = `changing the inbound rules of ${groupId} failed: ${errorText(e)}; ${rollback}`;
+            throw done.length > 0 ? changedError(e, message) : new Error(message);
         }
-        throw new Error(`changing the inbound rules of ${groupId} failed: ${(e as Error).message}; ${rollback}`);
     }
-    const after = await describeIngress(client, groupId);
+    let after: RuleAtom[];
+    try {
+        after = await settle(() => describeIngress(client, groupId), (now) => sameAtoms(now, wanted));
+    } catch (e) {
+        throw steps.length > 0 ? changedError(e, `reading back the inbound rules of ${groupId} failed: ${errorText(e)}`) : e;
+    }
     if (!sameAtoms(after, wanted)) {
-        throw new Error(`the inbound rules of ${groupId} do not read back as wanted: ${JSON.stringify(ingressDiff(after, wanted))}`);
+        const message = `the inbound rules of ${groupId} do not read back as wanted: ${JSON.stringify(ingressDiff(after, wanted))}`;
+        throw steps.length > 0 ? changedError(undefined, message) : new Error(message);
     }
-    return { before, after, revoked: revoke, authorized: authorize };
+    const pick = (op: IngressStep["op"]) => steps.filter((s) => s.op === op).flatMap((s) => s.atoms);
+    return { before, after, revoked: pick("revoke"), authorized: pick("authorize"), described: pick("describe") };
 }
 
-/** Puts the group's inbound rules back to ORIGINAL exactly (a reconcile towards the recorded set). */
-export async function restoreIngress(client: Ec2, groupId: string, original: RuleAtom[]): Promise<ReconcileResult> {
-    return reconcileIngress(client, groupId, original);
+/**
+ * Puts the group's inbound rules back to ORIGINAL (a reconcile towards the
+ * recorded set, by content: EC2 gives the rules new ids, and rule tags are not
+ * kept). A rule that references a group that no longer exists cannot be put
+ * back: it is skipped and named in `skipped`. Null when the group itself is gone.
+ */
+export async function restoreIngress(client: Ec2, groupId: string, original: RuleAtom[]): Promise<(ReconcileResult & { skipped: RuleAtom[] }) | null> {
+    if ((await findIngress(client, groupId)) === null) {
+        return null;
+    }
+    const referenced = [...new Set(original.filter((a) => a.kind === "group" && !a.userId).map((a) => a.source))];
+    const alive = await existingGroups(client, referenced);
+    const skipped = original.filter((a) => a.kind === "group" && !a.userId && !alive.includes(a.source));
+    const r = await reconcileIngress(client, groupId, original.filter((a) => !skipped.includes(a)));
+    return { ...r, skipped };
 }
 
 /** A network interface that carries a group, and the instance it is attached to (if any). */
@@ -265,26 +449,57 @@ export function sharedGroupRefusal(groupId: string, foreign: GroupUser[], key: s
         `or accept the change with \`pulumi config set --path '${key}[0]' ${ids[0]}\` (one entry per id: ${ids.join(", ")}).`;
 }
 
-/** An instance's primary network interface (device index 0) and the groups on it. */
-export async function primaryInterface(client: Ec2, instanceId: string): Promise<{ networkInterfaceId: string; groups: string[] }> {
-    const out = await client.send(command("DescribeNetworkInterfaces", {
-        Filters: [{ Name: "attachment.instance-id", Values: [instanceId] }],
-    }));
-    const primary = (out.NetworkInterfaces ?? []).find((n: any) => n.Attachment?.InstanceId === instanceId && Number(n.Attachment?.DeviceIndex) === 0);
-    if (!primary) {
-        throw new Error(`instance ${instanceId} has no primary network interface (device index 0)`);
-    }
-    return { networkInterfaceId: primary.NetworkInterfaceId, groups: (primary.Groups ?? []).map((g: any) => g.GroupId as string) };
+/** One network interface of an instance, as DescribeInstances lists it. */
+export interface HostInterface {
+    networkInterfaceId: string;
+    deviceIndex: number;
+    groups: string[];
+    /** The public address (an Elastic IP or an auto-assigned one), when it has one. */
+    publicIp?: string;
 }
 
-/** The groups on an interface, read back from EC2. */
-export async function interfaceGroups(client: Ec2, networkInterfaceId: string): Promise<string[]> {
-    const out = await client.send(command("DescribeNetworkInterfaces", { NetworkInterfaceIds: [networkInterfaceId] }));
-    const n = (out.NetworkInterfaces ?? [])[0];
-    if (!n) {
-        throw new Error(`network interface ${networkInterfaceId} not found`);
+/** Instance states in which the instance is gone for hostguard (its interfaces go with it). */
+const GONE_STATES = ["shutting-down", "terminated"];
+
+/**
+ * Every network interface of the instance (primary, secondary, EFA, ...) by
+ * device index, or null when the instance does not exist or is terminated.
+ */
+export async function instanceInterfaces(client: Ec2, instanceId: string): Promise<HostInterface[] | null> {
+    let out: any;
+    try {
+        out = await client.send(command("DescribeInstances", { InstanceIds: [instanceId] }));
+    } catch (e) {
+        if (isNotFound(e, ["InvalidInstanceID.NotFound", "InvalidInstanceID.Malformed"])) {
+            return null;
+        }
+        throw e;
     }
-    return (n.Groups ?? []).map((g: any) => g.GroupId as string);
+    const instance = (out.Reservations ?? []).flatMap((r: any) => r.Instances ?? []).find((i: any) => i.InstanceId === instanceId);
+    if (!instance || GONE_STATES.includes(instance.State?.Name)) {
+        return null;
+    }
+    return (instance.NetworkInterfaces ?? []).map((n: any): HostInterface => ({
+        networkInterfaceId: n.NetworkInterfaceId,
+        deviceIndex: Number(n.Attachment?.DeviceIndex ?? 0),
+        groups: (n.Groups ?? []).map((g: any) => g.GroupId as string),
+        ...(n.Association?.PublicIp ? { publicIp: n.Association.PublicIp } : {}),
+    })).sort((a: HostInterface, b: HostInterface) => a.deviceIndex - b.deviceIndex);
+}
+
+/** The groups on an interface, read back from EC2; null when the interface does not exist (any more). */
+export async function interfaceGroups(client: Ec2, networkInterfaceId: string): Promise<string[] | null> {
+    let out: any;
+    try {
+        out = await client.send(command("DescribeNetworkInterfaces", { NetworkInterfaceIds: [networkInterfaceId] }));
+    } catch (e) {
+        if (isNotFound(e, ["InvalidNetworkInterfaceID.NotFound"])) {
+            return null;
+        }
+        throw e;
+    }
+    const n = (out.NetworkInterfaces ?? [])[0];
+    return n ? (n.Groups ?? []).map((g: any) => g.GroupId as string) : null;
 }
 
 /** Same groups, whatever the order. */
@@ -292,12 +507,21 @@ export function sameGroups(a: string[], b: string[]): boolean {
     return a.length === b.length && [...a].sort().join(",") === [...b].sort().join(",");
 }
 
-/** Replaces the interface's whole group set (one call: EC2 applies it at once) and reads it back. */
+/**
+ * Replaces the interface's whole group set (one call: EC2 applies it at once)
+ * and reads it back until it shows (eventual consistency). A failure of the
+ * read-back is a changedError: the interface was changed.
+ */
 export async function setInterfaceGroups(client: Ec2, networkInterfaceId: string, groups: string[]): Promise<string[]> {
     await client.send(command("ModifyNetworkInterfaceAttribute", { NetworkInterfaceId: networkInterfaceId, Groups: groups }));
-    const now = await interfaceGroups(client, networkInterfaceId);
-    if (!sameGroups(now, groups)) {
-        throw new Error(`network interface ${networkInterfaceId} has groups ${now.join(", ")} after setting ${groups.join(", ")}`);
+    let now: string[] | null;
+    try {
+        now = await settle(() => interfaceGroups(client, networkInterfaceId), (g) => g !== null && sameGroups(g, groups));
+    } catch (e) {
+        throw changedError(e, `reading back the groups of ${networkInterfaceId} failed: ${errorText(e)}`);
+    }
+    if (now === null || !sameGroups(now, groups)) {
+        throw changedError(undefined, `network interface ${networkInterfaceId} has groups ${(now ?? []).join(", ")} after setting ${groups.join(", ")}`);
     }
     return now;
 }

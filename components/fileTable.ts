@@ -18,7 +18,7 @@ export const FILE_TABLE = "files.table";
 /** What a row may hold, in words: the error text on both sides. */
 export const FILE_ROW_ALLOWED = `a part of ${PARTS.join(", ")}; a relative source path (no segment starting with a dot), `
     + "with * only in its last segment and then a destination folder; an absolute destination (ending in / for a folder); "
-    + "mode 0755 or 0644";
+    + "mode 0755 or 0644; optionally `when SETTING` or `unless SETTING`";
 
 /** What a row of a bundle's (expanded) table may hold: the error text on both sides. */
 export const EXPANDED_ROW_ALLOWED = `a part of ${PARTS.join(", ")}; a relative source path (no segment starting with a dot, no *); `
@@ -29,10 +29,17 @@ const PLAIN = `(${SEGMENT}/)*${SEGMENT}`;
 // A destination's folder or file name: never `.` or `..`.
 const DEST_SEGMENT = "(([A-Za-z0-9_-]|[.][A-Za-z0-9_-]|[.][.][A-Za-z0-9_.-])[A-Za-z0-9_.-]*)";
 
-/** PART SOURCES MODE, anchored, in a syntax JavaScript and bash's `=~` (POSIX ERE) read alike. */
-function anchoredRow(blank: string, sources: string): string {
-    return `^${blank}*(${PARTS.join("|")})${blank}+${sources}${blank}+0(755|644)${blank}*$`;
+/** PART SOURCES MODE [TAIL], anchored, in a syntax JavaScript and bash's `=~` (POSIX ERE) read alike. */
+function anchoredRow(blank: string, sources: string, tail = ""): string {
+    return `^${blank}*(${PARTS.join("|")})${blank}+${sources}${blank}+0(755|644)${tail}${blank}*$`;
 }
+
+/**
+ * A source row's optional condition: `when KEY` ships the row only when the
+ * setting KEY is set (a non-empty list or text, true, a number other than
+ * 0), `unless KEY` only when it is not. The expanded table a bundle carries
+ * holds the rows that ship, without condition: install never sees one.
+ */
 
 /**
  * A row of scripts/files.table; BLANK is the one class JavaScript and ERE
@@ -42,7 +49,7 @@ function rowPattern(blank: string): string {
     const glob = `(${SEGMENT}/)*(${SEGMENT})?[*][A-Za-z0-9_.*-]*`;
     const file = `/(${DEST_SEGMENT}/)*(${DEST_SEGMENT})?`;
     const folder = `/(${DEST_SEGMENT}/)*`;
-    return anchoredRow(blank, `(${PLAIN}${blank}+${file}|${glob}${blank}+${folder})`);
+    return anchoredRow(blank, `(${PLAIN}${blank}+${file}|${glob}${blank}+${folder})`, `(${blank}+(when|unless)${blank}+[a-z][A-Za-z]*)?`);
 }
 
 /** A row of a bundle's table: one file, no glob, its destination a file. */
@@ -80,6 +87,8 @@ export interface FileRow {
     source: string;
     destination: string;
     mode: 0o755 | 0o644;
+    /** Source table only: the row ships only when the setting is set (`when`) or not set (`unless`). */
+    condition?: { setting: string; negate: boolean };
 }
 
 /** Parses scripts/files.table; a line that is neither a row nor blank/comment is an error naming it. */
@@ -101,8 +110,11 @@ function parseRows(text: string, row: RegExp, allowed: string): FileRow[] {
         if (!row.test(line)) {
             throw new Error(`${FILE_TABLE}:${i + 1}: expected PART SOURCE DESTINATION MODE (${allowed})`);
         }
-        const [part, source, destination, mode] = line.trim().split(/[ \t]+/);
-        rows.push({ part: part as Part, source, destination, mode: mode === "0755" ? 0o755 : 0o644 });
+        const [part, source, destination, mode, word, setting] = line.trim().split(/[ \t]+/);
+        rows.push({
+            part: part as Part, source, destination, mode: mode === "0755" ? 0o755 : 0o644,
+            ...(word === undefined ? {} : { condition: { setting, negate: word === "unless" } }),
+        });
     });
     return rows;
 }

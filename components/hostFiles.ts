@@ -83,12 +83,26 @@ export function renderCron(cronMinute: number, cronSecond = 0, containerMonitor 
     ].join("\n");
 }
 
-/** Loopback, the admin networks and banIgnoreIps, each once, in that order. */
+/** Loopback, the admin networks, banIgnoreIps and the trusted proxies, each once, in that order. */
 export function jailIgnoreIps(s: PayloadSettings, adminCidrs: readonly string[] = []): string[] {
-    return [...new Set(["127.0.0.1/8", "::1", ...adminCidrs, ...s.banIgnoreIps])];
+    return [...new Set(["127.0.0.1/8", "::1", ...adminCidrs, ...s.banIgnoreIps, ...s.trustedProxies])];
 }
 
+/** The ban action that keeps nginx's ban list (with trustedProxies), and its helper on the host. */
+export const NGINX_BAN_ACTION = "hostguard-nginx-ban";
+/**
+ * nginx's ban list: kept by the ban action (root's, replaced atomically),
+ * read through the drop-in's map. In hostguard's root-only state directory:
+ * nginx's master process reads its configuration as root.
+ */
+export const NGINX_BAN_LIST = "/var/lib/hostguard/nginx-bans.map";
+/** The http-context drop-in (Debian's and Ubuntu's nginx.conf include conf.d/*.conf inside http {}). */
+export const NGINX_REALIP_DROPIN = "/etc/nginx/conf.d/hostguard-realip.conf";
+/** The variable the drop-in's map sets for a banned client (non-empty) and the deny snippet checks. */
+export const NGINX_BANNED_VAR = "$hostguard_banned";
+
 export function renderJail(s: PayloadSettings, adminCidrs: readonly string[] = []): string {
+    const proxied = s.trustedProxies.length > 0;
     return [
         "# hostguard: the nginx-bad-request jail (SPEC, ban jail configuration).",
         "# Rendered by the Pulumi program (components/hostFiles.ts) from the stack's",
@@ -108,6 +122,15 @@ export function renderJail(s: PayloadSettings, adminCidrs: readonly string[] = [
         "# banned, so a deployer cannot lock themselves out. With banIncrement,",
         "# bantime.increment doubles each new ban of an address (fail2ban's",
         "# database counts its earlier bans), up to bantime.maxtime.",
+        ...(proxied ? [
+            "#",
+            "# trustedProxies: nginx logs the client's address from the proxies'",
+            "# X-Forwarded-For, so the jail counts and bans clients, never a proxy",
+            "# (the proxies are in ignoreip too). A client behind a proxy cannot be",
+            "# stopped by the firewall (its packets come from the proxy): the",
+            `# ${NGINX_BAN_ACTION} action also puts the address in nginx's ban list`,
+            `# (${NGINX_BAN_LIST}), which nginx refuses with 403.`,
+        ] : []),
         "",
         `[${JAIL_NAME}]`,
         "enabled   = true",
@@ -122,16 +145,86 @@ export function renderJail(s: PayloadSettings, adminCidrs: readonly string[] = [
         `ignoreip  = ${jailIgnoreIps(s, adminCidrs).join(" ")}`,
         ...(s.banAction === "" ? [] : [`banaction = ${s.banAction}`]),
         "action    = %(action_)s",
+        ...(proxied ? [`            ${NGINX_BAN_ACTION}`] : []),
         `            slack-notify[slack_channel="${s.slackChannel}"]`,
         "",
     ].join("\n");
 }
 
-/** Source paths of the file table that are rendered here, with their renderer. */
-export const RENDERED: Readonly<Record<string, (v: HostValues) => string>> = {
+/** One address or CIDR of trustedProxies for nginx (validated by config.ts; this only refuses what would break the line). */
+function proxyAddress(a: string): string {
+    if (!/^[0-9A-Fa-f.:]+(\/[0-9]{1,3})?$/.test(a)) {
+        throw new Error(`trusted proxy ${JSON.stringify(a)} is not an address or CIDR`);
+    }
+    return a;
+}
+
+/**
+ * The http-context drop-in of part web when trustedProxies is set: nginx's
+ * realip module takes the client's address from X-Forwarded-For when the
+ * connection comes from a trusted proxy (recursively, so a chain of trusted
+ * proxies is skipped), and the map gives a banned client's address a
+ * non-empty $hostguard_banned, which the deny snippet answers with 403.
+ */
+export function renderRealIpDropIn(s: PayloadSettings): string {
+    return [
+        "# hostguard: nginx behind trusted proxies (stack config trustedProxies).",
+        "# Rendered by the Pulumi program (components/hostFiles.ts) and placed by",
+        "# `install --part web` in the http context (conf.d/*.conf is included",
+        "# inside http {} by Debian's and Ubuntu's nginx.conf).",
+        "#",
+        "# A request from one of these addresses has its client address taken",
+        "# from X-Forwarded-For (the rightmost address that is not a trusted",
+        "# proxy): $remote_addr, the access log, the jail and the ban all see the",
+        "# client, never the proxy. A request from anywhere else keeps its own",
+        "# address, whatever X-Forwarded-For it sends.",
+        ...s.trustedProxies.map((a) => `set_real_ip_from ${proxyAddress(a)};`),
+        "real_ip_header X-Forwarded-For;",
+        "real_ip_recursive on;",
+        "",
+        "# The addresses the nginx-bad-request jail bans: the ban action",
+        `# (${NGINX_BAN_ACTION}) keeps one \`ADDRESS 1;\` line per ban in the list and`,
+        "# reloads nginx; the deny snippet answers a listed client 403. The list",
+        "# is named by a glob ([p]) so that nginx reads nothing, and starts, while",
+        "# the ban tool has not written it yet.",
+        `map $remote_addr ${NGINX_BANNED_VAR} {`,
+        "    default \"\";",
+        `    include ${NGINX_BAN_LIST.replace(/p$/, "[p]")};`,
+        "}",
+        "",
+    ].join("\n");
+}
+
+/**
+ * The deny snippet with trustedProxies: the refusal of banned clients first,
+ * then the deny rule as scripts/ has it. It is included at the top of every
+ * server block and location, so a banned client is refused whichever
+ * location would serve it.
+ */
+export function renderProxiedDenySnippet(deny: string): string {
+    return [
+        "# hostguard: clients the nginx-bad-request jail banned (trustedProxies is",
+        "# set: a client behind a proxy is refused here, since the firewall only",
+        `# sees the proxy). ${NGINX_BANNED_VAR} comes from the map of`,
+        `# ${NGINX_REALIP_DROPIN}.`,
+        `if (${NGINX_BANNED_VAR}) {`,
+        "    return 403;",
+        "}",
+        deny,
+    ].join("\n");
+}
+
+/**
+ * Source paths of the file table that are rendered here, with their
+ * renderer; READ gives the text of a file of scripts/ (the proxied deny
+ * snippet starts from the plain one).
+ */
+export const RENDERED: Readonly<Record<string, (v: HostValues, read: (source: string) => string) => string>> = {
     [SETTINGS_FILE]: (v) => renderSettingsFile(v.settings, undefined, v.hostName),
     "cron.d/hostguard": (v) => renderCron(v.cronMinute, v.cronSecond, v.settings.containerMonitor),
     "fail2ban/jail.d/hostguard-nginx-bad-request.local": (v) => renderJail(v.settings, v.adminCidrs),
+    "nginx/hostguard-realip.conf": (v) => renderRealIpDropIn(v.settings),
+    "nginx/hostguard-deny-proxied.conf": (_v, read) => renderProxiedDenySnippet(read("nginx/hostguard-deny.conf")),
 };
 
 /** Keys a part's install step reads from the settings file in its bundle. */

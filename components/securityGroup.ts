@@ -1,7 +1,8 @@
 // The server's security group. Created: one aws.ec2.SecurityGroup with inline
 // ingress/egress (never mixed with standalone rule resources, which would fight
 // over the same rules), and for each hosts[].instanceId the instance's primary
-// interface set to exactly that group plus the kept ones (interfaceGroups.ts).
+// interfaces (every one) set to exactly that group plus the kept ones
+// (interfaceGroups.ts).
 // Adopted (securityGroupId): no @pulumi/aws resource at all; the group's inbound
 // rules are reconciled to hostguard's and restored on destroy (adoptedGroup.ts).
 import * as aws from "@pulumi/aws";
@@ -14,6 +15,8 @@ import type { WantedRule } from "./ec2Reconcile";
 export interface SecurityGroupArgs {
     /** Region of the EC2 calls the dynamic resources make (aws:region or AWS_REGION). */
     region?: string;
+    /** aws:profile: the shared-config profile the dynamic resources' EC2 calls use (its role_arn, SSO, ... included). */
+    profile?: string;
     vpcId: string;
     /** Port 8080 is reachable from these only. */
     privateCidrs: string[];
@@ -28,7 +31,7 @@ export interface SecurityGroupArgs {
     description?: string;
     /**
      * The stack's instances, by host name. A created group becomes the whole group
-     * set of each one's primary interface (with keepGroupIds); an adopted group may
+     * set of each one's interfaces, every one (with keepGroupIds); an adopted group may
      * sit on them (the shared-group guard refuses any other instance).
      */
     attachTo?: Array<{ name: string; instanceId: string }>;
@@ -81,7 +84,7 @@ export class SecurityGroup extends pulumi.ComponentResource {
             // Nothing of @pulumi/aws here: the group exists, and only its inbound
             // rules change (recorded, restored on destroy). Egress stays as it is.
             const adopted = new AdoptedGroupIngress(`${name}-ingress`, {
-                region: region(), groupId: args.adoptId, ingress: this.ingress,
+                region: region(), ...(args.profile ? { profile: args.profile } : {}), groupId: args.adoptId, ingress: this.ingress,
                 stackInstanceIds: hosts.map((h) => h.instanceId), sharedInstances: args.sharedInstances ?? [],
             }, { parent: this });
             this.groupId = adopted.id;
@@ -103,7 +106,7 @@ export class SecurityGroup extends pulumi.ComponentResource {
             // The interface's WHOLE set, not one more group: EC2 unions the rules of
             // every group on it, so an allow-all group left there keeps the server open.
             this.interfaceIds = hosts.map((h) => new InterfaceGroups(`${h.name}-interface-groups`, {
-                region: region(), instanceId: h.instanceId, groups: [group.id, ...(args.keepGroupIds ?? [])],
+                region: region(), ...(args.profile ? { profile: args.profile } : {}), instanceId: h.instanceId, groups: [group.id, ...(args.keepGroupIds ?? [])],
             }, { parent: this }).id);
         }
         this.registerOutputs({ groupId: this.groupId, ingress: this.ingress });

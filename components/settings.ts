@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 // The one table of hostguard's settings: for every key its stack-config name,
 // its name in the host's `hostguard.conf` (or none when only a rendered file
 // uses it), its type, default, allowed values and one line of documentation.
@@ -18,7 +19,7 @@ export type SettingType = "percent" | "integer" | "duration" | "word" | "path" |
 export type InstallPart = "web" | "monitors";
 
 /** Where a setting that no host script reads takes effect. */
-export type SettingUse = "jail" | "deploy";
+export type SettingUse = "jail" | "deploy" | "proxy";
 
 export interface SettingRow {
     /** Stack config key, in the `hostguard:` namespace. */
@@ -38,7 +39,10 @@ export interface SettingRow {
     readonly doc: string;
     /** The part whose install step reads it (its bundle carries it). */
     readonly install?: InstallPart;
-    /** For a row without `host`: rendered into the jail (the default) or used by the deploy itself. */
+    /**
+     * For a row without `host`: rendered into the jail (the default), used by the deploy itself, or
+     * (proxy) rendered into the jail, nginx's http-context drop-in and the deny snippet.
+     */
     readonly use?: SettingUse;
 }
 
@@ -67,7 +71,7 @@ const PORT = "([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[
  * fragment. Nothing curl would glob ({ } [ ]), nothing that ends its config
  * line (a quote) or starts a comment (#), no space or control character.
  * Generated into bash (HG_URL_RE, HG_URL_LINE_RE in scripts/lib/common.sh) for
- * `install set-webhook/set-heartbeat`, notify.sh and heartbeat.sh.
+ * `install set-webhook/set-heartbeat`, and the host agent (hostguard/urlfile.py).
  */
 export const URL_BODY = `https://([${URL_CHARS}-]+@)?(${LABEL}([.]${LABEL})*[.]?|\\[[0-9A-Fa-f:.]+\\])(:${PORT})?(/[${URL_CHARS}@/-]*)?([?][${URL_CHARS}@/?-]*)?`;
 
@@ -133,7 +137,7 @@ export interface FieldRow {
     readonly doc: string;
 }
 
-export type StackKeyType = "objects" | "object" | "text" | "boolean" | "list" | "secret";
+export type StackKeyType = "objects" | "object" | "text" | "boolean" | "integer" | "list" | "secret";
 
 /** A stack key that is not a host setting: hosts, SSH, AWS and the secrets. */
 export interface StackKeyRow {
@@ -147,6 +151,9 @@ export interface StackKeyRow {
     /** Set with `pulumi config set --secret`; a plain value is refused. */
     readonly secret?: boolean;
     readonly fields?: readonly FieldRow[];
+    /** The range of an integer key. */
+    readonly min?: number;
+    readonly max?: number;
 }
 
 const HOST_KEY_DOC = "the server's SSH host key, required (see SSH host keys)";
@@ -164,7 +171,7 @@ export const STACK_KEYS = [
             { name: "cronMinute", min: 0, max: 9, default: "drawn", doc: "pins the monitors to this minute (second 0) instead of drawing the offset" },
             {
                 name: "instanceId", rule: "instanceId", default: "none",
-                doc: "the host's EC2 instance: with a *created* group its primary network interface gets exactly that group (plus `keepSecurityGroupIds`), with an adopted one it marks the instance as the stack's for the shared-group guard (refused when `aws` is `false`)",
+                doc: "the host's EC2 instance: with a *created* group every network interface of it gets exactly that group (plus `keepSecurityGroupIds`); on both paths preview reads every group on its interfaces and refuses one open to the internet beyond TCP 443; with an adopted group it also marks the instance as the stack's for the shared-group guard; unique among hosts (refused when `aws` is `false`)",
             },
         ],
     },
@@ -206,10 +213,21 @@ export const STACK_KEYS = [
         key: "keepSecurityGroupIds", type: "list", rule: "securityGroupId", default: "`[]`",
         doc: "security groups kept on a host's interface beside the created group (a load balancer's, ...); the others are taken off, and put back on destroy",
     },
-    { key: "privateCidrs", type: "list", rule: "cidr", default: "`10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16`", doc: "may reach 8080; never the whole internet" },
+    {
+        key: "keepSecurityGroupsLimit", type: "integer", min: 1, max: 16, default: "`5`",
+        doc: "security groups one network interface may carry (EC2's default quota is 5; raise it only if your account's quota is higher): hostguard's group plus `keepSecurityGroupIds` must fit",
+    },
+    {
+        key: "privateCidrs", type: "list", rule: "cidr", default: "`10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16`",
+        doc: "may reach 8080; each must lie inside a private range (RFC 1918 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16; RFC 6598 100.64.0.0/10; IPv6 ULA fc00::/7) unless `privateCidrsAllowPublic` is true; no host bits (`10.0.0.0/8`, not `10.0.0.1/8`)",
+    },
+    {
+        key: "privateCidrsAllowPublic", type: "boolean", default: "`false`",
+        doc: "`true` lets `privateCidrs` hold public ranges (a network that really uses public addresses inside); they are then held to at most a /16 of public IPv4 and a /32 of public IPv6 together, as `adminCidrs` are",
+    },
     {
         key: "adminCidrs", type: "list", rule: "cidr", default: "`[]`",
-        doc: "may reach 22; together at most a /16 of public IPv4 and a /32 of public IPv6 (private ranges do not count); required unless `bastion.securityGroupId` is set",
+        doc: "may reach 22; together at most a /16 of public IPv4 and a /32 of public IPv6 (private ranges do not count); no host bits; required unless `bastion.securityGroupId` is set",
     },
 ] as const satisfies readonly StackKeyRow[];
 
@@ -259,7 +277,7 @@ export const SETTINGS = [
     },
     {
         key: "notifyMaxTime", host: "NOTIFY_MAX_TIME", type: "integer", default: "10", pattern: `^${INT}$`, min: 1, max: 300,
-        allowed: "an integer 1-300, at most notifyBudget", doc: "seconds per delivery attempt (curl --max-time)",
+        allowed: "an integer 1-300, at most notifyBudget", doc: "seconds per delivery attempt (the whole HTTPS exchange of one post)",
     },
     {
         key: "notifyAttempts", host: "NOTIFY_ATTEMPTS", type: "integer", default: "3", pattern: `^${INT}$`, min: 1, max: 20,
@@ -303,6 +321,12 @@ export const SETTINGS = [
         key: "banIgnoreIps", host: null, type: "names", default: "", pattern: ADDRESS,
         allowed: "a list of IP addresses or CIDRs, together at most a /16 of public IPv4 and a /32 of public IPv6 (private ranges do not count)",
         doc: "addresses the jail never bans, besides loopback and adminCidrs (always ignored)",
+    },
+    {
+        key: "trustedProxies", host: null, type: "names", default: "", pattern: ADDRESS, use: "proxy",
+        allowed: "a list of IP addresses or CIDRs (v4 and v6), together at most a /16 of public IPv4 and a /32 of public IPv6 (private ranges do not count)",
+        doc: "load balancers or proxies in front of nginx (see Behind a load balancer): nginx takes the client's address from their X-Forwarded-For, "
+            + "a ban also refuses the client at nginx (403), and the jail never bans them; empty: neither",
     },
     {
         key: "banIncrement", host: null, type: "boolean", default: "false", pattern: BOOLEAN,
@@ -632,7 +656,7 @@ export function renderHostBlock(): string {
         ")",
         "readonly HG_RANGES",
         "# The one URL rule of the webhook and the heartbeat URL (RULES.httpsUrl): the stack",
-        "# validator, install set-webhook/set-heartbeat, notify.sh and heartbeat.sh all use it.",
+        "# validator, install set-webhook/set-heartbeat and the host agent (urlfile.py) all use it.",
         `readonly HG_URL_RE=${sq(RULES.httpsUrl.pattern)}`,
         "# A curl config line holding one such URL (quoted or not) and nothing else curl would act on.",
         `readonly HG_URL_LINE_RE=${sq(urlLinePattern())}`,
@@ -658,7 +682,7 @@ function pyString(text: string): string {
 /** DEFAULTS / PATTERNS / LISTS / RANGES and the URL rule, as Python for scripts/hostguard/settings_table.py. */
 export function renderPythonSettingsBlock(): string {
     const host = [...HOST_SETTINGS, ...PER_HOST_SETTINGS];
-    return [
+    const lines = [
         PY_BLOCK_BEGIN,
         "# Defaults of every setting; settings.load refuses keys not listed here.",
         "DEFAULTS: dict[str, str] = {",
@@ -680,8 +704,10 @@ export function renderPythonSettingsBlock(): string {
         `URL_RE: str = ${pyString(pyPattern(RULES.httpsUrl.pattern))}`,
         "# A curl-config style line `url = \"https://...\"` holding one such URL and nothing else.",
         `URL_LINE_RE: str = ${pyString(pyPattern(urlLinePattern()))}`,
-        PY_BLOCK_END,
-    ].join("\n");
+    ];
+    // Names these rules: a settings file validated under other rules is validated again (settings.load's cache).
+    const id = createHash("sha256").update(lines.join("\n")).digest("hex").slice(0, 16);
+    return [...lines, "# The rules above, named (settings.load validates a file again when they change).", `TABLE_ID: str = "${id}"`, PY_BLOCK_END].join("\n");
 }
 
 export const README_BEGIN = "<!-- BEGIN settings table (generated by `npm run settings:gen` from components/settings.ts) -->";
@@ -700,7 +726,7 @@ export function renderConfigReadmeTable(): string {
         README_BEGIN,
         "| Setting | Default | Allowed | Meaning |",
         "|---|---|---|---|",
-        ...SETTINGS.map((r: SettingRow) => `| \`${r.key}\` | ${mdDefault(r)} | ${r.allowed} | ${r.doc}${r.host ? "" : r.use === "deploy" ? " (used by the deploy)" : " (rendered into the jail)"} |`),
+        ...SETTINGS.map((r: SettingRow) => `| \`${r.key}\` | ${mdDefault(r)} | ${r.allowed} | ${r.doc}${r.host ? "" : r.use === "deploy" ? " (used by the deploy)" : r.use === "proxy" ? " (rendered into the jail and nginx's files)" : " (rendered into the jail)"} |`),
         README_END,
     ].join("\n");
 }
@@ -718,6 +744,7 @@ export function renderStackKeysReadmeTable(): string {
         const allowed = r.fields
             ? `${r.type === "objects" ? "a list of objects" : "an object"}: ${r.fields.map((f) => `\`${f.name}\` (${f.default === "(required)" ? "required" : `default ${f.default}`}): ${fieldAllowed(f)}; ${f.doc}`).join("; ")}`
             : r.type === "boolean" ? "true or false"
+                : r.type === "integer" ? `an integer ${r.min}-${r.max}`
                 : r.type === "list" ? `a list, each ${RULES[r.rule!].allowed}`
                     : RULES[r.rule!].allowed;
         const secret = r.secret ? ` (**secret**: \`pulumi config set --secret hostguard:${r.key}\`; a plain value is refused)` : "";

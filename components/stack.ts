@@ -55,6 +55,22 @@ export interface StackOutputs {
     hosts: Record<string, HostOutputs>;
 }
 
+/**
+ * The dynamic resources (adopted group, interface groups) call EC2 with the
+ * SDK's own chain and aws:profile; @pulumi/aws's aws:assumeRole(s) is a setting
+ * of its provider that they cannot read. Refused rather than ignored: the EC2
+ * calls would run as another identity than the rest of the stack.
+ */
+export function refuseAssumeRole(config: Pick<HostguardConfig, "securityGroupId" | "hosts">, awsConfig: { get(key: string): string | undefined }): void {
+    const dynamic = config.securityGroupId !== undefined || config.hosts.some((h) => h.instanceId !== undefined);
+    const key = ["assumeRole", "assumeRoles"].find((k) => Boolean(awsConfig.get(k)));
+    if (dynamic && key !== undefined) {
+        throw new Error(`aws:${key} is set, but hostguard's EC2 calls (the adopted group, the interfaces of hosts[].instanceId) do not read it: `
+            + "put the role in a profile of the shared config (`role_arn` with `source_profile` or `credential_source`) and set `aws:profile` to it "
+            + "(or use AWS_ROLE_ARN with AWS_WEB_IDENTITY_TOKEN_FILE), then remove aws:" + key);
+    }
+}
+
 export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): StackOutputs {
     for (const warning of configWarnings(config)) {
         pulumi.log.warn(warning);
@@ -67,9 +83,12 @@ export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): St
 
     const out: StackOutputs = { hosts: {} };
     if (config.aws && config.vpcId) {
+        const awsConfig = new pulumi.Config("aws");
+        refuseAssumeRole(config, awsConfig);
         const sg = new SecurityGroup("hostguard", {
             // The provider's region setting, else the SDK's own environment variable.
-            region: new pulumi.Config("aws").get("region") || process.env.AWS_REGION,
+            region: awsConfig.get("region") || process.env.AWS_REGION,
+            profile: awsConfig.get("profile"),
             vpcId: config.vpcId,
             privateCidrs: config.privateCidrs,
             adminCidrs: config.adminCidrs,

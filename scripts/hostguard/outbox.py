@@ -10,7 +10,7 @@ from __future__ import annotations
 from . import log
 from .message import clean, labelled
 from .settings import Settings
-from .spool import ALERTS, Spool, SpoolFull
+from .spool import ALERTS, Spool, SpoolFull, may_hold_messages, spool_dir
 
 _spool: Spool | None = None
 
@@ -47,7 +47,13 @@ def send_alert(settings: Settings, text: str) -> bool:
 
 
 def flush(settings: Settings) -> int:
-    """Delivers what is spooled: 0 nothing left, 75 something left, 77 webhook refused, 78 bad webhook file."""
+    """Delivers what is spooled: 0 nothing left, 75 something left, 77 webhook refused, 78 bad webhook file.
+
+    A run that spooled nothing and finds no hint of a waiting message
+    (spool.may_hold_messages) ends here, without SQLite or the delivery code.
+    """
+    if _spool is None and not may_hold_messages(spool_dir()):
+        return 0
     from .delivery import flush as deliver_spool
 
     return deliver_spool(settings, spool(settings))

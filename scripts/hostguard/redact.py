@@ -10,31 +10,41 @@ each also percent-encoded (either case) and JSON-escaped.
 
 from __future__ import annotations
 
-import re
-
 from . import paths
 
 REDACTED = "[secret URL redacted]"
 # Pieces shorter than this are not secrets of their own (/, /services).
 _MIN = 8
-_URL = re.compile(r"""[A-Za-z][A-Za-z0-9+.-]*://[^"\s]+""")
-_ESCAPE = re.compile(r"%[0-9A-F]{2}")
+_SCHEME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_URL_END = frozenset("\"' \t\r\n\f\v")
 
+# The plain pieces (and their JSON-escaped forms) and, made only for a text
+# holding a % (urllib.parse costs an import of re on every quiet run), their
+# percent-encoded forms.
 _pieces: list[str] | None = None
+_encoded: list[str] | None = None
+_raw: list[str] = []
 
 
-def _forms(piece: str) -> list[str]:
-    from urllib.parse import quote
+def urls_in(text: str) -> list[str]:
+    """The `scheme://...` URLs in TEXT, each up to a quote or white space (a curl config line's value)."""
+    found = []
+    at = text.find("://")
+    while at != -1:
+        start = at
+        while start > 0 and text[start - 1] in _SCHEME:
+            start -= 1
+        end = at + 3
+        while end < len(text) and text[end] not in _URL_END:
+            end += 1
+        if start < at and text[start].isalpha() and end > at + 3:
+            found.append(text[start:end])
+        at = text.find("://", end)
+    return found
 
-    if len(piece) < _MIN:
-        return []
-    encoded = quote(piece, safe="")
-    lower = _ESCAPE.sub(lambda m: m.group(0).lower(), encoded)
-    return [piece, piece.replace("/", "\\/"), encoded, lower]
 
-
-def pieces_of(url: str) -> list[str]:
-    """Every form of URL that must not leave the host, longest first."""
+def raw_pieces(url: str) -> list[str]:
+    """The parts of URL that are secret on their own: the URL, host and path, path (and query), segments."""
     rest = url.split("://", 1)[1] if "://" in url else url
     path = "/" + rest.split("/", 1)[1] if "/" in rest else ("?" + rest.split("?", 1)[1] if "?" in rest else "")
     found = [url, rest, path, path.lstrip("/")]
@@ -44,30 +54,79 @@ def pieces_of(url: str) -> list[str]:
     found += [s for s in segments if len(s) >= 16]
     if segments:
         found.append(segments[-1])
-    forms = {form for piece in found for form in _forms(piece)}
-    return sorted(forms, key=len, reverse=True)
+    return [piece for piece in found if len(piece) >= _MIN]
+
+
+def _longest_first(pieces: set[str]) -> list[str]:
+    return sorted(pieces, key=len, reverse=True)
+
+
+def plain_forms(pieces: list[str]) -> list[str]:
+    return _longest_first({form for piece in pieces for form in (piece, piece.replace("/", "\\/"))})
+
+
+def encoded_forms(pieces: list[str]) -> list[str]:
+    """Each piece percent-encoded as a URL's reserved characters are, upper- and lower-case hex."""
+    from urllib.parse import quote
+
+    forms: set[str] = set()
+    for piece in pieces:
+        encoded = quote(piece, safe="")
+        if encoded != piece:
+            parts = encoded.split("%")
+            lower = parts[0] + "".join("%" + part[:2].lower() + part[2:] for part in parts[1:])
+            forms.update((encoded, lower))
+    return _longest_first(forms)
+
+
+def pieces_of(url: str) -> list[str]:
+    """Every form of URL that must not leave the host, longest first."""
+    raw = raw_pieces(url)
+    return _longest_first(set(plain_forms(raw)) | set(encoded_forms(raw)))
 
 
 def load(files: tuple[str, ...] | None = None) -> list[str]:
-    """The pieces of the URLs in the webhook and heartbeat files (those this process can read)."""
+    """The plain pieces of the URLs in the webhook and heartbeat files (those this process can read)."""
     names = files if files is not None else (paths.under(paths.WEBHOOK_PATH), paths.under(paths.HEARTBEAT_PATH))
-    found: set[str] = set()
+    raw: list[str] = []
     for name in names:
         try:
             with open(name, encoding="utf-8", errors="replace") as handle:
                 text = handle.read(65536)
         except OSError:
             continue
-        for match in _URL.finditer(text):
-            found.update(pieces_of(match.group(0)))
-    return sorted(found, key=len, reverse=True)
+        for url in urls_in(text):
+            raw += raw_pieces(url)
+    global _raw
+    _raw = raw
+    return plain_forms(raw)
+
+
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _has_escape(text: str) -> bool:
+    """Whether TEXT holds a %XX escape (a monitor's "cpu=72.2%" does not)."""
+    at = text.find("%")
+    while at != -1:
+        pair = text[at + 1 : at + 3]
+        if len(pair) == 2 and pair[0] in _HEX and pair[1] in _HEX:
+            return True
+        at = text.find("%", at + 1)
+    return False
 
 
 def redact(text: str) -> str:
     """TEXT with every form of the secret URLs replaced by REDACTED."""
-    global _pieces
+    global _pieces, _encoded
     if _pieces is None:
         _pieces = load()
+    if _raw and _has_escape(text):
+        if _encoded is None:
+            _encoded = encoded_forms(_raw)
+        for piece in _encoded:
+            if piece in text:
+                text = text.replace(piece, REDACTED)
     for piece in _pieces:
         if piece in text:
             text = text.replace(piece, REDACTED)
@@ -76,5 +135,6 @@ def redact(text: str) -> str:
 
 def forget() -> None:
     """Read the secret files again at the next redact (after set-webhook in the same process)."""
-    global _pieces
+    global _pieces, _encoded
     _pieces = None
+    _encoded = None

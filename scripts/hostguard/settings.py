@@ -4,20 +4,27 @@ Every key, default, pattern and range comes from settings_table.py, which is
 generated from components/settings.ts: the host refuses exactly what preview
 refuses. An unknown key or a bad value stops the program with the file, line
 and key (never the value: a file may hold anything).
+
+Validating compiles the table's patterns (importing `re` is a quarter of a
+quiet monitor run), so a file validated once is remembered:
+/var/lib/hostguard/settings.valid (root's, in the root-only state dir) holds
+the rules' TABLE_ID and the exact bytes that passed. A file with the same
+bytes under the same rules is read without compiling anything; any other
+file, or other rules, is validated again.
 """
 
 from __future__ import annotations
 
-import re
+import os
 
 from . import paths
 from .errors import HostguardError
-from .settings_table import DEFAULTS, LISTS, PATTERNS, RANGES
+from .settings_table import DEFAULTS, LISTS, PATTERNS, RANGES, TABLE_ID
 
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_LINE = re.compile(r"([A-Z_]+)=(.*)")
-_SKIP = re.compile(r"[ \t\n\r\f\v]*(#.*)?")
-_DURATION_PART = re.compile(r"([0-9]+)([smhdw])")
+_WHITE = " \t\n\r\f\v"
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+VALID_CACHE_NAME = "settings.valid"
 
 
 class SettingsError(HostguardError):
@@ -31,16 +38,19 @@ class SettingsError(HostguardError):
 
 def duration_seconds(text: str) -> int:
     """Seconds of a duration as the settings write it: `90`, `30m`, `1h30m` (units s m h d w)."""
-    if text.isdigit():
+    if text.isascii() and text.isdigit():
         return int(text)
     total = 0
-    end = 0
-    for match in _DURATION_PART.finditer(text):
-        if match.start() != end:
-            break
-        total += int(match.group(1)) * _DURATION_UNITS[match.group(2)]
-        end = match.end()
-    if end != len(text) or not text:
+    number = ""
+    for char in text:
+        if char.isascii() and char.isdigit():
+            number += char
+        elif char in _DURATION_UNITS and number:
+            total += int(number) * _DURATION_UNITS[char]
+            number = ""
+        else:
+            raise ValueError(f"not a duration: {text!r}")
+    if number or not text:
         raise ValueError(f"not a duration: {text!r}")
     return total
 
@@ -65,6 +75,8 @@ def value_ok(key: str, value: str) -> bool:
     # ASCII only, byte-wise as bash's C locale and JavaScript's RegExp read the table.
     if not value.isascii() and key not in LISTS:
         return False
+    import re
+
     pattern = PATTERNS[key]
     if not all(re.fullmatch(pattern, name) for name in names):
         return False
@@ -105,22 +117,61 @@ class Settings:
         self.host_name = values["HOST_NAME"]
 
 
-def parse(text: str, file: str) -> Settings:
-    """The settings of TEXT (the content of FILE, named in errors)."""
+def parse(text: str, file: str, validate: bool = True) -> Settings:
+    """The settings of TEXT (the content of FILE, named in errors); VALIDATE False only for bytes validated before."""
     values = dict(DEFAULTS)
     for number, line in enumerate(text.split("\n"), start=1):
-        if _SKIP.fullmatch(line):
+        bare = line.lstrip(_WHITE)
+        if not bare or bare.startswith("#"):
             continue
-        match = _LINE.fullmatch(line)
-        if match is None:
+        key, equals, value = line.partition("=")
+        if not equals or not key or not set(key) <= _KEY_CHARS or "\n" in value:
             raise SettingsError(file, number, "expected KEY=VALUE")
-        key, value = match.group(1), match.group(2)
         if key not in DEFAULTS:
             raise SettingsError(file, number, f"unknown key {key}")
-        if not value_ok(key, value):
+        if validate and not value_ok(key, value):
             raise SettingsError(file, number, f"invalid value for {key}")
         values[key] = value
     return Settings(values)
+
+
+def runtime_files() -> list[str]:
+    """What load writes, as the programs' --runtime-files lines (install records them)."""
+    path = paths.STATE_PATH + "/" + VALID_CACHE_NAME
+    return [f"state {path}", f"state {path}.tmp"]
+
+
+def _cache_path() -> str:
+    return paths.under(paths.STATE_PATH) + "/" + VALID_CACHE_NAME
+
+
+def _validated_before(data: bytes) -> bool:
+    try:
+        fd = os.open(_cache_path(), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return os.read(fd, len(data) + 64) == TABLE_ID.encode() + b"\n" + data
+    finally:
+        os.close(fd)
+
+
+def _remember_valid(data: bytes) -> None:
+    """Best effort (a full disk or a missing state dir only costs the next run a validation)."""
+    path = _cache_path()
+    temp = path + ".tmp"
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, TABLE_ID.encode() + b"\n" + data)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+    except OSError:
+        try:  # noqa: SIM105 - contextlib is one import more on every quiet run
+            os.unlink(temp)
+        except OSError:
+            pass
 
 
 def load(file: str | None = None) -> Settings:
@@ -138,4 +189,8 @@ def load(file: str | None = None) -> Settings:
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         raise SettingsError(path, line, "not UTF-8 text") from None
-    return parse(text, path)
+    if _validated_before(data):
+        return parse(text, path, validate=False)
+    loaded = parse(text, path)
+    _remember_valid(data)
+    return loaded

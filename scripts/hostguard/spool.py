@@ -21,18 +21,32 @@ part whether it was delivered, is pending or went to the dead letters.
 
 Durability: `synchronous=NORMAL` in WAL mode survives any process crash
 (kill -9) at any point; a power loss may lose the last transactions.
+
+A quiet monitor run must not pay for SQLite (importing it is a third of the
+run), so the spool keeps a hint, `.pending`, beside the database: every
+writer creates it before and again after its transaction, and only the
+delivery run (under the delivery lock) removes it, when it finds nothing
+to claim, counting again after the removal (and putting it back if a writer
+got in between). `may_hold_messages` reads only the directory: no hint and
+no bash-era spool file means nothing to deliver. A writer killed exactly
+between its commit and its second touch while a delivery run settles the
+hint leaves its message without one: the next message, any `flush`, or the
+hourly full look of `may_hold_messages` (the first ten minutes of every
+hour) delivers it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sqlite3
 import time
-from typing import NamedTuple
 
 from . import paths
 from .message import CUT_MARKER, TEXT_MAX
+
+# sqlite3 is imported where a connection is made, never on a quiet run.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import sqlite3
 
 ALERTS = 0
 EVENTS = 1
@@ -47,6 +61,12 @@ MERGE_CHARS = 30000
 RESERVE_BYTES = 65536
 RESERVE_NAME = ".reserve"
 DB_NAME = "spool.db"
+HINT_NAME = ".pending"
+# Names of the bash notifier's spool files (an upgrade's first flush imports them).
+LEGACY_PREFIXES = ("msg-", ".sending-msg-", "dead-msg-")
+# may_hold_messages looks at the database itself in this part of every hour.
+FULL_LOOK_EVERY = 3600
+FULL_LOOK_FOR = 600
 # A writer waits this long for another's transaction (they take milliseconds).
 BUSY_SECONDS = 10.0
 
@@ -78,21 +98,27 @@ CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
-class Message(NamedTuple):
-    """One waiting (or claimed) message."""
+class Message:
+    """One waiting (or claimed) message (a plain class: typing is not imported on a quiet run)."""
 
-    id: int
-    queue: int
-    text: str
-    channel: str | None
-    parts: int
-    created: float
+    __slots__ = ("channel", "created", "id", "parts", "queue", "text")
+
+    def __init__(self, id: int, queue: int, text: str, channel: str | None, parts: int, created: float) -> None:
+        self.id = id
+        self.queue = queue
+        self.text = text
+        self.channel = channel
+        self.parts = parts
+        self.created = created
 
 
-class DeadLetter(NamedTuple):
-    id: int
-    died: float
-    reason: str
+class DeadLetter:
+    __slots__ = ("died", "id", "reason")
+
+    def __init__(self, id: int, died: float, reason: str) -> None:
+        self.id = id
+        self.died = died
+        self.reason = reason
 
 
 class SpoolFull(Exception):
@@ -101,6 +127,20 @@ class SpoolFull(Exception):
 
 def spool_dir() -> str:
     return paths.under(paths.SPOOL_PATH)
+
+
+def may_hold_messages(directory: str | None = None, now: float | None = None) -> bool:
+    """Whether a delivery run has anything to do, from the directory alone (see the module's doc)."""
+    try:
+        names = os.listdir(directory if directory is not None else spool_dir())
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    if HINT_NAME in names or any(name.startswith(LEGACY_PREFIXES) for name in names):
+        return True
+    moment = time.time() if now is None else now
+    return DB_NAME in names and int(moment) % FULL_LOOK_EVERY < FULL_LOOK_FOR
 
 
 def name_of(message_id: int) -> str:
@@ -131,6 +171,8 @@ class Spool:
     # ---- connection ---------------------------------------------------------
 
     def db(self) -> sqlite3.Connection:
+        import sqlite3
+
         if self._db is None:
             os.makedirs(self.directory, mode=0o700, exist_ok=True)
             path = os.path.join(self.directory, DB_NAME)
@@ -167,6 +209,8 @@ class Spool:
         back the reserve (the caller decides: an alert is delivered directly,
         a ban-tool message is reported lost).
         """
+        import sqlite3
+
         try:
             return self._enqueue(text, channel, queue)
         except (sqlite3.Error, OSError) as error:
@@ -177,8 +221,29 @@ class Spool:
         except (sqlite3.Error, OSError) as error:
             raise SpoolFull(str(error)) from None
 
+    def touch_hint(self) -> None:
+        """Says a message may wait (a writer, before and after its transaction)."""
+        fd = os.open(
+            os.path.join(self.directory, HINT_NAME), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
+        os.close(fd)
+
+    def _settle_hint(self, db: sqlite3.Connection) -> bool:
+        """The delivery run found nothing to claim: removes the hint; True when a writer got in meanwhile."""
+        try:  # noqa: SIM105 - contextlib is one import more on every quiet run
+            os.unlink(os.path.join(self.directory, HINT_NAME))
+        except FileNotFoundError:
+            pass
+        row = db.execute("SELECT count(*) FROM message WHERE merged_into IS NULL AND claimed = 0").fetchone()
+        if int(row[0]) == 0:
+            return False
+        self.touch_hint()
+        return True
+
     def _enqueue(self, text: str, channel: str | None, queue: int) -> int:
-        db = self._begin()
+        db = self.db()
+        self.touch_hint()
+        db.execute("BEGIN IMMEDIATE")
         try:
             cursor = db.execute(
                 "INSERT INTO message(queue, text, channel, created) VALUES (?, ?, ?, ?)",
@@ -192,6 +257,7 @@ class Spool:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
+        self.touch_hint()
         return message_id
 
     def _waiting(self, db: sqlite3.Connection, queue: int) -> int:
@@ -297,7 +363,7 @@ class Spool:
             ).fetchone()
             if row is None:
                 db.execute("COMMIT")
-                return None
+                return self.claim_next() if self._settle_hint(db) else None
             if row[1] == EVENTS and self._waiting(db, EVENTS) >= BURST:
                 self._merge_burst(db)
                 row = db.execute(
@@ -379,6 +445,33 @@ class Spool:
             ]
             db.executemany("DELETE FROM dead WHERE id = ? OR merged_into = ?", [(i, i) for i in old])
         db.execute("COMMIT")
+
+    def add_dead(self, text: str, channel: str | None, queue: int, reason: str) -> int:
+        """Records a dead letter directly (a message that can never be sent: an upgrade's bad spool file).
+
+        Its id comes from the message table's sequence, as a buried message's
+        does, and it never waits in a queue, so no bound merges or drops it.
+        """
+        db = self._begin()
+        try:
+            cursor = db.execute(
+                "INSERT INTO message(queue, text, channel, created) VALUES (?, ?, ?, ?)",
+                (queue, text, channel or None, time.time()),
+            )
+            message_id = cursor.lastrowid
+            assert message_id is not None
+            db.execute(
+                "INSERT OR REPLACE INTO dead(id, queue, text, channel, parts, created, died, reason, merged_into)"
+                " SELECT id, queue, text, channel, parts, created, ?, ?, NULL FROM message WHERE id = ?",
+                (time.time(), reason, message_id),
+            )
+            db.execute("DELETE FROM message WHERE id = ?", (message_id,))
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        return message_id
 
     # ---- readers ------------------------------------------------------------
 
@@ -466,5 +559,7 @@ class Spool:
                 os.close(fd)
             os.replace(temp, reserve)
         except OSError:
-            with contextlib.suppress(OSError):
+            try:  # noqa: SIM105 - contextlib is one import more on every quiet run
                 os.unlink(temp)
+            except OSError:
+                pass

@@ -1,6 +1,8 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2034 # the paths are used by the scripts that source this file
-# Shared helpers for every hostguard script: paths, settings, logging, JSON.
+# Shared helpers of the bash that stays (install and its libraries): paths,
+# settings, logging with redaction. The host agent (notifier, monitors) is
+# Python: scripts/hostguard/.
 # Sourced, never run. Reads HOSTGUARD_ROOT (tests only) and hostguard.conf.
 
 readonly HG_ROOT="${HOSTGUARD_ROOT:-}"
@@ -92,7 +94,7 @@ declare -A HG_RANGES=(
 )
 readonly HG_RANGES
 # The one URL rule of the webhook and the heartbeat URL (RULES.httpsUrl): the stack
-# validator, install set-webhook/set-heartbeat, notify.sh and heartbeat.sh all use it.
+# validator, install set-webhook/set-heartbeat and the host agent (urlfile.py) all use it.
 readonly HG_URL_RE='^https://([A-Za-z0-9._~%!$&'\''()*+,;=:-]+@)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?([.][A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*[.]?|\[[0-9A-Fa-f:.]+\])(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(/[A-Za-z0-9._~%!$&'\''()*+,;=:@/-]*)?([?][A-Za-z0-9._~%!$&'\''()*+,;=:@/?-]*)?$'
 # A curl config line holding one such URL (quoted or not) and nothing else curl would act on.
 readonly HG_URL_LINE_RE='^[[:space:]]*(--)?url[[:space:]]*[=:]?[[:space:]]*("https://([A-Za-z0-9._~%!$&'\''()*+,;=:-]+@)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?([.][A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*[.]?|\[[0-9A-Fa-f:.]+\])(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(/[A-Za-z0-9._~%!$&'\''()*+,;=:@/-]*)?([?][A-Za-z0-9._~%!$&'\''()*+,;=:@/?-]*)?"|https://([A-Za-z0-9._~%!$&'\''()*+,;=:-]+@)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?([.][A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*[.]?|\[[0-9A-Fa-f:.]+\])(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(/[A-Za-z0-9._~%!$&'\''()*+,;=:@/-]*)?([?][A-Za-z0-9._~%!$&'\''()*+,;=:@/?-]*)?)[[:space:]]*$'
@@ -121,6 +123,7 @@ hg_log() {
 }
 
 # ---- redaction of the secret URLs ---------------------------------------------
+# (The host agent redacts the same forms with scripts/hostguard/redact.py.)
 # A chat service (or a proxy) may echo the request in an error ("Cannot POST
 # /services/T000/B000/..."): every text that leaves the host (a log line, an
 # error, a state file `status` prints, a dead letter's reason, the output of
@@ -285,112 +288,6 @@ hg_hundredths() {
   _hg_out=$((10#${BASH_REMATCH[1]} * 100 + 10#${fraction:0:2}))
 }
 
-# Slack cuts a message's text at 40,000 characters; a longer one is cut here,
-# with a visible marker, so the reader knows.
-readonly HG_TEXT_MAX=40000
-readonly HG_TEXT_CUT_MARKER=$'\n''[... cut: the message was longer than 40,000 characters]'
-# One well-formed UTF-8 character (no NUL: bash strings cannot hold one).
-readonly HG_UTF8_CHAR=$'([\x01-\x7f]|[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]|[\xe1-\xec\xee\xef][\x80-\xbf][\x80-\xbf]|\xed[\x80-\x9f][\x80-\xbf]|\xf0[\x90-\xbf][\x80-\xbf][\x80-\xbf]|[\xf1-\xf3][\x80-\xbf][\x80-\xbf][\x80-\xbf]|\xf4[\x80-\x8f][\x80-\xbf][\x80-\xbf])'
-readonly HG_UTF8_REPLACEMENT=$'\xef\xbf\xbd'
-# Repairing invalid UTF-8 goes chunk by chunk and, inside a chunk, window by
-# window: a bash substring copies the whole variable first, so slicing the
-# full text per step would be quadratic.
-readonly HG_UTF8_CHUNK=1024
-readonly HG_UTF8_WINDOW=64
-
-# VAR <- TEXT with every byte that is not part of well-formed UTF-8 replaced
-# by U+FFFD. Linear: ASCII and valid UTF-8 take one match; a text with bad
-# bytes is repaired chunk by chunk.
-hg_utf8_repair() {
-  local -n _repaired="$1"
-  local LC_ALL=C _u_text="$2" _u_at _u_len _u_chunk _u_carry="" _u_off _u_clen _u_piece
-  # Pieces in an array, joined once: appending to a string copies it.
-  local -a _u_out=()
-  if [[ "${_u_text}" != *[$'\x80'-$'\xff']* || "${_u_text}" =~ ^${HG_UTF8_CHAR}*$ ]]; then
-    _repaired="${_u_text}"
-    return 0
-  fi
-  _u_len="${#_u_text}"
-  for ((_u_at = 0; _u_at < _u_len; _u_at += HG_UTF8_CHUNK)); do
-    _u_chunk="${_u_carry}${_u_text:_u_at:HG_UTF8_CHUNK}"
-    _u_carry=""
-    _u_clen="${#_u_chunk}"
-    for ((_u_off = 0; _u_off < _u_clen; )); do
-      [[ "${_u_chunk:_u_off:HG_UTF8_WINDOW}" =~ ^${HG_UTF8_CHAR}* ]]
-      _u_piece="${BASH_REMATCH[0]}"
-      if [[ -n "${_u_piece}" ]]; then
-        _u_out+=("${_u_piece}")
-        _u_off=$((_u_off + ${#_u_piece}))
-      elif ((_u_clen - _u_off < 4 && _u_at + HG_UTF8_CHUNK < _u_len)); then
-        # Maybe a character cut by the chunk's end: retry with the next chunk.
-        _u_carry="${_u_chunk:_u_off}"
-        break
-      else
-        _u_out+=("${HG_UTF8_REPLACEMENT}")
-        _u_off=$((_u_off + 1))
-      fi
-    done
-  done
-  printf -v _repaired '%s' "${_u_out[@]}"
-}
-
-# VAR <- TEXT cut to HG_TEXT_MAX characters, the marker included.
-hg_text_cut() {
-  local -n _cut="$1"
-  local LC_ALL=C.UTF-8 _c_text="$2"
-  ((${#_c_text} > HG_TEXT_MAX)) || { _cut="${_c_text}"; return 0; }
-  _cut="${_c_text:0:HG_TEXT_MAX - ${#HG_TEXT_CUT_MARKER}}${HG_TEXT_CUT_MARKER}"
-}
-
-# The control characters other than \n \r \t, and their JSON escapes (built
-# once, with builtins).
-declare -a HG_JSON_CONTROLS=() HG_JSON_ESCAPES=()
-hg_json_tables() {
-  local code hex char escape
-  for code in {1..8} 11 12 {14..31} 127; do
-    printf -v hex '%02x' "${code}"
-    printf -v char '%b' "\\x${hex}"
-    printf -v escape '\\u%04x' "${code}"
-    HG_JSON_CONTROLS+=("${char}")
-    HG_JSON_ESCAPES+=("${escape}")
-  done
-}
-hg_json_tables
-
-# Prints TEXT as a JSON string literal: invalid UTF-8 repaired (U+FFFD), cut
-# at HG_TEXT_MAX characters, then backslash first, the quote, and every
-# control character escaped. Linear in the text's length: only whole-string
-# substitutions, in the C locale (byte-wise).
-hg_json_string() {
-  local quoted
-  hg_json_quote quoted "$1"
-  printf '%s' "${quoted}"
-}
-
-# VAR <- TEXT as a JSON string literal (hg_json_string without a subshell).
-hg_json_quote() {
-  local -n _quoted="$1"
-  local text="$2" i
-  hg_utf8_repair text "${text}"
-  if ((${#text} > HG_TEXT_MAX)); then
-    hg_text_cut text "${text}"
-    hg_utf8_repair text "${text}"
-  fi
-  local LC_ALL=C
-  [[ "${text}" != *\\* ]] || text="${text//\\/\\\\}"
-  [[ "${text}" != *\"* ]] || text="${text//\"/\\\"}"
-  [[ "${text}" != *$'\n'* ]] || text="${text//$'\n'/\\n}"
-  [[ "${text}" != *$'\r'* ]] || text="${text//$'\r'/\\r}"
-  [[ "${text}" != *$'\t'* ]] || text="${text//$'\t'/\\t}"
-  if [[ "${text}" == *[$'\x01'-$'\x1f'$'\x7f']* ]]; then
-    for i in "${!HG_JSON_CONTROLS[@]}"; do
-      [[ "${text}" == *"${HG_JSON_CONTROLS[i]}"* ]] || continue
-      text="${text//"${HG_JSON_CONTROLS[i]}"/${HG_JSON_ESCAPES[i]}}"
-    done
-  fi
-  _quoted="\"${text}\""
-}
-
 # OUT <- the seconds of a duration as the settings write it: plain seconds
 # (`0`, `90`) or number-unit pairs (`30m`, `1h30m`; s m h d w).
 hg_duration_seconds() {
@@ -414,19 +311,4 @@ hg_duration_seconds() {
   done
   [[ -z "${rest}" ]] || return 1
   _hg_secs="${total}"
-}
-
-# OUT <- TEXT as posted: with ALERT_HOST_LABEL=true it starts with
-# "[HOST] ", HOST being HOST_NAME (the stack's name for the host) or else the
-# kernel's host name, so a fleet's alerts say where they come from in every
-# chat client (plain text, no markup). Otherwise TEXT unchanged (the SPEC).
-hg_labelled_text() {
-  local -n _hg_labelled="$1"
-  local _hg_host="${HG_HOST_NAME:-}"
-  if [[ "${HG_ALERT_HOST_LABEL:-false}" == true ]]; then
-    [[ -n "${_hg_host}" ]] || _hg_host="${HOSTNAME:-unknown}"
-    _hg_labelled="[${_hg_host}] $2"
-  else
-    _hg_labelled="$2"
-  fi
 }

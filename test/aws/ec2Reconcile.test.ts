@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { AuthorizeSecurityGroupIngressCommand, CreateNetworkInterfaceCommand, type IpPermission } from "@aws-sdk/client-ec2";
 import {
-    atomsOf, ec2Client, foreignUsers, permissionsOf, interfacesCarrying, primaryInterface, reconcileIngress, restoreIngress, setInterfaceGroups,
+    atomsOf, ec2Client, foreignUsers, permissionsOf, interfacesCarrying, instanceInterfaces, reconcileIngress, restoreIngress, setInterfaceGroups,
     sharedGroupRefusal, wantedAtoms, type Ec2,
 } from "../../components/ec2Reconcile";
 import { ingressRules } from "../../components/securityGroup";
@@ -73,13 +73,13 @@ describe("adopted group: inbound rules reconciled, then restored", () => {
         assert.deepEqual(await account.snapshot(groupId), before);
     });
 
-    it("keeps a rule hostguard wants, and rewrites one that only differs in its description", async () => {
+    it("keeps a rule hostguard wants, and re-describes in place one that only differs in its description", async () => {
         const groupId = await account.group([
             { IpProtocol: "tcp", FromPort: 443, ToPort: 443, IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "HTTPS from anywhere" }], Ipv6Ranges: [{ CidrIpv6: "::/0", Description: "web" }] },
         ], "partial");
         const r = await reconcileIngress(ec2, groupId, wantedAtoms(RULES));
-        assert.equal(r.revoked.length, 1, "only the v6 443 rule with the other description");
-        assert.deepEqual(r.revoked.map((a) => `${a.source} ${a.description}`), ["::/0 web"]);
+        assert.deepEqual(r.revoked, [], "nothing revoked: the v6 443 rule only gets its description");
+        assert.deepEqual(r.described.map((a) => `${a.source} ${a.description}`), ["::/0 HTTPS from anywhere"]);
         assert.deepEqual(await account.ingress(groupId), wantedLines(RULES));
     });
 
@@ -99,12 +99,23 @@ describe("adopted group: inbound rules reconciled, then restored", () => {
         assert.deepEqual(await account.snapshot(groupId), before);
     });
 
-    it("puts the revoked rules back when the authorize fails (nothing half-applied)", async () => {
+    it("changes nothing when the authorize fails (it comes before any revoke)", async () => {
         const groupId = await account.group(messyIngress(await account.group(), await account.prefixList()), "rollback");
         const before = await account.snapshot(groupId);
         const broken = ingressRules({ privateCidrs: ["10.0.0.0/8"], adminCidrs: [], bastionSecurityGroupId: "sg-0000000000deadbee" });
         await assert.rejects(reconcileIngress(ec2, groupId, wantedAtoms(broken)),
-            (e: Error) => e.message.includes(`changing the inbound rules of ${groupId} failed`) && e.message.includes("its revoked rules were put back"));
+            (e: Error) => e.message.includes(`changing the inbound rules of ${groupId} failed`) && e.message.includes("no rule had been revoked"));
+        assert.deepEqual(await account.snapshot(groupId), before);
+    });
+
+    it("puts the early revokes back when the authorize fails at the rules quota", async () => {
+        const sixty: IpPermission[] = Array.from({ length: 60 }, (_, i) => ({
+            IpProtocol: "tcp", FromPort: 2000 + i, ToPort: 2000 + i, IpRanges: [{ CidrIp: `10.${i}.0.0/16` }],
+        }));
+        const groupId = await account.group(sixty, "rollback-quota");
+        const before = await account.snapshot(groupId);
+        const broken = ingressRules({ privateCidrs: ["10.0.0.0/8"], adminCidrs: [], bastionSecurityGroupId: "sg-0000000000deadbee" });
+        await assert.rejects(reconcileIngress(ec2, groupId, wantedAtoms(broken)), /its revoked rules were put back/);
         assert.deepEqual(await account.snapshot(groupId), before);
     });
 
@@ -183,7 +194,7 @@ describe("created group: the instance's primary interface", () => {
         const hostguard = await account.group(messyIngress(lb, await account.prefixList()).slice(0, 0), "hostguard");
         const host = await account.instance([allowAll, lb, extra]);
 
-        const primary = await primaryInterface(ec2, host.instanceId);
+        const [primary] = (await instanceInterfaces(ec2, host.instanceId))!;
         assert.equal(primary.networkInterfaceId, host.networkInterfaceId);
         assert.deepEqual([...primary.groups].sort(), [allowAll, lb, extra].sort());
 
@@ -194,7 +205,7 @@ describe("created group: the instance's primary interface", () => {
         assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll, lb, extra].sort());
     });
 
-    it("fails naming an instance that does not exist", async () => {
-        await assert.rejects(primaryInterface(ec2, "i-0123456789abcdef0"), /instance i-0123456789abcdef0 has no primary network interface/);
+    it("finds no interfaces for an instance that does not exist", async () => {
+        assert.equal(await instanceInterfaces(ec2, "i-0123456789abcdef0"), null);
     });
 });

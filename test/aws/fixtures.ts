@@ -2,9 +2,10 @@
 // prefix lists and instances in moto, and a reading of a group's rules that
 // does not use the code under test (one line per source, sorted).
 import {
-    AuthorizeSecurityGroupIngressCommand, CreateManagedPrefixListCommand, CreateSecurityGroupCommand, CreateSubnetCommand,
+    AllocateAddressCommand, AssociateAddressCommand, AttachNetworkInterfaceCommand, AuthorizeSecurityGroupIngressCommand,
+    CreateManagedPrefixListCommand, CreateNetworkInterfaceCommand, CreateSecurityGroupCommand, CreateSubnetCommand,
     CreateVpcCommand, DescribeImagesCommand, DescribeNetworkInterfacesCommand, DescribeSecurityGroupsCommand, EC2Client,
-    ModifyNetworkInterfaceAttributeCommand, RunInstancesCommand, type IpPermission,
+    ModifyNetworkInterfaceAttributeCommand, RunInstancesCommand, TerminateInstancesCommand, type IpPermission,
 } from "@aws-sdk/client-ec2";
 import type { WantedRule } from "../../components/ec2Reconcile";
 
@@ -50,6 +51,23 @@ export class Account {
         const networkInterfaceId = enis.NetworkInterfaces![0].NetworkInterfaceId!;
         await this.client.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: networkInterfaceId, Groups: groups }));
         return { instanceId, networkInterfaceId };
+    }
+
+    /**
+     * A second interface with GROUPS attached to INSTANCE_ID at DEVICE_INDEX, with an
+     * Elastic IP associated (a public address of its own). Returns its id.
+     */
+    async secondaryInterface(instanceId: string, groups: string[], deviceIndex = 1): Promise<string> {
+        const eni = await this.client.send(new CreateNetworkInterfaceCommand({ SubnetId: this.subnetId, Groups: groups, Description: "secondary" }));
+        const id = eni.NetworkInterface!.NetworkInterfaceId!;
+        await this.client.send(new AttachNetworkInterfaceCommand({ NetworkInterfaceId: id, InstanceId: instanceId, DeviceIndex: deviceIndex }));
+        const eip = await this.client.send(new AllocateAddressCommand({ Domain: "vpc" }));
+        await this.client.send(new AssociateAddressCommand({ AllocationId: eip.AllocationId, NetworkInterfaceId: id }));
+        return id;
+    }
+
+    async terminate(instanceId: string): Promise<void> {
+        await this.client.send(new TerminateInstancesCommand({ InstanceIds: [instanceId] }));
     }
 
     /** The interface's groups, sorted, read with DescribeNetworkInterfaces. */

@@ -43,7 +43,7 @@ E2E_TITLES=(
   "sshd killed during an up: clear failure, rerun converges, no half-written file"
   "rotation to a webhook answering 404 no_service fails the up; a good one posts the test message"
   "heartbeat URL: one request per monitor run"
-  "AWS adopt mode against moto: shared guard, exact rules, drift removed, destroy restores the group"
+  "AWS adopt mode against moto: shared guard, every group of the host, a throttled up keeps the original, exact rules, drift removed, terminated instance, destroy restores the group"
   [14]="a host without fail2ban: up fails naming it; no jail; with it back, up installs"
 )
 
@@ -507,11 +507,36 @@ expect_rules() {
   fail "${what}: the group's inbound rules are not as wanted"
 }
 
+# A fault-injecting proxy in front of moto (test/aws/faultProxy.ts): every
+# FAIL action is answered with RequestLimitExceeded once an AFTER action went
+# through. Prints nothing; sets FAULT_PID and FAULT_ENDPOINT.
+FAULT_PID=""
+FAULT_ENDPOINT=""
+fault_proxy_start() {
+  local out="${E2E_LOG_DIR}/13-fault-proxy.out" i
+  # exec: the background job is node itself, so that killing FAULT_PID stops the proxy.
+  (cd "${E2E_REPO_ROOT}" && exec node --import tsx test/e2e/lib/moto-ec2.ts fault-proxy "${AWS_ENDPOINT_URL}" "$1" "$2") >"${out}" 2>&1 &
+  FAULT_PID=$!
+  for ((i = 0; i < 100; i++)); do
+    FAULT_ENDPOINT="$(head -n1 "${out}")"
+    [[ "${FAULT_ENDPOINT}" == http://* ]] && return 0
+    sleep 0.1
+  done
+  fail "the fault proxy did not start: $(cat "${out}")"
+}
+
+fault_proxy_stop() {
+  [[ -n "${FAULT_PID}" ]] || return 0
+  kill "${FAULT_PID}" 2>/dev/null || true
+  wait "${FAULT_PID}" 2>/dev/null || true
+  FAULT_PID=""
+}
+
 s13_aws_adopt() {
-  local vpc group other before wanted admin log types
-  trap moto_stop EXIT
+  local vpc group other instance wizard web80 eni2 before wanted admin log types original
+  trap 'fault_proxy_stop; moto_stop' EXIT
   moto_start
-  read -r vpc group other <<<"$(moto_ec2 setup)"
+  read -r vpc group other instance wizard web80 eni2 <<<"$(moto_ec2 setup)"
   before="$(moto_ec2 snapshot "${group}")"
   grep -qx 'in -1 all 0.0.0.0/0 "allow all"' <<<"${before}" || fail "the group has no allow-all rule to begin with: ${before}"
   host_up h5 5
@@ -539,6 +564,33 @@ s13_aws_adopt() {
   fi
   expect_eq "the group after the refused preview" "$(moto_ec2 snapshot "${group}")" "${before}"
   e2e_pulumi 13-opt-in config set --stack "${AWS_STACK}" --path "hostguard:sharedSecurityGroupInstances[0]" "${other}" || fail "config set opt-in"
+
+  # Issue 24: the host's instance has an allow-all group beside the adopted one and a
+  # port-80 group on a secondary interface with an Elastic IP. Preview reads every group
+  # on every interface and refuses, naming each; the user's fix lets it pass.
+  e2e_pulumi 13-instance config set --stack "${AWS_STACK}" --path "hostguard:hosts[0].instanceId" "${instance}" || fail "config set instanceId"
+  if e2e_pulumi 13-preview-host preview --stack "${AWS_STACK}"; then
+    fail "preview accepted an instance with an allow-all group beside the adopted one"
+  fi
+  for want in "group ${wizard} on interface" "lets in all traffic from 0.0.0.0/0" "group ${web80} on interface ${eni2}" "lets in tcp 80 from 0.0.0.0/0"; do
+    e2e_log_has 13-preview-host -F "${want}" "the whole-host refusal does not name: ${want}"
+  done
+  expect_eq "the group after the refused preview" "$(moto_ec2 snapshot "${group}")" "${before}"
+  moto_ec2 close-host "${instance}" "${group}"
+
+  # One up through a proxy that throttles every read-back after the first authorize:
+  # the up fails, and the state still holds the group's original rules.
+  fault_proxy_start AuthorizeSecurityGroupIngress DescribeSecurityGroups
+  if (export AWS_ENDPOINT_URL="${FAULT_ENDPOINT}" AWS_MAX_ATTEMPTS=2 HOSTGUARD_READBACK_TRIES=2 &&
+    e2e_pulumi 13-up-throttled up --stack "${AWS_STACK}" --yes --skip-preview); then
+    fail "the up through the throttling proxy succeeded"
+  fi
+  fault_proxy_stop
+  e2e_log_has 13-up-throttled -F "RequestLimitExceeded" "the throttled up does not name the throttling"
+  export_state 13-export-throttled "${AWS_STACK}"
+  original="$(jq -r '[.deployment.resources[] | select(.inputs.kind == "hostguard:adopted-group-ingress") | .outputs.original | length] | join(",")' \
+    "${E2E_LOG_DIR}/13-export-throttled.json")"
+  expect_eq "original rules kept in the state after the failed up" "${original}" "$(grep -c '^in ' <<<"${before}")"
 
   up 13-up "${AWS_STACK}"
   expect_rules "after up" "${group}" "${wanted}"
@@ -571,6 +623,9 @@ s13_aws_adopt() {
   expect_rules "after up --refresh" "${group}" "${wanted}"
   e2e_pulumi 13-preview-clean preview --refresh --expect-no-changes --stack "${AWS_STACK}" || { e2e_show_log 13-preview-clean; fail "not converged after up --refresh"; }
 
+  # The host's instance is terminated before destroy: refresh and destroy still work.
+  moto_ec2 terminate "${instance}"
+  e2e_pulumi 13-refresh-terminated refresh --stack "${AWS_STACK}" --yes --skip-preview || { e2e_show_log 13-refresh-terminated; fail "refresh after the instance was terminated failed"; }
   e2e_pulumi 13-destroy destroy --stack "${AWS_STACK}" --yes || { e2e_show_log 13-destroy; fail "destroy failed"; }
   expect_eq "the group after destroy" "$(moto_ec2 snapshot "${group}")" "${before}"
   assert_snapshot_restored h5

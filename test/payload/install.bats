@@ -156,9 +156,10 @@ EOF
   run env HOSTGUARD_ROOT="${ROOT}" timeout 30 "${ROOT}/usr/local/lib/hostguard/hostguard-notify" text 'left behind'
   [[ "${status}" -eq 78 ]]
   compgen -G "${ROOT}/var/lib/hostguard/cpu.sample" >/dev/null
-  local -a spooled
-  mapfile -t spooled < <(compgen -G "${ROOT}/var/spool/hostguard/msg-*.json")
-  # The notifier's state and a dead letter go too.
+  local spooled
+  spooled="$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM message").fetchone()[0])' \
+    "${ROOT}/var/spool/hostguard/spool.db")"
+  # What the bash notifier left (an upgrade before its first flush) goes too.
   printf 'x\n' >"${ROOT}/var/spool/hostguard/.notify-last-error"
   printf 'x\n' >"${ROOT}/var/spool/hostguard/dead-msg-1-1-1.json"
   printf 'x\n' >"${ROOT}/var/spool/hostguard/dead-msg-1-1-1.json.reason"
@@ -166,19 +167,19 @@ EOF
   echo "${output}"
   [[ "${status}" -eq 0 ]]
   # The test's message, and any alert this machine's load made the monitor send.
-  ((${#spooled[@]} >= 1))
-  [[ "${output}" == *"dropped ${#spooled[@]} undelivered message(s)"* ]]
+  ((spooled >= 1))
+  [[ "${output}" == *"dropped ${spooled} undelivered message(s)"* ]]
   hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
   hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
 }
 
-# A writer killed at any rename (mv) of a run: the monitors and the notifier
-# write a temp file, then rename it; a stand-in `mv` on PATH kills the
-# writer's whole process group (kill -9) at its Nth call. For every program
-# and every N until a run ends before N, on a fresh install: whatever the
-# killed run left (a temp file, a claimed message, a lock), uninstall
-# removes it and the root ends exactly as before.
-@test "uninstall removes what a writer killed at any rename left behind" {
+# A writer killed at any moment of a run: the programs are Python now (no
+# `mv` to stand in for), so each run is killed with SIGKILL, its whole process
+# group, after 0, 30, 60, ... 330 ms: before, during and after its state, lock
+# and spool writes. For every program and every moment, on a fresh install:
+# whatever the killed run left (a temp file, a claimed message, a lock, a
+# hint), uninstall removes it and the root ends exactly as before.
+@test "uninstall removes what a writer killed at any moment left behind" {
   cat >>"${SETTINGS}" <<'EOF'
 MEMORY_THRESHOLD=1
 DISK_THRESHOLD=1
@@ -187,46 +188,37 @@ NOTIFY_ATTEMPTS=1
 NOTIFY_BUDGET=2
 NOTIFY_MAX_TIME=1
 EOF
-  local bin="${BATS_TEST_TMPDIR}/kill-bin" count="${BATS_TEST_TMPDIR}/mv-count"
-  mkdir -p "${bin}"
-  cat >"${bin}/mv" <<'EOF'
-#!/bin/bash
-n=$(($(cat "${MV_COUNT}") + 1))
-echo "${n}" >"${MV_COUNT}"
-if ((n == MV_KILL_AT)); then
-  kill -9 -- "-$(ps -o pgid= "${PPID}" | tr -d ' ')"
-  exit 1
-fi
-exec /usr/bin/mv "$@"
-EOF
-  chmod 0755 "${bin}/mv"
   printf '{"containers": [{"name": "web", "state": "running", "cpu": "1.00%%", "mem": "1.00%%"},
     {"name": "app", "state": "exited", "exit_code": 1, "error": "x"}]}\n' >"${BATS_TEST_TMPDIR}/containers.json"
   hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
-  local at program killed=0
-  for program in host-monitor container-monitor; do
-    for ((at = 1; at <= 30; at++)); do
+  local ms program pid killed=0
+  for program in host-monitor container-monitor hostguard-notify; do
+    for ((ms = 0; ms <= 330; ms += 30)); do
       hg_install install --part base --settings "${SETTINGS}" >/dev/null
       hg_install install --part monitors --settings "${SETTINGS}" >/dev/null
       # Port 9 on loopback: refused at once, so every message stays spooled.
       hg_install set-webhook <<<'https://127.0.0.1:9/services/T0/B0/x' >/dev/null
       # A first, whole run: the killed one starts from a previous sample and state.
       HOSTGUARD_ROOT="${ROOT}" FAKE_DOCKER_STATE="${BATS_TEST_TMPDIR}/containers.json" \
-        timeout 60 "${ROOT}/usr/local/lib/hostguard/${program}" >/dev/null 2>&1 || true
-      echo 0 >"${count}"
-      MV_COUNT="${count}" MV_KILL_AT="${at}" PATH="${bin}:${PATH}" HOSTGUARD_ROOT="${ROOT}" \
-        FAKE_DOCKER_STATE="${BATS_TEST_TMPDIR}/containers.json" \
-        timeout 60 setsid --wait "${ROOT}/usr/local/lib/hostguard/${program}" >/dev/null 2>&1 || true
-      echo "${program} killed at rename ${at}:" >&3
+        timeout 60 "${ROOT}/usr/local/lib/hostguard/host-monitor" >/dev/null 2>&1 || true
+      local -a args=()
+      [[ "${program}" != hostguard-notify ]] || args=(text "killed at ${ms} ms")
+      # setsid execs the program as the leader of a new process group (pid = pgid).
+      HOSTGUARD_ROOT="${ROOT}" FAKE_DOCKER_STATE="${BATS_TEST_TMPDIR}/containers.json" \
+        setsid "${ROOT}/usr/local/lib/hostguard/${program}" "${args[@]}" >/dev/null 2>&1 &
+      pid=$!
+      sleep "$(printf '0.%03d' "${ms}")"
+      if kill -9 -- "-${pid}" 2>/dev/null; then
+        killed=$((killed + 1))
+      fi
+      wait "${pid}" 2>/dev/null || true
+      echo "${program} killed at ${ms} ms:" >&3
       find "${ROOT}/var/lib/hostguard" "${ROOT}/var/spool/hostguard" -type f -name '*tmp*' -printf '  left %f\n' >&3
       run hg_install uninstall
       [[ "${status}" -eq 0 ]] || { echo "${output}"; false; }
       hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
       hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
-      (($(cat "${count}") >= at)) || break
-      killed=$((killed + 1))
     done
-    ((at <= 30))
   done
   ((killed >= 6))
 }

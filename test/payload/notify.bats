@@ -1,16 +1,17 @@
 #!/usr/bin/env bats
-# hostguard-notify and lib/notify.sh against the real curl, over TLS, to the
-# test webhook receiver on 127.0.0.1, taught to answer as Slack does: exact
-# ban-event texts, the spool under faults (down, 500, 429 with every kind of
-# Retry-After, wrong certificate, slow, hang, reset, each permanent refusal of
-# a message or of the webhook, a 2xx without ok, bad spool files, a full
-# disk, a clock stepped back, overflow), no URL in any command line, log or
-# file, one delivery per message, and what `status` reports.
+# hostguard-notify (scripts/hostguard/, Python) against the real HTTPS test
+# webhook receiver on 127.0.0.1, taught to answer as Slack does: exact
+# ban-event texts, the spool (SQLite) under faults (down, 500, 429 with every
+# kind of Retry-After, wrong certificate, slow, hang, reset, each permanent
+# refusal of a message or of the webhook, a 2xx without ok, the bash
+# notifier's spool files, a full disk, a clock stepped back, overflow), no
+# URL in any command line, log or file, one delivery per message, and what
+# `status` reports. The spool is read with test/helpers/spool-db.py.
 
 setup() {
   load ../helpers/receiver
   NOTIFY="${BATS_TEST_DIRNAME}/../../scripts/hostguard-notify"
-  LIB="${BATS_TEST_DIRNAME}/../../scripts/lib"
+  SPOOLDB="${BATS_TEST_DIRNAME}/../helpers/spool-db.py"
   ALL_OUTPUT="${BATS_TEST_TMPDIR}/all-output"
   : >"${ALL_OUTPUT}"
 }
@@ -25,18 +26,22 @@ notify() {
   printf '%s\n' "${output}" >>"${ALL_OUTPUT}"
 }
 
-# Spools TEXT without delivering it.
+spooldb() {
+  python3 "${SPOOLDB}" "$@"
+}
+
+# Spools TEXT without delivering it (as a monitor does).
 enqueue() {
-  bash -c 'source "$1/common.sh"; source "$1/notify.sh"; hg_load_settings; hg_notify_enqueue "$2"' \
-    _ "${LIB}" "$1"
+  spooldb enqueue "$1"
+}
+
+# Spools TEXT with a channel override (as the ban tool's start message).
+enqueue_channel() {
+  spooldb enqueue "$1" "$2"
 }
 
 dead_count() {
-  local -a files
-  shopt -s nullglob
-  files=("${HOSTGUARD_ROOT}"/var/spool/hostguard/dead-msg-*.json)
-  shopt -u nullglob
-  echo "${#files[@]}"
+  spooldb dead
 }
 
 expect_dead() {
@@ -44,24 +49,13 @@ expect_dead() {
   n="$(dead_count)"
   [[ "${n}" -eq "$1" ]] || {
     echo "expected $1 dead letter(s), found ${n}"
-    ls -la "${HOSTGUARD_ROOT}/var/spool/hostguard" 2>&1
     return 1
   }
 }
 
 # The reasons of the dead letters, one per line, oldest first.
 dead_reasons() {
-  local file
-  for file in "${HOSTGUARD_ROOT}"/var/spool/hostguard/dead-msg-*.json.reason; do
-    [[ -e "${file}" ]] || continue
-    cut -d' ' -f3- "${file}"
-  done
-}
-
-# Spools TEXT with a channel override (as the ban tool's start message).
-enqueue_channel() {
-  bash -c 'source "$1/common.sh"; source "$1/notify.sh"; hg_load_settings; hg_notify_enqueue "$2" "$3"' \
-    _ "${LIB}" "$1" "$2"
+  spooldb reasons
 }
 
 # A new webhook file, as `install set-webhook` writes it (temp file, rename).
@@ -73,9 +67,7 @@ rotate_webhook() {
 
 # Makes the refused webhook's next probe due now (as if its time passed).
 set_probe_due() {
-  local file="${HOSTGUARD_ROOT}/var/spool/hostguard/.notify-webhook" a b c since next interval why
-  read -r a b since next interval why <"${file}"
-  printf '%s %s %s %s %s %s\n' "${a}" "${b}" "${since}" "$(date +%s)" "${interval}" "${why}" >"${file}"
+  spooldb probe-due
 }
 
 receiver_wait_for_request() {
@@ -88,13 +80,13 @@ receiver_wait_for_request() {
   return 1
 }
 
-# Spooled: waiting, or claimed by the run posting it (.sending-).
+# Spooled: waiting, or claimed by the run posting it.
 spool_count() {
-  local -a files
-  shopt -s nullglob
-  files=("${HOSTGUARD_ROOT}"/var/spool/hostguard/msg-*.json "${HOSTGUARD_ROOT}"/var/spool/hostguard/.sending-msg-*.json)
-  shopt -u nullglob
-  echo "${#files[@]}"
+  if [[ -f "${HOSTGUARD_ROOT}/var/spool/hostguard/spool.db" ]]; then
+    spooldb pending
+  else
+    echo 0
+  fi
 }
 
 expect_status() {
@@ -130,11 +122,12 @@ expect_spool() {
 }
 
 # The URL (its secret path) is in no output and in no file of the root but
-# webhook.curlrc; curl's error text (host and port) is not shown either.
+# webhook.curlrc (the spool database and its journal included); the
+# connection's error text (host and port) is not shown either.
 expect_no_leak() {
   if grep -F -e "${RECEIVER_SENTINEL}" -e "port ${RECEIVER_PORT}" \
     -e ":${RECEIVER_PORT}" "${ALL_OUTPUT}"; then
-    echo "the webhook URL or curl's error text leaked into the output above"
+    echo "the webhook URL or the connection's error text leaked into the output above"
     return 1
   fi
   local files
@@ -416,7 +409,7 @@ assert waited >= 3.0, waited
   expect_no_leak
 }
 
-@test "fault: slow response; run ends within its budget and the URL is in no command line" {
+@test "fault: slow response; run ends within its budget, spawns no process and the URL is in no command line" {
   receiver_start
   receiver_make_root NOTIFY_MAX_TIME=2 NOTIFY_ATTEMPTS=3 NOTIFY_BUDGET=5
   receiver_mode slow 30
@@ -429,12 +422,12 @@ assert waited >= 3.0, waited
     sleep 0.05
   done
   [[ -s "${RECEIVER_REQUESTS}" ]] || {
-    echo "curl never reached the receiver"
+    echo "the notifier never reached the receiver"
     false
   }
-  # curl is now waiting on the receiver: read every process's command line.
-  # The sentinel goes to the scanner through its environment, not its argv.
-  # Only curls below our notifier count: another program may run curl now.
+  # The notifier is now waiting on the receiver: read every process's command
+  # line. The sentinel goes to the scanner through its environment, not its
+  # argv. The notifier posts itself: no process below it (no curl).
   scan="$(SCAN_FOR="${RECEIVER_SENTINEL}" ROOT_PID="${pid}" python3 -c '
 import glob, os
 sentinel = os.environ["SCAN_FOR"].encode()
@@ -448,28 +441,28 @@ for path in glob.glob("/proc/[0-9]*"):
     except OSError:
         continue
     parent[pid] = int(stat.rsplit(b")", 1)[1].split()[1])
-def ours(pid):
+def below(pid):
     for _ in range(64):
+        pid = parent.get(pid, 0)
         if pid == root:
             return True
-        pid = parent.get(pid, 0)
         if pid <= 1:
             return False
     return False
-curls = 0
+children = 0
 for pid, argv in argvs.items():
     if sentinel in argv:
         print("LEAK", pid, argv.replace(b"\0", b" ")[:200])
-    if ours(pid) and argv.startswith(b"curl\0") and b"--config\0" in argv:
-        curls += 1
-print("curls", curls)
+    if below(pid):
+        children += 1
+print("children", children)
 ')"
   wait "${pid}" || rc=$?
   end="$(now_ms)"
   cat "${BATS_TEST_TMPDIR}/slow.out" >>"${ALL_OUTPUT}"
   echo "${scan}"
   [[ "${scan}" != *LEAK* ]]
-  [[ "${scan}" == *"curls 1"* ]]
+  [[ "${scan}" == *"children 0"* ]]
   [[ "${rc}" -eq 75 ]]
   ((end - start <= 5000 + 2000)) || {
     echo "run took $((end - start)) ms, budget 5 s"
@@ -556,24 +549,26 @@ print("curls", curls)
   expect_no_leak
 }
 
-@test "a flush with an empty spool spawns no process" {
+@test "a flush spawns no process, with an empty spool or delivering" {
   command -v strace >/dev/null || { echo "strace not installed (.ci/run installs it): the test cannot run" >&2; false; }
   receiver_start
   receiver_make_root
   local trace="${BATS_TEST_TMPDIR}/trace" n
-  strace -f -qq -e trace=execve -o "${trace}" bash -c \
-    'source "$1/common.sh"; source "$1/notify.sh"; hg_load_settings; hg_notify_flush' _ "${LIB}"
-  n="$(grep -c 'execve(' "${trace}")"
+  strace -f -qq -e trace=execve,fork,vfork,clone,clone3 -o "${trace}" "${NOTIFY}" flush
+  # Its own execve, nothing else: no child, no thread.
+  n="$(grep -cE 'execve\(|fork\(|clone3?\(' "${trace}")"
   [[ "${n}" -eq 1 ]] || {
     cat "${trace}"
     false
   }
-  # The same count sees the spawns of a real delivery.
+  # A real delivery: the notifier posts itself.
   enqueue m1
-  strace -f -qq -e trace=execve -o "${trace}" bash -c \
-    'source "$1/common.sh"; source "$1/notify.sh"; hg_load_settings; hg_notify_flush' _ "${LIB}" >/dev/null
-  n="$(grep -c 'execve(' "${trace}")"
-  ((n > 1))
+  strace -f -qq -e trace=execve,fork,vfork,clone,clone3 -o "${trace}" "${NOTIFY}" flush >/dev/null
+  n="$(grep -cE 'execve\(|fork\(|clone3?\(' "${trace}")"
+  [[ "${n}" -eq 1 ]] || {
+    cat "${trace}"
+    false
+  }
   expect_texts m1
 }
 
@@ -606,7 +601,7 @@ print("curls", curls)
     enqueue "after${word}"
     notify flush
     expect_status 0
-    [[ "${output}" == *"WARN dead letter msg-"*": HTTP ${code} ${text}; kept as "*"/dead-msg-"* ]] || {
+    [[ "${output}" == *"WARN dead letter msg-"*": HTTP ${code} ${text}; kept in the dead letters"* ]] || {
       echo "${output}"
       false
     }
@@ -635,27 +630,46 @@ print("curls", curls)
   expect_no_leak
 }
 
-@test "spool: an empty, truncated or non-JSON spool file is dead-lettered with its reason, never sent" {
+@test "upgrade: the bash notifier's spool files are imported once, in order (alerts first); bad ones and its dead letters become dead letters with their reasons" {
   receiver_start
   receiver_make_root
   local spool="${HOSTGUARD_ROOT}/var/spool/hostguard"
-  enqueue m1
   mkdir -p "${spool}"
-  : >"${spool}/msg-1000000000000001-000001-0001.json"
-  printf '{"text":"cut in the midd' >"${spool}/msg-1000000000000002-000001-0001.json"
-  printf 'not json at all\n' >"${spool}/msg-1000000000000003-000001-0001.json"
-  printf '{"text":"a "bare" quote"}\n' >"${spool}/msg-1000000000000004-000001-0001.json"
-  enqueue m2
+  # As the bash notifier left them: alerts (queue 0), a ban message (queue 1),
+  # one claimed by a killed run, an older version's name without a queue,
+  # bad files, a dead letter with its reason, the dropped count.
+  printf '{"text":"ban 1"}\n' >"${spool}/msg-1-1000000000000001-000001-0001.json"
+  printf '{"text":"alert 2"}\n' >"${spool}/msg-0-1000000000000002-000001-0001.json"
+  printf '{"text":"alert 3","channel":"#ops"}\n' >"${spool}/.sending-msg-0-1000000000000003-000001-0001.json"
+  printf '{"text":"alert 1"}\n' >"${spool}/msg-1000000000000001-000001-0001.json"
+  : >"${spool}/msg-0-1000000000000004-000001-0001.json"
+  printf '{"text":"cut in the midd' >"${spool}/msg-0-1000000000000005-000001-0001.json"
+  printf 'not json at all\n' >"${spool}/msg-0-1000000000000006-000001-0001.json"
+  printf '{"text":"a "bare" quote"}\n' >"${spool}/msg-0-1000000000000007-000001-0001.json"
+  printf '{"text":"old dead"}\n' >"${spool}/dead-msg-0-1000000000000000-000001-0001.json"
+  printf '2026-01-01 00:00:00 HTTP 400 invalid_payload\n' >"${spool}/dead-msg-0-1000000000000000-000001-0001.json.reason"
+  printf '2\n' >"${spool}/.notify-dropped"
+  : >"${spool}/.notify-last-error"
   notify flush
   expect_status 0
-  expect_texts m1 m2
-  [[ "$(request_count 200)" -eq 2 ]]
+  expect_texts "alert 1\\n(2 ban-tool message(s) dropped while the chat service was unreachable)" "alert 2" "alert 3" "ban 1"
+  [[ "$(receiver_payloads | sed -n 3p)" == '{"channel": "#ops", "text": "alert 3"}' ]]
+  [[ "$(request_count 200)" -eq 4 ]]
   expect_spool 0
-  expect_dead 4
-  [[ "$(dead_reasons)" == $'empty file\ntruncated (no final newline)\nnot a hostguard message (truncated or not JSON)\nnot valid JSON' ]] || {
+  expect_dead 5
+  [[ "$(dead_reasons)" == $'HTTP 400 invalid_payload\nempty file\ntruncated (no final newline)\nnot a hostguard message (truncated or not JSON)\nnot a hostguard message (truncated or not JSON)' ]] || {
     dead_reasons
     false
   }
+  # Imported once: the files are gone, the next run sends nothing again.
+  [[ -z "$(ls -A "${spool}" | grep -E '^(msg-|\.sending-|dead-|\.notify-)')" ]] || {
+    ls -A "${spool}"
+    false
+  }
+  notify flush
+  expect_status 0
+  [[ "$(receiver_count)" -eq 4 ]]
+  expect_no_leak
 }
 
 @test "slack: each refusal of the webhook itself keeps every message (exit 77), probes once per run with back-off, and a rotated webhook delivers them" {
@@ -698,7 +712,7 @@ print("curls", curls)
   notify flush
   expect_status 77
   [[ "$(request_count 403)" -eq 4 ]]
-  grep -Eq '^refused [0-9:.]+ [0-9]+ [0-9]+ 1200 ' "${HOSTGUARD_ROOT}/var/spool/hostguard/.notify-webhook"
+  spooldb get webhook | grep -Eq '^refused [0-9:.]+ [0-9]+ [0-9]+ 1200 '
   # The operator rotates the webhook: everything goes out, in order, once.
   receiver_mode ok
   rotate_webhook
@@ -788,7 +802,8 @@ print("curls", curls)
   python3 - "${RECEIVER_MESSAGES}" <<'PY'
 import json, sys
 msgs = [json.loads(l)["payload"]["text"] for l in open(sys.argv[1], encoding="utf-8")]
-assert msgs[0] == "web\ufffd\ufffd-\ufffd\ufffd ok \u00e9", ascii(msgs[0])
+# Each invalid byte, and each cut sequence as a whole (Unicode's maximal subpart), is one U+FFFD.
+assert msgs[0] == "web\ufffd\ufffd-\ufffd ok \u00e9", ascii(msgs[0])
 marker = "\n[... cut: the message was longer than 40,000 characters]"
 assert len(msgs[1]) == 40000, len(msgs[1])
 assert msgs[1].endswith(marker) and set(msgs[1][: -len(marker)]) == {"\u00e9"}, msgs[1][-80:]
@@ -798,10 +813,8 @@ PY
 @test "time: a last post stamped an hour ahead (clock stepped back) costs at most one pace, not an hour" {
   receiver_start
   receiver_make_root
-  local spool="${HOSTGUARD_ROOT}/var/spool/hostguard" up rest start end
-  mkdir -p "${spool}"
-  read -r up rest </proc/uptime
-  printf '%d\n' "$(((${up%.*} + 3600) * 1000))" >"${spool}/.last-post"
+  local start end
+  spooldb future-post 3600
   start="$(now_ms)"
   notify text m1
   end="$(now_ms)"
@@ -812,7 +825,7 @@ PY
   }
   # And a last post far in the past does not make a burst: two messages
   # are still paced about a second apart.
-  printf '1\n' >"${spool}/.last-post"
+  spooldb set last_post 1
   enqueue m2
   enqueue m3
   notify flush
@@ -836,7 +849,7 @@ assert t[2] - t[1] >= 1.0, t
     wait_flushes
   done
   expect_spool 3
-  [[ "$(cat "${HOSTGUARD_ROOT}/var/spool/hostguard/.notify-dropped")" -eq 2 ]]
+  [[ "$(spooldb dropped)" -eq 2 ]]
   notify status
   [[ "${output}" == *"spool: 3 message(s) waiting (limit 3)"* && "${output}" == *"dropped: 2 ban-tool message(s)"* ]] || {
     echo "${output}"
@@ -848,7 +861,7 @@ assert t[2] - t[1] >= 1.0, t
   local ban="\\n Failures: 3 failure(s)\\n Timestap: 1700000000"
   expect_texts "Ban Alert(j1)\\n Banned IP: *192.0.2.3*${ban}\\n(2 ban-tool message(s) dropped while the chat service was unreachable)" \
     "Ban Alert(j1)\\n Banned IP: *192.0.2.4*${ban}" "Ban Alert(j1)\\n Banned IP: *192.0.2.5*${ban}"
-  [[ "$(cat "${HOSTGUARD_ROOT}/var/spool/hostguard/.notify-dropped")" -eq 0 ]]
+  [[ "$(spooldb dropped)" -eq 0 ]]
   expect_no_leak
 }
 
@@ -862,7 +875,7 @@ assert t[2] - t[1] >= 1.0, t
     expect_status 75
   done
   expect_spool 3
-  [[ ! -e "${HOSTGUARD_ROOT}/var/spool/hostguard/.notify-dropped" ]]
+  [[ "$(spooldb dropped)" -eq 0 ]]
   receiver_start --port "${port}"
   notify flush
   expect_status 0
@@ -898,52 +911,41 @@ assert t[2] - t[1] >= 1.0, t
   expect_no_leak
 }
 
-@test "disk full: the monitor cannot spool its disk alert, delivers it directly and says so" {
+@test "disk full: an alert that cannot be spooled (no reserve left) is delivered directly and says so" {
   command -v unshare >/dev/null
   receiver_start
-  receiver_make_root DISK_THRESHOLD=0 CPU_THRESHOLD=100 MEMORY_THRESHOLD=100
-  local monitor="${BATS_TEST_DIRNAME}/../../scripts/host-monitor"
-  # Warm-up run: the CPU sample exists, as under cron.
-  "${monitor}" >/dev/null
-  receiver_wait_count 1 10
+  receiver_make_root
+  # A delivery run makes the spool and its reserve.
+  notify text "warm-up"
+  expect_status 0
   # The spool's reserve is used up already (a full disk keeps a message in it).
-  rm -f "${HOSTGUARD_ROOT}/var/spool/hostguard/.notify-reserve"
-  # In a mount namespace of this test: a 64 KiB tmpfs over the spool and the
-  # state dir, filled up; the monitor's log goes to a file on it too.
+  rm -f "${HOSTGUARD_ROOT}/var/spool/hostguard/.reserve"
+  # In a mount namespace of this test: a 128 KiB tmpfs over the spool, filled up.
   run timeout 60 unshare -m --propagation private bash -c '
     set -e
-    root="$1" monitor="$2"
-    for dir in var/spool/hostguard var/lib/hostguard; do
-      cp -a "${root}/${dir}" "${root}/${dir}.copy"
-      mount -t tmpfs -o size=64k,mode=0700 hg-full "${root}/${dir}"
-      cp -a "${root}/${dir}.copy/." "${root}/${dir}/"
-    done
-    mkdir -p "${root}/var/log"
-    mount -t tmpfs -o size=16k hg-full-log "${root}/var/log"
-    for dir in var/spool/hostguard var/lib/hostguard var/log; do
-      dd if=/dev/zero of="${root}/${dir}/fill" bs=4k 2>/dev/null || true
-    done
+    spool="$1/var/spool/hostguard" notify="$2"
+    cp -a "${spool}" "${spool}.copy"
+    mount -t tmpfs -o size=128k,mode=0700 hg-full "${spool}"
+    cp -a "${spool}.copy/." "${spool}/"
+    dd if=/dev/zero of="${spool}/fill" bs=1k 2>/dev/null || true
     rc=0
-    "${monitor}" >"${root}/var/log/host-monitor.log" 2>&1 || rc=$?
-    echo "monitor exit ${rc}"
-    ls -A "${root}/var/spool/hostguard"
-  ' _ "${HOSTGUARD_ROOT}" "${monitor}"
+    "${notify}" text "[Server Alert] disk full" 2>&1 || rc=$?
+    echo "exit ${rc}"
+    # SQLite needs room for its journal even to read.
+    rm -f "${spool}/fill"
+    python3 "$3" pending
+  ' _ "${HOSTGUARD_ROOT}" "${NOTIFY}" "${SPOOLDB}"
   echo "${output}"
   [[ "${status}" -eq 0 ]]
-  [[ "${output}" == *"monitor exit 0"* ]]
-  [[ "${output}" != *msg-* ]]
-  receiver_wait_count 2 10
-  [[ "$(receiver_texts | tail -n1)" == "[Server Alert] \\nHigh Disk Usage Detected: "*"%\\nSystem Uptime: "* ]] || {
-    receiver_texts
-    false
-  }
-  [[ "$(receiver_count)" -eq 2 ]]
+  hg_contains "${output}" "delivering this alert directly"
+  hg_contains "${output}" "delivered an alert directly (not spooled): HTTP 200 ok"
+  [[ "${output}" == *"exit 0"$'\n'"0" ]]
+  expect_texts "warm-up" "[Server Alert] disk full"
 }
 
 @test "issue 18: a service that echoes the secret path in its errors: redacted from --test, logs, status, last error and dead letters" {
   receiver_start --mode "echopath 404"
   receiver_make_root NOTIFY_ATTEMPTS=1
-  local spool="${HOSTGUARD_ROOT}/var/spool/hostguard"
   notify --test
   expect_status 77
   hg_redacted_echo() {
@@ -957,8 +959,8 @@ assert t[2] - t[1] >= 1.0, t
   notify text "refused for good"
   expect_status 77
   expect_dead 1
-  hg_redacted_echo "$(cat "${spool}"/dead-msg-*.json.reason)"
-  hg_redacted_echo "$(cat "${spool}/.notify-last-error")"
+  hg_redacted_echo "$(dead_reasons)"
+  hg_redacted_echo "$(spooldb get last_error)"
   # Transient: the log line of each attempt.
   receiver_mode echopath 500
   notify text "transient"
@@ -977,8 +979,7 @@ assert t[2] - t[1] >= 1.0, t
 @test "issue 18: a flood of bans neither evicts nor delays a monitor alert; every writer keeps the bound; the alert goes first" {
   receiver_start
   receiver_make_root NOTIFY_SPOOL_MAX=5 NOTIFY_ATTEMPTS=1
-  local port="${RECEIVER_PORT}" i spool
-  spool="${HOSTGUARD_ROOT}/var/spool/hostguard"
+  local port="${RECEIVER_PORT}" i
   receiver_stop
   enqueue "[Server Alert] "$'\n'"High Disk Usage Detected: 95%"
   # Eight bans at once, as fail2ban runs them, the service down.
@@ -989,7 +990,7 @@ assert t[2] - t[1] >= 1.0, t
   wait_flushes
   # The alert is still there; the bans kept their own bound, whoever wrote.
   expect_spool 6
-  [[ "$(cat "${spool}/.notify-dropped")" -eq 3 ]]
+  [[ "$(spooldb dropped)" -eq 3 ]]
   receiver_start --port "${port}"
   notify flush
   expect_status 0
@@ -1031,7 +1032,7 @@ assert t[2] - t[1] >= 1.0, t
   # A delivery run makes the reserve.
   notify text "warm-up"
   expect_status 0
-  [[ -f "${HOSTGUARD_ROOT}/var/spool/hostguard/.notify-reserve" ]]
+  [[ -f "${HOSTGUARD_ROOT}/var/spool/hostguard/.reserve" ]]
   receiver_stop
   run timeout 60 unshare -m --propagation private bash -c '
     root="$1" notify="$2" spool="$1/var/spool/hostguard"
@@ -1050,13 +1051,14 @@ assert t[2] - t[1] >= 1.0, t
       flock -w 30 "${spool}/.lock" true
       dd if=/dev/zero of="${spool}/fill2-${ip}" bs=1k 2>/dev/null
     done
-    ls -A "${spool}"
-  ' _ "${HOSTGUARD_ROOT}" "${NOTIFY}"
+    rm -f "${spool}"/fill*
+    echo "pending $(python3 "$3" pending)"
+  ' _ "${HOSTGUARD_ROOT}" "${NOTIFY}" "${SPOOLDB}"
   echo "${output}"
   [[ "${status}" -eq 0 ]]
   # The first is kept (the reserve gave room), the second is not: exit 74.
   [[ "${output}" == *"used the spool's reserve to keep this message"*"exit 0"*"LOST"*"exit 74"* ]]
-  [[ "$(grep -c '^msg-1-' <<<"${output}")" -eq 1 ]]
+  [[ "${output}" == *"pending 1"* ]]
   # The action treats only 0 and 75 as kept.
   local action="${BATS_TEST_DIRNAME}/../../scripts/fail2ban/action.d/slack-notify.conf"
   grep -q '^actionban = .* || \[ \$? -eq 75 \]$' "${action}"
@@ -1092,4 +1094,125 @@ assert t[2] - t[1] >= 1.0, t
   expect_status 78
   hg_contains "${output}" "${BATS_TEST_TMPDIR}/open is writable by a group or by all users: refused"
   [[ "$(receiver_count)" -eq 1 ]]
+}
+
+# Each delivered message split into its merged parts (a blank line apart):
+# fails unless every expected part arrived exactly once.
+expect_parts_once() {
+  python3 - "${RECEIVER_MESSAGES}" "$@" <<'PY'
+import collections, json, sys
+parts = collections.Counter()
+for line in open(sys.argv[1], encoding="utf-8"):
+    text = json.loads(line)["payload"]["text"]
+    for part in text.split("\n\n"):
+        parts[part.split("\n(")[0].rstrip(".")] += 1
+want = set(sys.argv[2:])
+missing = sorted(want - set(parts))
+twice = sorted(p for p, n in parts.items() if n > 1)
+extra = sorted(set(parts) - want)
+if missing or twice or extra:
+    print("missing", missing[:20], "twice", twice[:20], "unexpected", extra[:20])
+    sys.exit(1)
+print(len(want), "parts, each once")
+PY
+}
+
+@test "issue 22: writers merging alerts while two flushes claim, fail and put back lose none: every alert exactly once" {
+  # Every post fails at once (500): each flush claims the oldest message and
+  # puts it back while the writers merge (the bash notifier lost about half
+  # of these alerts: a put-back replaced a merge made meanwhile).
+  receiver_start --mode status500
+  receiver_make_root NOTIFY_SPOOL_MAX=3 NOTIFY_ATTEMPTS=1 NOTIFY_MAX_TIME=1 NOTIFY_BUDGET=3
+  local w i rc
+  local -a want=() flushers=() writers=()
+  for w in 1 2 3 4 5 6; do
+    for i in $(seq 1 12); do
+      want+=("alert-w${w}-${i}")
+    done
+  done
+  # Two flushes over and over while six writers spool 72 alerts into a queue
+  # bounded at 3: every write merges.
+  for i in 1 2; do
+    (
+      for ((n = 0; n < 30; n++)); do
+        timeout 30 "${NOTIFY}" flush >/dev/null 2>&1 || true
+      done
+    ) 3>&- &
+    flushers+=($!)
+  done
+  for w in 1 2 3 4 5 6; do
+    (
+      for i in $(seq 1 12); do
+        spooldb enqueue "alert-w${w}-${i}"
+      done
+    ) 3>&- &
+    writers+=($!)
+  done
+  wait "${writers[@]}" "${flushers[@]}"
+  [[ "$(spool_count)" -le 3 ]]
+  receiver_mode ok
+  for ((i = 0; i < 10; i++)); do
+    rc=0
+    timeout 60 "${NOTIFY}" flush >/dev/null 2>&1 || rc=$?
+    ((rc == 0)) && break
+  done
+  expect_spool 0
+  expect_parts_once "${want[@]}"
+}
+
+@test "issue 22: the bound holds however many alerts come (300 alerts, NOTIFY_SPOOL_MAX=5), and each arrives once" {
+  receiver_start
+  receiver_make_root NOTIFY_SPOOL_MAX=5
+  local most i rc
+  local -a want=()
+  # 300 alerts of 400 characters: merged messages fill up (30,000 characters)
+  # and new ones start, never more than 5 waiting.
+  most="$(spooldb enqueue-many 300 400 alert)"
+  [[ "${most}" -le 5 ]] || {
+    echo "up to ${most} messages waiting, bound 5"
+    false
+  }
+  for ((i = 0; i < 300; i++)); do
+    want+=("alert-${i}")
+  done
+  notify flush
+  expect_status 0
+  (($(receiver_count) <= 5))
+  expect_parts_once "${want[@]}"
+}
+
+@test "issue 22: text exits 0 only when its message was delivered: merged into a message still spooled is 75, merged and delivered is 0" {
+  receiver_start
+  receiver_make_root NOTIFY_SPOOL_MAX=1 NOTIFY_ATTEMPTS=1
+  local port="${RECEIVER_PORT}"
+  receiver_stop
+  notify text a
+  expect_status 75
+  # Merged into a's message (the bound is 1), nothing posted: not delivered.
+  notify text b
+  expect_status 75
+  expect_spool 1
+  receiver_start --port "${port}"
+  notify text c
+  expect_status 0
+  expect_texts "a\\n\\nb\\n\\nc"
+}
+
+@test "issue 22: a subnet ban (an address with a /prefix, v4 or v6) is announced naming it; a bad prefix is bad usage" {
+  receiver_start
+  receiver_make_root
+  notify event ban --jail j1 --ip 192.0.2.0/24 --failures 3 --time 1700000000
+  expect_status 0
+  notify event unban --jail j1 --ip 2001:db8::/64
+  expect_status 0
+  receiver_wait_count 2 10
+  wait_flushes
+  expect_texts "Ban Alert(j1)\\n Banned IP: *192.0.2.0/24*\\n Failures: 3 failure(s)\\n Timestap: 1700000000" \
+    "Ban Alert(j1)\\n Unbanned IP: *2001:db8::/64*"
+  local ip
+  for ip in 192.0.2.0/33 2001:db8::/129 192.0.2.1/24/8 '192.0.2.0/' 'fe80::1%eth0' '192.0.2.1 x' 'host.example'; do
+    notify event ban --jail j1 --ip "${ip}" --failures 3 --time 1700000000
+    expect_status 64
+  done
+  [[ "$(receiver_count)" -eq 2 ]]
 }

@@ -153,7 +153,12 @@ describe("the file table", () => {
         const payload = readPayload();
         const files = hostFiles({ settings: DEFAULT_SETTINGS, cronMinute: 0 }, payload);
         const fromScripts = files.filter((f) => payload.some((p) => p.path === f.path)).map((f) => f.path).sort();
-        assert.deepEqual(fromScripts, payload.map((p) => p.path).filter((p) => p !== "README.md").sort());
+        // The two files shipped only `when trustedProxies` is set (issue 25) are the exception.
+        const onlyProxied = ["fail2ban/action.d/hostguard-nginx-ban.conf", "hostguard-nginx-ban"];
+        assert.deepEqual(fromScripts, payload.map((p) => p.path).filter((p) => p !== "README.md" && !onlyProxied.includes(p)).sort());
+        const proxied = hostFiles({ settings: { ...DEFAULT_SETTINGS, trustedProxies: ["10.9.1.0/24"] }, cronMinute: 0 }, payload);
+        assert.deepEqual(proxied.filter((f) => payload.some((p) => p.path === f.path)).map((f) => f.path).sort(),
+            payload.map((p) => p.path).filter((p) => p !== "README.md" && p !== "nginx/hostguard-deny.conf").sort());
         assert.deepEqual(files.filter((f) => !payload.some((p) => p.path === f.path)).map((f) => `${f.part} ${f.path} ${f.destination}`), [
             "base hostguard.conf /etc/hostguard/hostguard.conf",
             "monitors cron.d/hostguard /etc/cron.d/hostguard",

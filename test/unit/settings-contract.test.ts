@@ -56,8 +56,23 @@ interface HostCase {
     file: string;
     /** HG_ variable to print. */
     variable: string;
-    /** Decimals to compare with hg_decimal_gt against the variable. */
+    /** Decimals to compare with the monitors' decimal_gt (hostguard/metrics.py) against the variable. */
     metrics?: string[];
+}
+
+/** The host monitors' comparison (hostguard/metrics.py decimal_gt) on each [value, threshold] pair, in one python3. */
+function decimalGreater(pairs: Array<[string, string]>): boolean[] {
+    if (pairs.length === 0) {
+        return [];
+    }
+    const code = [
+        "import json, sys",
+        "sys.path.insert(0, sys.argv[1])",
+        "from hostguard.metrics import decimal_gt",
+        "print(json.dumps([decimal_gt(v, t) for v, t in json.load(sys.stdin)]))",
+    ].join("\n");
+    const out = execFileSync("python3", ["-I", "-c", code, path.dirname(LIB)], { input: JSON.stringify(pairs), timeout: 60_000 });
+    return JSON.parse(out.toString()) as boolean[];
 }
 
 /** Runs the host parser on every case in one bash; per case: null (refused) or the value and comparisons. */
@@ -66,32 +81,40 @@ function host(cases: HostCase[]): Array<{ value: string; greater: boolean[] } | 
     const list = cases.map((c, i) => {
         const file = path.join(dir, `${i}.conf`);
         fs.writeFileSync(file, c.file);
-        return `${file}\t${c.variable}\t${(c.metrics ?? []).join(",")}`;
+        return `${file}\t${c.variable}`;
     }).join("\n");
     const script = `
 source "$1/common.sh"
-source "$1/metrics.sh"
-while IFS=$'\\t' read -r file variable metrics; do
+while IFS=$'\\t' read -r file variable; do
   (
     hg_load_settings "$file" 2>/dev/null || exit 1
-    out="ok"$'\\t'"\${!variable}"$'\\t'
-    IFS=, read -r -a list <<<"$metrics"
-    for m in "\${list[@]}"; do
-      if hg_decimal_gt "$m" "\${!variable}"; then out+=1; else out+=0; fi
-    done
-    printf '%s\\n' "$out"
+    printf 'ok\\t%s\\n' "\${!variable}"
   ) || printf 'refused\\n'
 done`;
     const out = execFileSync("bash", ["-c", script, "_", LIB], { input: `${list}\n`, timeout: 120_000, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } })
         .toString().split("\n").slice(0, cases.length);
     fs.rmSync(dir, { recursive: true, force: true });
     assert.equal(out.length, cases.length);
-    return out.map((line) => {
-        if (line === "refused") {
+    const values = out.map((line) => (line === "refused" ? null : line.split("\t")[1]));
+    const pairs: Array<[string, string]> = [];
+    cases.forEach((c, i) => {
+        const value = values[i];
+        if (value !== null) {
+            for (const m of c.metrics ?? []) {
+                pairs.push([m, value]);
+            }
+        }
+    });
+    const greater = decimalGreater(pairs);
+    let next = 0;
+    return cases.map((c, i) => {
+        const value = values[i];
+        if (value === null) {
             return null;
         }
-        const [, value, flags] = line.split("\t");
-        return { value, greater: [...(flags ?? "")].map((f) => f === "1") };
+        const count = (c.metrics ?? []).length;
+        next += count;
+        return { value, greater: greater.slice(next - count, next) };
     });
 }
 

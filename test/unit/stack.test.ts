@@ -92,12 +92,13 @@ function rawConfig(hosts: string[], extra: RawConfig = {}): RawConfig {
 }
 
 /** Builds the stack from raw config the way index.ts does, and waits for every resource to register. */
-async function build(raw: RawConfig, region: string | null = REGION): Promise<{ out: StackOutputs; resources: Recorded[] }> {
+async function build(raw: RawConfig, region: string | null = REGION, aws: Record<string, string> = {}): Promise<{ out: StackOutputs; resources: Recorded[] }> {
     recorded = [];
     calls = [];
     pulumi.runtime.setAllConfig({
         // setAllConfig adds to what earlier builds set: "" stands for "not set".
         "aws:region": region ?? "", // null: not set
+        ...Object.fromEntries(["profile", "assumeRole", "assumeRoles"].map((k) => [`aws:${k}`, aws[k] ?? ""])),
         ...Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined).map(([k, v]) => [`hostguard:${k}`, String(v)])),
     },
         ["hostguard:webhookUrl", "hostguard:sshPrivateKey", "hostguard:heartbeatUrl"]);
@@ -355,7 +356,7 @@ describe("the created group on the hosts' instances, and the adopted group's gua
     const ADOPT = { securityGroupId: "sg-0aaaaaaaaaaaaaaa1" };
     const interfaces = (resources: Recorded[]) => resources.filter((r) => r.type === DYNAMIC && r.inputs.kind === "hostguard:interface-groups");
 
-    it("sets each instance's primary interface to exactly the created group plus the kept ones, one resource per host", async () => {
+    it("sets each instance's interfaces to exactly the created group plus the kept ones, one resource per host", async () => {
         const { resources, out } = await build(rawConfig([], {
             hosts: hostsWith(["i-0123456789abcdef0", "i-0fedcba9"]), keepSecurityGroupIds: JSON.stringify(["sg-0cccccccccccccccc"]),
         }));
@@ -414,6 +415,22 @@ describe("the created group on the hosts' instances, and the adopted group's gua
         assert.deepEqual(out.securityGroupInterfaceIds, []);
         const adopted = resources.find((r) => r.name === "hostguard-ingress")!;
         assert.deepEqual([adopted.inputs.stackInstanceIds, adopted.inputs.sharedInstances], [["i-0123456789abcdef0"], ["i-0fedcba9"]]);
+    });
+
+    it("passes aws:profile to both dynamic resources, and refuses aws:assumeRole(s), which they cannot read (issue 24)", async () => {
+        const profile = { profile: "prod-admin" };
+        const created = await build(rawConfig([], { hosts: hostsWith(["i-0123456789abcdef0"]) }), REGION, profile);
+        assert.equal(interfaces(created.resources)[0].inputs.profile, "prod-admin");
+        const adopted = await build(rawConfig(["web1"], ADOPT), REGION, profile);
+        assert.equal(adopted.resources.find((r) => r.name === "hostguard-ingress")!.inputs.profile, "prod-admin");
+        assert.equal("profile" in interfaces((await build(rawConfig([], { hosts: hostsWith(["i-0123456789abcdef0"]) }))).resources)[0].inputs, false);
+
+        for (const key of ["assumeRole", "assumeRoles"]) {
+            const role = { [key]: JSON.stringify(key === "assumeRole" ? { roleArn: "arn:aws:iam::123456789012:role/x" } : [{ roleArn: "arn:aws:iam::123456789012:role/x" }]) };
+            await assert.rejects(build(rawConfig(["web1"], ADOPT), REGION, role), new RegExp(`aws:${key} is set, but hostguard's EC2 calls .* set \`aws:profile\``));
+            // A created group without instances makes no EC2 call of its own: @pulumi/aws reads the role.
+            assert.equal((await build(rawConfig(["web1"]), REGION, role)).resources.filter((r) => r.type === DYNAMIC).length, 0);
+        }
     });
 
     it("touches no interface without instanceId (as before)", async () => {

@@ -2,8 +2,9 @@
 // components/settings.ts), on both sides: the stack validator (validateConfig,
 // webhookUrl and heartbeatUrl) and the host, where the real `install
 // set-webhook` reads the stdin the deploy sends (curlUrlLine) and checks it
-// with the generated HG_URL_RE, and notify.sh / heartbeat.sh accept the line
-// install wrote (HG_URL_LINE_RE). The same URLs go to every side: fixed
+// with the generated HG_URL_RE, and the host agent (hostguard/urlfile.py, the
+// notifier's and the heartbeat's reader) accepts the line install wrote
+// (settings_table.URL_LINE_RE). The same URLs go to every side: fixed
 // hostile cases and fast-check values; they must agree on each.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -48,8 +49,8 @@ function preview(url: string): boolean {
 /**
  * The real `install set-webhook --root EMPTY` on the stdin the deploy sends. It checks the URL
  * before anything else: a refused URL dies "refused"; an accepted one goes on and stops at the
- * missing base install. Then the line install would write goes through HG_URL_LINE_RE as notify.sh
- * and heartbeat.sh use it. One bash per URL for install; the lines in one batch.
+ * missing base install. Then the line install would write goes through the agent's own reader of
+ * that line (urlfile._url_of, Debian's python3 as on hosts). One bash per URL for install.
  */
 function host(urls: string[]): boolean[] {
     const root = fs.mkdtempSync(path.join(work, "root-"));
@@ -67,11 +68,12 @@ function host(urls: string[]): boolean[] {
         assert.ok(refused || /run install --part base first/.test(stderr), `unexpected install output: ${stderr}`);
         assert.ok(url.trim().length < 12 || !stderr.includes(url.trim()), "install echoed the URL");
         if (!refused) {
-            // What install writes (`url = "URL"`, the trimmed URL) must be a line notify.sh and heartbeat.sh accept.
+            // What install writes (`url = "URL"`, the trimmed URL) must be a line the agent accepts, as that URL.
             const line = `url = "${url.trim()}"`;
-            const ok = execFileSync("bash", ["-c", 'source "$1/lib/common.sh"; [[ "$2" =~ ${HG_URL_LINE_RE} ]] && echo yes || echo no', "_", SCRIPTS, line],
-                { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" } }).toString().trim();
-            assert.equal(ok, "yes", `notify.sh would refuse the line install wrote for ${JSON.stringify(url)}`);
+            const read = execFileSync("/usr/bin/python3", ["-IS", "-c",
+                "import sys; sys.path.insert(0, sys.argv[1]); from hostguard import urlfile; print(urlfile._url_of(sys.argv[2]) or 'REFUSED')",
+                SCRIPTS, line], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" } }).toString().trim();
+            assert.equal(read, url.trim(), `the agent would refuse the line install wrote for ${JSON.stringify(url)}`);
         }
         return !refused;
     });

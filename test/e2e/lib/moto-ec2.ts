@@ -5,12 +5,24 @@
 // environment (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ..., AWS_REGION).
 //
 //   setup                   VPC, subnet, a group with allow-all v4+v6, 80 and SSH from anywhere,
-//                           an instance outside the stack carrying it: prints "VPC GROUP INSTANCE"
+//                           an instance outside the stack carrying it, and the stack's host: an
+//                           instance with the group and an allow-all "launch-wizard" group on its
+//                           primary interface and a port-80 group on a secondary one with an
+//                           Elastic IP: prints "VPC GROUP OTHER HOST WIZARD WEB80 ENI2"
+//   close-host HOST GROUP   every interface of HOST carries GROUP only (the user's fix)
+//   terminate INSTANCE      terminates it
+//   fault-proxy TARGET AFTER FAIL
+//                           a proxy in front of TARGET answering every FAIL action with
+//                           RequestLimitExceeded once an AFTER action went through; prints its
+//                           endpoint, runs until killed
 //   snapshot GROUP          the whole group (name, description, inbound, outbound) as JSON lines
 //   ingress GROUP           its inbound rules, one line per source, sorted
 //   wanted ADMIN_CIDR...    hostguard's inbound rules in the same form (default private networks)
 //   add-rule GROUP          a rule added by hand: tcp 3306 from 0.0.0.0/0, "added by hand"
-import { AuthorizeSecurityGroupIngressCommand, EC2Client } from "@aws-sdk/client-ec2";
+import {
+    AuthorizeSecurityGroupIngressCommand, DescribeInstancesCommand, EC2Client, ModifyNetworkInterfaceAttributeCommand, TerminateInstancesCommand,
+} from "@aws-sdk/client-ec2";
+import { startFaultProxy } from "../../aws/faultProxy";
 import { DEFAULT_PRIVATE_CIDRS } from "../../../components/config";
 import { ingressRules } from "../../../components/securityGroup";
 import { Account, wantedLines } from "../../aws/fixtures";
@@ -27,7 +39,33 @@ async function main(argv: string[]): Promise<void> {
                 { IpProtocol: "tcp", FromPort: 22, ToPort: 22, IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "SSH from anywhere" }] },
             ], "launch-wizard-1");
             const other = await account.instance([groupId]);
-            console.log(`${account.vpcId} ${groupId} ${other.instanceId}`);
+            const wizard = await account.group([{ IpProtocol: "-1", IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "wizard allow all" }] }], "launch-wizard-2");
+            const web80 = await account.group([{ IpProtocol: "tcp", FromPort: 80, ToPort: 80, IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "http" }] }], "web80");
+            const host = await account.instance([groupId, wizard]);
+            const eni2 = await account.secondaryInterface(host.instanceId, [web80]);
+            console.log(`${account.vpcId} ${groupId} ${other.instanceId} ${host.instanceId} ${wizard} ${web80} ${eni2}`);
+            return;
+        }
+        case "close-host": {
+            const out = await client.send(new DescribeInstancesCommand({ InstanceIds: [args[0]] }));
+            for (const n of out.Reservations![0].Instances![0].NetworkInterfaces ?? []) {
+                await client.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: n.NetworkInterfaceId!, Groups: [args[1]] }));
+            }
+            return;
+        }
+        case "terminate":
+            await client.send(new TerminateInstancesCommand({ InstanceIds: [args[0]] }));
+            return;
+        case "fault-proxy": {
+            const [target, afterAction, failAction] = args;
+            const proxy = await startFaultProxy(target);
+            let armed = false;
+            proxy.rule = (action) => {
+                armed ||= action === afterAction;
+                return armed && action === failAction;
+            };
+            console.log(proxy.endpoint);
+            await new Promise(() => {});
             return;
         }
         case "snapshot": {
@@ -47,7 +85,7 @@ async function main(argv: string[]): Promise<void> {
             }));
             return;
         default:
-            throw new Error(`usage: moto-ec2.ts setup | snapshot GROUP | ingress GROUP | wanted ADMIN_CIDR... | add-rule GROUP (got ${cmd})`);
+            throw new Error(`usage: moto-ec2.ts setup | snapshot GROUP | ingress GROUP | wanted ADMIN_CIDR... | add-rule GROUP | close-host HOST GROUP | terminate INSTANCE | fault-proxy TARGET AFTER FAIL (got ${cmd})`);
     }
 }
 

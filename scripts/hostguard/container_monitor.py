@@ -1,0 +1,588 @@
+"""Container monitor, run by cron every 10 minutes: a chat alert for every
+container that stopped (or went away) since the previous check or that is on
+the watch list (CONTAINER_WATCH) and not running, and for every running
+container above the CPU or memory threshold (strictly greater); then it
+delivers what is spooled and pings the heartbeat.
+
+A container that stopped since the previous check is an event: it posts once
+(after ALERT_AFTER_RUNS runs still stopped) and never repeats; it stays
+tracked only while that debounce runs or, with ALERT_SEND_RESOLVED, until it
+runs again. A watched container not running is a condition, like a figure
+over its threshold: it repeats per ALERT_REPEAT_INTERVAL. A container the
+runtime no longer knows is reported with Status "removed" (it ran at the
+previous check) or "not found" (a watched name never seen), Exit Code
+"unknown" and Error "No such container".
+
+A run makes at most three runtime calls whatever the number of containers
+(`ps --all`, one `inspect` of the containers of interest, one
+`stats --no-stream` of the running ones), each ended after
+CONTAINER_RUNTIME_TIMEOUT seconds. Every untrusted field is asked for as a
+JSON string ({{json ...}}) and decoded with json, so names and error texts
+cannot break the parsing. A run that cannot check the containers (runtime
+missing, failing or hung) alerts once ("Container check failed", latched
+until the runtime answers) and exits 1; a run that finds the lock held by a
+stuck run alerts once for that run and exits 1: monitoring never goes quiet
+without saying so.
+
+State in /var/lib/hostguard: containers.running (the previous check's
+running containers, `ID<TAB>JSON name` lines), container-monitor.alerts
+(alert_state.py), container-monitor.stuck (the start of the stuck run
+already reported) and the lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from typing import NamedTuple
+
+from . import alert_state, heartbeat, log, metrics, outbox, paths
+from . import settings as settings_module
+from .errors import EX_FAILURE, HostguardError
+from .settings import Settings
+
+NAME = "container-monitor"
+PREFIX = "[Container Alert] \n"
+RUNNING_PATH = paths.STATE_PATH + "/containers.running"
+RUNNING_TMP_PATH = RUNNING_PATH + ".tmp"
+LOCK_PATH = paths.STATE_PATH + "/container-monitor.lock"
+ALERT_STATE_PATH = paths.STATE_PATH + "/container-monitor.alerts"
+STUCK_PATH = paths.STATE_PATH + "/container-monitor.stuck"
+# The alert state's key of "the runtime does not answer".
+RUNTIME_KEY = "runtime"
+# The client turns a literal \t into a tab in ps and stats formats.
+PS_FORMAT = r"{{.ID}}\t{{json .State}}\t{{json .Names}}"
+INSPECT_FORMAT = "{{.ID}} {{json .State.Status}} {{.State.ExitCode}} {{json .Name}} {{json .State.Error}}"
+STATS_FORMAT = r"{{.ID}}\t{{.CPUPerc}}\t{{.MemPerc}}"
+GONE_EXIT_CODE = "unknown"
+GONE_ERROR = "No such container"
+NO_ERROR = "No specific error"
+# After the timeout: SIGTERM, this long to end, then SIGKILL and one more second.
+KILL_AFTER = 4.0
+_ID = re.compile(r"[0-9a-f]{12,64}")
+_EXIT_CODE = re.compile(r" (-?[0-9]+) ")
+_USAGE = re.compile(r"([0-9]+(?:\.[0-9]+)?)%")
+_NO_SUCH = re.compile(r"(Error: |Error response from daemon: )No such (object|container): .*")
+_UNSAFE = re.compile("[\x00\ud800-\udfff]")
+_DECODER = json.JSONDecoder()
+_READ_MAX = 1 << 20
+
+
+def runtime_files() -> list[str]:
+    """What a run writes, as `state PATH` lines (install records them; uninstall removes them)."""
+    lines = [f"state {path}" for path in (RUNNING_PATH, RUNNING_TMP_PATH, LOCK_PATH, STUCK_PATH)]
+    return lines + alert_state.runtime_files(ALERT_STATE_PATH) + settings_module.runtime_files()
+
+
+def quoted(text: str) -> str:
+    """TEXT as a JSON string for log lines and alert keys: one line whatever it holds."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def json_string(text: str, start: int) -> tuple[str, int]:
+    """The JSON string literal at START of TEXT, decoded, and where it ends. NUL
+    and lone surrogates become U+FFFD; anything but one string raises ValueError."""
+    value, end = _DECODER.raw_decode(text, start)
+    if not isinstance(value, str):
+        raise ValueError("not a JSON string")
+    return _UNSAFE.sub("\ufffd", value), end
+
+
+class RuntimeFailed(Exception):
+    """The runtime could not be asked (WHY): nothing can be concluded this run."""
+
+
+class Answer(NamedTuple):
+    rc: int
+    out: str
+    err: str
+
+
+class Container(NamedTuple):
+    """One container as inspect described it."""
+
+    status: str
+    exit_code: str
+    name: str
+    error: str
+
+    @property
+    def key_name(self) -> str:
+        return quoted(self.name)
+
+
+def end_group(process: subprocess.Popen[bytes]) -> None:
+    """Ends a runtime call and its children (its own process group), each wait bounded."""
+    for signum, seconds in ((signal.SIGTERM, KILL_AFTER), (signal.SIGKILL, 1.0)):
+        with contextlib.suppress(OSError):
+            os.killpg(process.pid, signum)
+        try:
+            process.communicate(timeout=seconds)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+    # Unkillable (stuck in the kernel): left behind, its pipes closed.
+    for stream in (process.stdout, process.stderr):
+        if stream is not None:
+            stream.close()
+
+
+def call(settings: Settings, *args: str) -> Answer:
+    """One runtime call, ended after CONTAINER_RUNTIME_TIMEOUT seconds."""
+    runtime = settings.container_runtime
+    try:
+        process = subprocess.Popen(
+            [runtime, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError:
+        raise RuntimeFailed(f"the runtime {runtime} is not found") from None
+    try:
+        out, err = process.communicate(timeout=settings.container_runtime_timeout)
+    except subprocess.TimeoutExpired:
+        end_group(process)
+        why = f"{runtime} {args[0]} did not answer within {settings.container_runtime_timeout} s"
+        raise RuntimeFailed(f"runtime unavailable: {why}") from None
+    return Answer(process.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+
+
+def log_errors(what: str, err: str) -> None:
+    """The runtime's stderr, one log line each, as JSON strings: nothing it says can forge a log line."""
+    for line in err.splitlines():
+        log.error(f"{NAME}: {what}: {quoted(line)}")
+
+
+def failed(settings: Settings, verb: str, answer: Answer) -> RuntimeFailed:
+    return RuntimeFailed(f"runtime unavailable: {settings.container_runtime} {verb} failed (exit {answer.rc})")
+
+
+class Check:
+    """One run's view of the containers and the alert decisions on it."""
+
+    def __init__(self, settings: Settings, state: alert_state.AlertState) -> None:
+        self.settings = settings
+        self.state = state
+        self.list_ids: list[str] = []
+        self.list_state: dict[str, str] = {}
+        self.name_id: dict[str, str] = {}
+        self.previous: dict[str, str] = {}
+        self.info: dict[str, Container] = {}
+        self.cpu: dict[str, str] = {}
+        self.memory: dict[str, str] = {}
+        self.watched_ids: set[str] = set()
+        self.running: list[str] = []
+        self.alerts = 0
+        self.resolved = 0
+        self.held = 0
+
+    # ---- what the runtime says ----------------------------------------------
+
+    def load_previous(self) -> None:
+        try:
+            with open(paths.under(RUNNING_PATH), "rb") as handle:
+                text = handle.read(_READ_MAX).decode("utf-8", "replace")
+        except OSError:
+            return
+        for line in text.split("\n"):
+            container_id, tab, literal = line.partition("\t")
+            if not tab or not _ID.fullmatch(container_id):
+                continue
+            try:
+                name, end = json_string(literal, 0)
+            except ValueError:
+                continue
+            if end == len(literal):
+                self.previous[container_id] = name
+
+    def list_containers(self) -> None:
+        verb = f"cannot list containers ({self.settings.container_runtime} ps)"
+        answer = self.ask(verb, "ps", "--all", "--no-trunc", "--format", PS_FORMAT)
+        if answer.rc != 0:
+            log_errors(verb, answer.err)
+            raise failed(self.settings, "ps", answer)
+        for line in answer.out.split("\n"):
+            if line:
+                self.list_line(line)
+
+    def list_line(self, line: str) -> None:
+        container_id, _, rest = line.partition("\t")
+        try:
+            if not _ID.fullmatch(container_id):
+                raise ValueError("no ID")
+            status, end = json_string(rest, 0)
+            if rest[end : end + 1] != "\t":
+                raise ValueError("no tab")
+            names, end = json_string(rest, end + 1)
+            if end != len(rest):
+                raise ValueError("trailing text")
+        except ValueError:
+            log.warn(f"{NAME}: unparsable list line: {quoted(line)}")
+            return
+        self.list_ids.append(container_id)
+        self.list_state[container_id] = status
+        self.name_id[names] = container_id
+        # Legacy links give a container several comma-joined names.
+        for part in names.split(","):
+            self.name_id.setdefault(part, container_id)
+
+    def interesting_ids(self) -> list[str]:
+        """Worth an inspect: running now, running at the previous check, watched,
+        or stopped and still tracked; only those the list still knows."""
+        wanted = set(self.previous)
+        for name in self.settings.container_watch:
+            if name in self.name_id:
+                wanted.add(self.name_id[name])
+                self.watched_ids.add(self.name_id[name])
+        for key in self.state.keys("stopped "):
+            tracked = decoded_key(key)
+            if tracked is not None and tracked in self.name_id:
+                wanted.add(self.name_id[tracked])
+        return [i for i in self.list_ids if self.list_state[i] == "running" or i in wanted]
+
+    def inspect(self, ids: list[str]) -> None:
+        if not ids:
+            return
+        verb = f"cannot inspect containers ({self.settings.container_runtime} inspect)"
+        answer = self.ask(verb, "inspect", "--format", INSPECT_FORMAT, *ids)
+        # Unknown IDs (removed since the list) are expected; anything else
+        # means the runtime did not answer and nothing can be concluded.
+        if answer.rc != 0 and not all(_NO_SUCH.fullmatch(line) for line in answer.err.splitlines()):
+            log_errors(verb, answer.err)
+            raise failed(self.settings, "inspect", answer)
+        for line in answer.out.split("\n"):
+            if line:
+                self.inspect_line(line)
+
+    def inspect_line(self, line: str) -> None:
+        container_id = line.partition(" ")[0]
+        try:
+            if not _ID.fullmatch(container_id):
+                raise ValueError("no ID")
+            status, end = json_string(line, len(container_id) + 1)
+            code = _EXIT_CODE.match(line, end)
+            if code is None:
+                raise ValueError("no exit code")
+            name, end = json_string(line, code.end())
+            if line[end : end + 1] != " ":
+                raise ValueError("no space")
+            error, end = json_string(line, end + 1)
+            if end != len(line):
+                raise ValueError("trailing text")
+        except ValueError:
+            log.warn(f"{NAME}: unparsable inspect line: {quoted(line)}")
+            return
+        self.info[container_id] = Container(status, code.group(1), name[1:] if name[:1] == "/" else name, error)
+
+    def stats(self) -> None:
+        """One stats call for all running containers. A failed call leaves every
+        figure unknown (logged), never "fine"."""
+        if not self.running:
+            return
+        verb = f"stats failed ({self.settings.container_runtime} stats)"
+        try:
+            answer = self.ask(verb, "stats", "--no-stream", "--no-trunc", "--format", STATS_FORMAT, *self.running)
+        except RuntimeFailed:
+            return
+        if answer.rc != 0:
+            log_errors(verb, answer.err)
+            return
+        for line in answer.out.split("\n"):
+            fields = line.split("\t", 2)
+            if len(fields) == 3 and _ID.fullmatch(fields[0]):
+                self.cpu[fields[0]], self.memory[fields[0]] = fields[1], fields[2]
+
+    def ask(self, verb: str, *args: str) -> Answer:
+        try:
+            return call(self.settings, *args)
+        except RuntimeFailed as failure:
+            # The log says why next to what was asked; the alert says it once.
+            log_errors(verb, str(failure))
+            raise
+
+    # ---- decisions ------------------------------------------------------------
+
+    def measure(self, key: str, over: bool, once: str, text: str, resolved: str) -> str:
+        action = self.state.observe(key, over, once)
+        if action == alert_state.POST:
+            self.alerts += 1
+            if not outbox.send_alert(self.settings, PREFIX + text):
+                log.error(f"{NAME}: alert lost ({key}): neither spooled nor delivered; the next run posts it again")
+                self.state.unfire(key)
+        elif action == alert_state.RESOLVE:
+            self.resolved += 1
+            outbox.send_alert(self.settings, PREFIX + resolved)
+        elif action == alert_state.HOLD:
+            self.held += 1
+        return action
+
+    def stopped(self, once: str, name: str, status: str, code: str, error: str) -> None:
+        text = f"Container stopped: {name} (Status: {status})\nExit Code: {code}\nError: {error or NO_ERROR}"
+        if self.measure("stopped " + quoted(name), True, once, text, "") == alert_state.POST:
+            log.info(f"{NAME}: stopped {quoted(name)} status={quoted(status)} exit={code}")
+
+    def seen(self, once: str, container: Container) -> None:
+        """The stopped measure of an inspected container: resolved if running, else over."""
+        if container.status == "running":
+            resolved = f"Container running again: {container.name} (Status: running)"
+            self.measure("stopped " + container.key_name, False, "", "", resolved)
+        else:
+            self.stopped(once, container.name, container.status, container.exit_code, container.error)
+
+    def check_stopped(self) -> None:
+        """Stopped alerts: running at the previous check, watched, or still
+        tracked from an earlier run, and not running now."""
+        done_ids: set[str] = set()
+        done_keys: set[str] = set()
+        for container_id, name in self.previous.items():
+            done_ids.add(container_id)
+            once = "" if container_id in self.watched_ids else alert_state.EVENT
+            container = self.info.get(container_id)
+            if container is not None:
+                done_keys.add("stopped " + container.key_name)
+                self.seen(once, container)
+            else:
+                done_keys.add("stopped " + quoted(name))
+                self.stopped(once, name, "removed", GONE_EXIT_CODE, GONE_ERROR)
+        for name in self.settings.container_watch:
+            container_id = self.name_id.get(name, "")
+            if container_id in done_ids:
+                continue
+            container = self.info.get(container_id)
+            if container_id:
+                done_ids.add(container_id)
+            if container is not None:
+                done_keys.add("stopped " + container.key_name)
+                self.seen("", container)
+            else:
+                done_keys.add("stopped " + quoted(name))
+                self.stopped("", name, "not found", GONE_EXIT_CODE, GONE_ERROR)
+        for key in self.state.keys("stopped "):
+            if key not in done_keys:
+                self.tracked(key)
+
+    def tracked(self, key: str) -> None:
+        """A stop still tracked (debounce, or waiting to resolve) that neither
+        ran at the previous check nor is watched."""
+        name = decoded_key(key)
+        if name is None:
+            self.state.forget(key)
+            return
+        container = self.info.get(self.name_id.get(name, ""))
+        if container is not None:
+            self.seen(alert_state.EVENT, container)
+        elif self.state.fired(key):
+            # Gone after its alert: it can never run again under this record.
+            self.state.forget(key)
+        else:
+            self.stopped(alert_state.EVENT, name, "removed", GONE_EXIT_CODE, GONE_ERROR)
+
+    def check_usage(self) -> None:
+        """CPU and memory alerts of the running ones; an unknown figure is logged
+        and leaves its measure as it was. Records of containers no longer
+        running go (their stop has its own alert)."""
+        seen: set[str] = set()
+        s = self.settings
+        for container_id in self.running:
+            container = self.info[container_id]
+            key_name = container.key_name
+            seen.update(("cpu " + key_name, "memory " + key_name))
+            cpu = self.usage(container_id, "cpu", "CPU", self.cpu, s.cpu_threshold)
+            memory = self.usage(container_id, "memory", "memory", self.memory, s.memory_threshold)
+            log.info(f"{NAME}: running {key_name} cpu={cpu} memory={memory}")
+        for key in self.state.keys("cpu ") + self.state.keys("memory "):
+            if key not in seen:
+                self.state.forget(key)
+
+    def usage(self, container_id: str, key: str, label: str, figures: dict[str, str], threshold: str) -> str:
+        """One figure of one container, measured; as the log line shows it."""
+        container = self.info[container_id]
+        given = figures.get(container_id, "")
+        match = _USAGE.fullmatch(given)
+        if match is None:
+            shown = quoted(given or "nothing")
+            log.warn(f"{NAME}: {label} of {container.key_name} unknown (stats gave {shown}); not checked")
+            return "unknown"
+        value = match.group(1)
+        try:
+            over = metrics.decimal_gt(value, threshold)
+        except ValueError:
+            over = False
+        name = container.name
+        high = "CPU" if key == "cpu" else "memory"
+        back = "CPU" if key == "cpu" else "Memory"
+        self.measure(
+            f"{key} {container.key_name}",
+            over,
+            "",
+            f"High {high} usage detected: {name} - {value}%",
+            f"{back} usage back to normal: {name} - {value}%",
+        )
+        return value + "%"
+
+    def save_running(self) -> None:
+        """The running containers for the next check, replaced atomically."""
+        text = "".join(f"{i}\t{self.info[i].key_name}\n" for i in self.running)
+        try:
+            alert_state.write_atomic(paths.under(RUNNING_PATH), text.encode("utf-8"), paths.under(RUNNING_TMP_PATH))
+        except OSError as error:
+            log.warn(f"{NAME}: cannot write {paths.under(RUNNING_PATH)}: {error.strerror}")
+
+    def summary(self) -> str:
+        text = (
+            f"{NAME}: containers={len(self.list_state)} running={len(self.running)}"
+            f" previously_running={len(self.previous)} alerts={self.alerts}"
+        )
+        if self.resolved:
+            text += f" resolved={self.resolved}"
+        if self.held:
+            text += f" held={self.held}"
+        return text
+
+
+def decoded_key(key: str) -> str | None:
+    """The container name of a `stopped <JSON name>` key; None when it is not one."""
+    literal = key.partition(" ")[2]
+    try:
+        name, end = json_string(literal, 0)
+    except ValueError:
+        return None
+    return name if end == len(literal) else None
+
+
+# ---- the run ----------------------------------------------------------------
+
+
+def take_lock(settings: Settings) -> int:
+    """The lock's descriptor; runs never overlap. A run that finds the lock
+    held by a stuck run (started longer ago than any run can take) alerts once
+    for that run and exits 1: a hung monitor must not go quiet behind WARN
+    lines. Raises SystemExit with the run's exit code when it may not run."""
+    os.makedirs(paths.under(paths.STATE_PATH), mode=0o700, exist_ok=True)
+    path = paths.under(LOCK_PATH)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise SystemExit(held(settings, path)) from None
+    with contextlib.suppress(OSError):
+        # Its mtime says when this run started (how a stuck run is told).
+        os.utime(fd)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(paths.under(STUCK_PATH))
+    return fd
+
+
+def held(settings: Settings, path: str) -> int:
+    """What a run that finds the lock held does; its exit code."""
+    since = heartbeat.lock_stuck(path, settings)
+    if since is None:
+        log.warn(f"{NAME}: another run holds {path}; exiting", err=False)
+        return 0
+    started = heartbeat.stamp(since)
+    stuck_file = paths.under(STUCK_PATH)
+    reported = ""
+    try:
+        with open(stuck_file, encoding="utf-8", errors="replace") as handle:
+            reported = handle.readline(64).strip()
+    except OSError:
+        pass
+    if reported == str(since):
+        log.error(f"{NAME}: the run started at {started} is still stuck (reported); containers are not checked")
+        return EX_FAILURE
+    log.error(f"{NAME}: the run started at {started} is stuck (it holds {path}); alerting")
+    text = (
+        f"Container monitor stuck: a run started at {started} has not finished;"
+        " containers are not checked until it does"
+    )
+    if outbox.send_alert(settings, PREFIX + text):
+        with contextlib.suppress(OSError):
+            alert_state.write_atomic(stuck_file, f"{since}\n".encode())
+    flush(settings)
+    return EX_FAILURE
+
+
+def flush(settings: Settings) -> bool:
+    """Delivers the spool; True when nothing is left in it."""
+    status = outbox.flush(settings)
+    if status != 0:
+        log.warn(f"{NAME}: alerts stay spooled for the next run (notifier exit {status}); no heartbeat")
+    return status == 0
+
+
+def runtime_failed(settings: Settings, state: alert_state.AlertState, why: str) -> int:
+    """The run cannot check the containers (WHY): alerts once (latched until
+    the runtime answers again), saves the alert state, delivers; exit 1. The
+    previous list is kept."""
+    log.error(f"{NAME}: {why}; nothing checked, previous state kept")
+    if state.observe(RUNTIME_KEY, True, alert_state.LATCH) == alert_state.POST:
+        text = f"Container check failed: {why}; containers are not checked until it works again"
+        if not outbox.send_alert(settings, PREFIX + text):
+            log.error(f"{NAME}: alert lost ({RUNTIME_KEY}): neither spooled nor delivered; the next run posts it again")
+            state.unfire(RUNTIME_KEY)
+    if not state.save():
+        log.warn(f"{NAME}: cannot write {state.path}")
+    flush(settings)
+    return EX_FAILURE
+
+
+def monitor(settings: Settings) -> int:
+    state = alert_state.AlertState.load(paths.under(ALERT_STATE_PATH), settings)
+    check = Check(settings, state)
+    check.load_previous()
+    try:
+        check.list_containers()
+        ids = check.interesting_ids()
+        check.inspect(ids)
+    except RuntimeFailed as failure:
+        return runtime_failed(settings, state, str(failure))
+    # It answers (again): a latched "check failed" alert resolves.
+    resolved = f"Container check works again: {settings.container_runtime} answers"
+    check.measure(RUNTIME_KEY, False, "", "", resolved)
+    check.running = [i for i in ids if i in check.info and check.info[i].status == "running"]
+    check.stats()
+    check.check_stopped()
+    check.check_usage()
+    check.save_running()
+    if not state.save():
+        log.warn(f"{NAME}: cannot write {state.path}; alerts are still sent")
+    log.info(check.summary())
+    if flush(settings):
+        heartbeat.ping(NAME, settings)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["--runtime-files"]:
+        sys.stdout.write("".join(line + "\n" for line in runtime_files()))
+        return 0
+    try:
+        if argv:
+            settings_file = paths.under(paths.SETTINGS_PATH)
+            raise HostguardError(f"usage: {NAME} [--runtime-files] (settings in {settings_file})")
+
+        settings = settings_module.load()
+        try:
+            lock_fd = take_lock(settings)
+        except SystemExit as done:
+            return int(done.code or 0)
+        try:
+            return monitor(settings)
+        finally:
+            os.close(lock_fd)
+    except HostguardError as error:
+        sys.stderr.write(log.die_line(str(error)) + "\n")
+        return error.code
+    except OSError as error:
+        # The state directory or the lock cannot be made (a read-only or full disk).
+        sys.stderr.write(log.die_line(f"{NAME}: {error}") + "\n")
+        return EX_FAILURE

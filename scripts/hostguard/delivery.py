@@ -1,0 +1,471 @@
+"""Delivery of the spool to the chat webhook: one run at a time, oldest first, within a budget.
+
+`flush` holds an exclusive flock on /var/spool/hostguard/.lock while it
+delivers (it waits at most LOCK_WAIT seconds for another run's, or not at
+all), puts back what a killed run had claimed, then claims, posts and
+acknowledges one message at a time (spool.py: one transaction per step).
+A transient failure stops the run (the order is kept for the next one), a
+message refused for good goes to the dead letters and the next goes on, a
+refused webhook keeps everything and is probed again with a back-off until
+its file changes. After releasing the lock it looks once more: a message
+spooled by a run that found the lock taken is never stranded.
+
+A message is posted at least once and, but for one case, exactly once: a
+process killed between the service's 2xx and the commit that removes the
+message posts it again in the next run (as the bash notifier did).
+
+Exit codes: 0 nothing left, 75 something left (transient, budget spent, the
+lock held by another run), 77 the webhook is refused (messages kept), 78 a
+bad webhook or CA file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import time
+from typing import NamedTuple
+
+from . import chat, log, urlfile
+from .errors import EX_CONFIG, EX_NOPERM, EX_OK, EX_TEMPFAIL, ConfigError
+from .settings import Settings
+from .spool import Message, Spool, name_of
+
+# How long a foreground run waits for another run's lock before leaving its
+# messages to that run (which looks again after releasing it).
+LOCK_WAIT = 5.0
+LOCK_NAME = ".lock"
+# The chat service allows about one message per second.
+PACE = 1.05
+# A refused webhook is probed once per run, at most this often (doubling).
+PROBE_FIRST = 600
+PROBE_MAX = 3600
+DROPPED_NOTE = "\n({} ban-tool message(s) dropped while the chat service was unreachable)"
+
+# What became of one message in a run.
+_DELIVERED, _DEAD, _REFUSED, _LEFT = range(4)
+
+
+class Hook(NamedTuple):
+    """The checked webhook and the CA bundle's content (None: the system's CAs)."""
+
+    url: str
+    identity: str
+    cadata: str | bytes | None
+
+
+class HookState(NamedTuple):
+    """`refused ID SINCE NEXT INTERVAL WHY`: the chat service refused the webhook file ID."""
+
+    identity: str
+    since: int
+    next_probe: int
+    interval: int
+    why: str
+
+
+def now_stamp() -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S")
+
+
+# ---- the webhook --------------------------------------------------------------
+
+
+def check_webhook(settings: Settings) -> Hook:
+    """The webhook and CA bundle, checked; ConfigError (exit 78) naming the file at fault."""
+    hook = urlfile.webhook(settings.notify_ca_file)
+    cadata: str | bytes | None = None
+    if settings.notify_ca_file:
+        try:
+            cadata = urlfile.read_ca(settings.notify_ca_file)
+        except OSError:
+            raise ConfigError(f"NOTIFY_CA_FILE {settings.notify_ca_file}: cannot read it: refused") from None
+    return Hook(hook.url, hook.identity, cadata)
+
+
+def load_hook(settings: Settings) -> Hook | None:
+    """The checked webhook, or None after logging why it cannot be used (exit 78)."""
+    try:
+        return check_webhook(settings)
+    except ConfigError as error:
+        log.error(str(error))
+        return None
+
+
+def hook_state(spool: Spool) -> HookState | None:
+    """The refused-webhook state, None when the webhook is not refused."""
+    words = (spool.get("webhook") or "").split(" ", 5)
+    if len(words) != 6 or words[0] != "refused" or not all(w.isdigit() for w in words[2:5]):
+        return None
+    return HookState(words[1], int(words[2]), int(words[3]), int(words[4]), words[5])
+
+
+def note(spool: Spool, key: str, value: str | None) -> None:
+    """Sets one state value of the spool; a failed write (disk full) is logged, never fatal."""
+    try:
+        spool.put(key, value)
+    except (sqlite3.Error, OSError):
+        log.warn(f"cannot write the delivery state {key} in {spool.directory} (disk full?)")
+
+
+def refuse_webhook(spool: Spool, identity: str, why: str) -> None:
+    """Records that the chat service refuses webhook IDENTITY; the next probe waits, doubling up to PROBE_MAX."""
+    now = int(time.time())
+    since, interval = now, PROBE_FIRST
+    state = hook_state(spool)
+    if state is not None and state.identity == identity:
+        since, interval = state.since, min(state.interval * 2, PROBE_MAX)
+    note(spool, "webhook", f"refused {identity} {since} {now + interval} {interval} {why}")
+    log.error(
+        f"the chat service refuses the webhook itself ({why}): {spool.pending()} message(s) kept in the spool;"
+        f" next probe in {interval}s; rotate it with: install set-webhook"
+    )
+
+
+_DELIVER, _PROBE, _WAIT = "deliver", "probe", "wait"
+
+
+def _webhook_plan(spool: Spool, hook: Hook) -> str:
+    """What this run does with the webhook: deliver (not refused, or rotated), probe it once, or wait."""
+    state = hook_state(spool)
+    if state is None:
+        return _DELIVER
+    if state.identity != hook.identity:
+        log.info(f"the webhook file changed since the chat service refused it ({state.why}): delivering again")
+        note(spool, "webhook", None)
+        return _DELIVER
+    now = int(time.time())
+    # A next probe further away than one interval means the clock went back: probe now.
+    if now >= state.next_probe or state.next_probe - now > state.interval:
+        log.info(f"probing the refused webhook ({state.why}) with the oldest message")
+        return _PROBE
+    log.error(
+        f"the chat service refuses the webhook ({state.why}): {spool.pending()} message(s) kept;"
+        f" next probe in {state.next_probe - now}s; rotate it with: install set-webhook"
+    )
+    return _WAIT
+
+
+# ---- pacing -------------------------------------------------------------------
+
+
+def _mono_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+def pace(spool: Spool, deadline: float) -> None:
+    """Keeps posts of all runs PACE apart, never waiting more than one pace nor past DEADLINE.
+
+    The last post's time is on the monotonic clock (system-wide, not stepped
+    with the wall clock); one in the future (a reboot) costs at most a pace.
+    """
+    last = spool.get("last_post") or ""
+    if not last.isdigit():
+        return
+    now = _mono_ms()
+    until = min(int(last) + int(PACE * 1000), now + int(PACE * 1000), int(deadline * 1000))
+    if until > now:
+        time.sleep((until - now) / 1000)
+
+
+def post(spool: Spool, hook: Hook, text: str, channel: str | None, max_time: float) -> chat.Answer:
+    """One paced post (the caller paced it): its time stamped for the next post of any run."""
+    with contextlib.suppress(OSError, ValueError):
+        chat.prepare(hook.cadata)  # a bad bundle is reported by the post itself
+    note(spool, "last_post", str(_mono_ms()))
+    return chat.post(hook.url, text, channel, max_time, hook.cadata)
+
+
+# ---- one message --------------------------------------------------------------
+
+
+def _deliver(settings: Settings, spool: Spool, message: Message, hook: Hook, deadline: float) -> int:
+    """Posts one claimed MESSAGE until delivered, refused, or out of attempts or budget."""
+    name = name_of(message.id)
+    channel = message.channel
+    channel_retried = False
+    attempt = 1
+    while attempt <= settings.notify_attempts:
+        pace(spool, deadline)
+        left = int(deadline - time.monotonic())
+        if left < 1:
+            log.warn(f"not delivered {name}: run budget of {settings.notify_budget}s spent; left in spool")
+            break
+        dropped = spool.dropped()
+        text = message.text + (DROPPED_NOTE.format(dropped) if dropped else "")
+        answer = post(spool, hook, text, channel, min(left, settings.notify_max_time))
+        if answer.kind == chat.DELIVERED:
+            _acknowledge(spool, message.id, dropped, attempt, answer)
+            return _DELIVERED
+        if answer.kind == chat.CHANNEL and not channel_retried:
+            channel_retried = True
+            channel = None
+            # Kept without the override, so that a crash now does not repeat the 404.
+            spool.drop_channel(message.id)
+            log.warn(
+                f"{name}: {answer.reason} for its channel override; re-sending it once to the webhook's own channel"
+            )
+            continue
+        note(spool, "last_error", f"{now_stamp()} {name}: {answer.reason}")
+        if answer.kind in (chat.CHANNEL, chat.MESSAGE):
+            _bury(spool, message.id, answer.reason)
+            return _DEAD
+        if answer.kind == chat.WEBHOOK:
+            spool.release(message.id)
+            refuse_webhook(spool, hook.identity, answer.reason)
+            return _REFUSED
+        log.warn(f"not delivered {name}: {answer.reason} (attempt {attempt}/{settings.notify_attempts})")
+        if attempt >= settings.notify_attempts:
+            break
+        wait = answer.retry_after if answer.retry_after is not None else float(attempt)
+        now = time.monotonic()
+        if now + wait + 1 > deadline:
+            log.warn(f"not retrying {name}: the wait of {int(wait * 1000)} ms would pass the run budget; left in spool")
+            break
+        time.sleep(wait)
+        attempt += 1
+    spool.release(message.id)
+    return _LEFT
+
+
+def _acknowledge(spool: Spool, message_id: int, dropped: int, attempt: int, answer: chat.Answer) -> None:
+    name = name_of(message_id)
+    spool.delivered(message_id, dropped)
+    if answer.body != "ok":
+        log.warn(f"delivered {name} (attempt {attempt}), but the answer was {answer.reason}, not 200 ok")
+    else:
+        log.info(f"delivered {name} (attempt {attempt})")
+
+
+def _bury(spool: Spool, message_id: int, why: str) -> None:
+    name = name_of(message_id)
+    spool.bury(message_id, f"{now_stamp()} {why}")
+    log.warn(f"dead letter {name}: {why}; kept in the dead letters (hostguard-notify status), the next message goes on")
+
+
+# ---- the run ------------------------------------------------------------------
+
+
+def _flush_locked(settings: Settings, spool: Spool, hook: Hook, deadline: float) -> int:
+    """The body of a run, the lock held."""
+    spool.unclaim_all()
+    import_legacy(spool)
+    plan = _webhook_plan(spool, hook)
+    if plan == _WAIT:
+        return EX_NOPERM
+    probing = plan == _PROBE
+    while True:
+        message = spool.claim_next()
+        if message is None:
+            spool.make_reserve()
+            return EX_OK
+        result = _deliver(settings, spool, message, hook, deadline)
+        if result == _REFUSED:
+            return EX_NOPERM
+        if result == _LEFT:
+            log.warn(f"{spool.pending()} message(s) left in spool for the next run")
+            return EX_TEMPFAIL
+        if probing:
+            probing = False
+            note(spool, "webhook", None)
+            log.info("the webhook answers again: delivering the spool")
+
+
+def lock_path(spool: Spool) -> str:
+    return os.path.join(spool.directory, LOCK_NAME)
+
+
+def try_lock(spool: Spool, wait: float) -> int | None:
+    """The descriptor holding the delivery lock, waiting at most WAIT seconds; None when another run holds it."""
+    import fcntl
+
+    spool.db()  # makes the spool directory
+    fd = os.open(lock_path(spool), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    give_up = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() >= give_up:
+                os.close(fd)
+                return None
+        # flock has no timed wait: poll (a run holds it for seconds, not milliseconds).
+        time.sleep(0.05)
+
+
+def flush(settings: Settings, spool: Spool, *, wait: bool = True) -> int:
+    """Delivers the spool oldest first: 0 nothing left, 75 something left, 77 webhook refused, 78 bad webhook/CA."""
+    return flush_holding(settings, spool, None, wait=wait)
+
+
+def flush_holding(settings: Settings, spool: Spool, held: int | None, *, wait: bool = False) -> int:
+    """`flush`, starting with the lock descriptor HELD when this process already holds it (a detached flush)."""
+    try:
+        if held is None and spool.pending() == 0 and not legacy_files(spool.directory):
+            return EX_OK
+    except sqlite3.Error as error:
+        return _spool_failed(spool, error)
+    hook = load_hook(settings)
+    if hook is None:
+        if held is not None:
+            os.close(held)
+        return EX_CONFIG
+    deadline = time.monotonic() + settings.notify_budget
+    again = False
+    fd = held
+    while True:
+        if fd is None:
+            try:
+                fd = try_lock(spool, LOCK_WAIT if wait and not again else 0.0)
+            except (sqlite3.Error, OSError) as error:
+                return _spool_failed(spool, error)
+        if fd is None:
+            # After a pass of our own, the run that took the lock over sends the rest.
+            if again:
+                return EX_OK
+            log.warn(
+                f"another delivery run holds the spool lock; {spool.pending()} message(s) left to it or the next run"
+            )
+            return EX_TEMPFAIL
+        try:
+            rc = _flush_locked(settings, spool, hook, deadline)
+            left = spool.pending()
+        except (sqlite3.Error, OSError) as error:
+            # What was claimed stays claimed; the next run puts it back and sends it.
+            return _spool_failed(spool, error)
+        finally:
+            os.close(fd)
+            fd = None
+        if rc != EX_OK or left == 0:
+            return rc
+        # Spooled after our last claim by a run that found the lock taken: deliver it
+        # now, unless another run took the lock over meanwhile.
+        again = True
+
+
+def _spool_failed(spool: Spool, error: Exception) -> int:
+    log.error(f"the spool in {spool.directory} failed ({error}); what it holds is left to the next run")
+    return EX_TEMPFAIL
+
+
+def deliver_direct(settings: Settings, text: str, channel: str | None = None) -> int:
+    """One post of TEXT without the spool (it cannot be written): 0 delivered, 75, 77, 78."""
+    hook = load_hook(settings)
+    if hook is None:
+        return EX_CONFIG
+    answer = chat.post(hook.url, text, channel, settings.notify_max_time, hook.cadata)
+    if answer.kind == chat.DELIVERED:
+        log.info(f"delivered an alert directly (not spooled): {answer.reason}")
+        return EX_OK
+    if answer.kind == chat.TRANSIENT:
+        log.error(f"alert lost: not spooled (disk full) and not delivered: {answer.reason}")
+        return EX_TEMPFAIL
+    log.error(f"alert lost: not spooled (disk full) and refused: {answer.reason}")
+    return EX_NOPERM
+
+
+# ---- the bash notifier's spool files (an upgrade loses nothing) ----------------------
+
+
+def legacy_files(directory: str) -> list[str]:
+    """The bash notifier's message files left in DIRECTORY, oldest first per queue, alerts first."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    return sorted(n for n in names if n.startswith(("msg-", ".sending-msg-", "dead-msg-")) and n.endswith(".json"))
+
+
+def _legacy_key(name: str) -> tuple[int, str]:
+    """Sort key of a bash spool name: queue, then its time (msg-<queue>-<us>-... or older msg-<us>-...)."""
+    bare = name.split("msg-", 1)[1]
+    if len(bare) > 2 and bare[0].isdigit() and bare[1] == "-":
+        return int(bare[0]), bare[2:]
+    return 0, bare
+
+
+def _legacy_message(data: bytes) -> tuple[str, str | None] | str:
+    """(text, channel) of a bash spool file's content, or why it cannot be sent (as the bash said)."""
+    import json
+
+    if not data:
+        return "empty file"
+    if not data.endswith(b"\n"):
+        return "truncated (no final newline)"
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return "not a hostguard message (truncated or not JSON)"
+    if not isinstance(value, dict) or not isinstance(value.get("text"), str):
+        return "not a hostguard message (truncated or not JSON)"
+    channel = value.get("channel")
+    return value["text"], channel.lstrip("#") if isinstance(channel, str) and channel else None
+
+
+def _read_legacy(path: str) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        import stat
+
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, 1 << 20)
+    finally:
+        os.close(fd)
+
+
+def import_legacy(spool: Spool) -> int:
+    """Moves the bash notifier's spool files into the database once (the lock held); how many.
+
+    Each file is removed after its row is committed: a crash in between
+    imports that one file twice, never none.
+    """
+    names = legacy_files(spool.directory)
+    for name in sorted(names, key=_legacy_key):
+        path = os.path.join(spool.directory, name)
+        data = _read_legacy(path)
+        if data is not None:
+            _import_one(spool, name, data)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+            if name.startswith("dead-"):
+                os.unlink(path + ".reason")
+    _import_legacy_state(spool)
+    if names:
+        log.info(f"imported {len(names)} message file(s) of the previous notifier into {spool.directory}")
+    return len(names)
+
+
+def _import_one(spool: Spool, name: str, data: bytes) -> None:
+    queue = _legacy_key(name)[0]
+    found = _legacy_message(data)
+    if name.startswith("dead-"):
+        text, channel = (data.decode("utf-8", "replace"), None) if isinstance(found, str) else found
+        reason = _read_legacy(os.path.join(spool.directory, name + ".reason")) or b"(no reason recorded)"
+        spool.add_dead(text, channel, queue, reason.decode("utf-8", "replace").strip())
+    elif isinstance(found, str):
+        message_id = spool.add_dead(data.decode("utf-8", "replace"), None, queue, f"{now_stamp()} {found}")
+        log.warn(f"dead letter {name_of(message_id)}: {found} (a spool file of the previous notifier)")
+    else:
+        spool.enqueue(found[0], found[1], queue)
+
+
+def _import_legacy_state(spool: Spool) -> None:
+    """The bash notifier's dropped count carried over; its other state files removed."""
+    directory = spool.directory
+    dropped = _read_legacy(os.path.join(directory, ".notify-dropped"))
+    if dropped is not None and dropped.strip().isdigit() and int(dropped) > 0:
+        note(spool, "dropped", str(spool.dropped() + int(dropped)))
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith((".notify-", ".tmp-msg-")) or name in (".bound.lock", ".last-post"):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(directory, name))

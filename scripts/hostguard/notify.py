@@ -1,0 +1,378 @@
+"""hostguard-notify: the notifier's command line (the ban tool's action, `text` by hand, status, --test).
+
+    hostguard-notify text TEXT
+    hostguard-notify event start|stop --jail NAME [--channel CHANNEL]
+    hostguard-notify event ban --jail NAME --ip IP --failures N --time UNIX
+    hostguard-notify event unban --jail NAME --ip IP
+    hostguard-notify flush [--detached]
+    hostguard-notify status
+    hostguard-notify --test
+    hostguard-notify --runtime-files
+
+Exit 0 delivered (an event: spooled for the detached flush), 64 bad usage,
+74 an event that could not be kept (disk full: logged as LOST), 75 left in
+the spool after a transient failure, 77 refused for good (dead letter, or
+the webhook itself refused: kept), 78 a bad webhook or CA file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+
+from . import log, outbox, paths
+from .errors import EX_CONFIG, EX_IOERR, EX_NOPERM, EX_OK, EX_TEMPFAIL, EX_USAGE, HostguardError, UsageError
+from .settings import Settings, load
+from .settings import runtime_files as settings_runtime_files
+from .settings_table import PATTERNS
+from .spool import EVENTS, HINT_NAME, RESERVE_NAME, Spool, SpoolFull
+
+USAGE = """usage: hostguard-notify text TEXT
+       hostguard-notify event start|stop --jail NAME [--channel CHANNEL]
+       hostguard-notify event ban --jail NAME --ip IP --failures N --time UNIX
+       hostguard-notify event unban --jail NAME --ip IP
+       hostguard-notify flush
+       hostguard-notify status
+       hostguard-notify --test
+       hostguard-notify --runtime-files
+"""
+FLUSH_LOG = ".flush.log"
+_JAIL = re.compile(r"[^\x00-\x1f\x7f]+")
+_IP_CHARS = re.compile(r"[0-9A-Fa-f.:/]+")
+_FAILURES = re.compile(r"[0-9]+")
+_TIME = re.compile(r"[0-9]+(\.[0-9]+)?")
+
+
+def runtime_files() -> list[str]:
+    """What the notifier writes under the spool dir, as install records it: `message PATH` / `state PATH`.
+
+    The database comes last: uninstall removes in reverse order, so it counts
+    the messages in spool.db (which opens it, making its -wal and -shm again)
+    before it removes the journal files.
+    """
+    spool = paths.SPOOL_PATH
+    names = (".lock", FLUSH_LOG, RESERVE_NAME, RESERVE_NAME + ".tmp", HINT_NAME, "spool.db-wal", "spool.db-shm")
+    lines = [f"state {spool}/{name}" for name in names]
+    # The bash notifier's files, imported by the first flush: an uninstall before it still removes them.
+    lines += [
+        f"state {spool}/{glob}" for glob in ("dead-msg-*", ".tmp-msg-*", ".notify-*", ".bound.lock", ".last-post")
+    ]
+    lines += [f"message {spool}/msg-*.json", f"message {spool}/.sending-msg-*", f"message {spool}/spool.db"]
+    return lines + settings_runtime_files()
+
+
+# ---- text ---------------------------------------------------------------------
+
+
+def send_text(settings: Settings, text: str) -> int:
+    """Spools TEXT and flushes; 0 only when this message was delivered (merged into one that was counts)."""
+    spool = outbox.spool(settings)
+    posted = outbox.as_posted(settings, text)
+    try:
+        message_id = spool.enqueue(posted)
+    except SpoolFull:
+        log.error(f"cannot write the spool in {spool.directory} (disk full?): delivering this alert directly")
+        from .delivery import deliver_direct
+
+        return deliver_direct(settings, posted)
+    rc = outbox.flush(settings)
+    outcome = spool.outcome(message_id)
+    if outcome == "delivered":
+        return EX_OK
+    if outcome == "dead":
+        return EX_NOPERM
+    return rc if rc != EX_OK else EX_TEMPFAIL
+
+
+# ---- events -------------------------------------------------------------------
+
+
+def _options(args: list[str]) -> dict[str, str]:
+    known = ("--jail", "--ip", "--failures", "--time", "--channel")
+    found: dict[str, str] = {}
+    while args:
+        if len(args) < 2:
+            raise UsageError(f"option {args[0]} needs a value")
+        if args[0] not in known:
+            raise UsageError(f"unknown option {args[0]}")
+        found[args[0][2:]] = args[1]
+        args = args[2:]
+    return found
+
+
+def valid_ip(ip: str) -> bool:
+    """An address or an address with a /prefix, as fail2ban's <ip> can be (no scope, no name)."""
+    import ipaddress
+
+    if not _IP_CHARS.fullmatch(ip):
+        return False
+    try:
+        if "/" in ip:
+            ipaddress.ip_network(ip, strict=False)
+        else:
+            ipaddress.ip_address(ip)
+    except ValueError:
+        return False
+    return True
+
+
+def event_text(settings: Settings, kind: str, options: dict[str, str]) -> tuple[str, str | None]:
+    """The SPEC's text of event KIND (and the channel of start/stop); UsageError when an option is wrong."""
+    jail = options.get("jail", "")
+    if not _JAIL.fullmatch(jail):
+        raise UsageError("--jail NAME is required")
+    if kind in ("start", "stop"):
+        channel = options.get("channel", "")
+        channel = channel[1:] if channel.startswith("#") else channel
+        channel = channel or settings.slack_channel
+        if not re.fullmatch(PATTERNS["SLACK_CHANNEL"], channel) or not channel.isascii():
+            raise UsageError("invalid --channel")
+        return f"Ban tool ({jail}) jail has {'started' if kind == 'start' else 'stopped'}", channel
+    if kind not in ("ban", "unban"):
+        raise UsageError(f"unknown event {kind}")
+    ip = options.get("ip", "")
+    if not valid_ip(ip):
+        raise UsageError("--ip IP is required")
+    if kind == "unban":
+        return f"Ban Alert({jail})\n Unbanned IP: *{ip}*", None
+    failures, when = options.get("failures", ""), options.get("time", "")
+    if not _FAILURES.fullmatch(failures):
+        raise UsageError("--failures N is required")
+    if not _TIME.fullmatch(when):
+        raise UsageError("--time UNIX is required")
+    # A manual banip gives a fractional time; the message shows whole seconds.
+    when = when.split(".", 1)[0]
+    return f"Ban Alert({jail})\n Banned IP: *{ip}*\n Failures: {failures} failure(s)\n Timestap: {when}", None
+
+
+def event(settings: Settings, args: list[str]) -> int:
+    if not args:
+        raise UsageError("event needs a kind")
+    kind, options = args[0], _options(args[1:])
+    text, channel = event_text(settings, kind, options)
+    return spool_event(settings, text, channel)
+
+
+def spool_event(settings: Settings, text: str, channel: str | None) -> int:
+    """Spools a ban-tool message and returns at once; a detached flush delivers it.
+
+    The ban tool runs a jail's actions one after another and must never wait
+    for the chat service. When the lock is held, its holder delivers this
+    message (it looks again after releasing the lock).
+    """
+    spool = outbox.spool(settings)
+    try:
+        spool.enqueue(outbox.as_posted(settings, text), channel, EVENTS)
+    except SpoolFull:
+        log.error(
+            f"cannot write the spool in {spool.directory} (disk full?): this ban-tool message is LOST"
+            " (not kept, not sent: a ban never waits for the chat service)"
+        )
+        return EX_IOERR
+    from .delivery import try_lock
+
+    fd = try_lock(spool, 0.0)
+    if fd is not None:
+        start_detached_flush(settings, spool, fd)
+    return EX_OK
+
+
+def start_detached_flush(settings: Settings, spool: Spool, lock_fd: int) -> None:
+    """Forks a flush that holds LOCK_FD, in a session of its own, with no descriptor of the caller's."""
+    # SQLite connections must not cross a fork: the child opens its own.
+    spool.close()
+    log_path = os.path.join(spool.directory, FLUSH_LOG)
+    try:
+        child = os.fork()
+    except OSError as error:
+        # Spooled all the same: the next run (a monitor's, the next ban's) delivers it.
+        log.warn(f"cannot start the detached flush ({error.strerror}); the message waits in the spool")
+        os.close(lock_fd)
+        return
+    if child != 0:
+        os.close(lock_fd)
+        return
+    rc = 70
+    try:
+        os.setsid()
+        _detach_descriptors(log_path, lock_fd)
+        from .delivery import flush_holding
+
+        rc = flush_holding(settings, Spool(spool.spool_max, spool.directory), lock_fd)
+    except BaseException as error:
+        # The child never returns into the caller's code: it says why in its log and ends.
+        log.error(f"the detached flush failed: {error!r}")
+    finally:
+        os._exit(rc)
+
+
+def _detach_descriptors(log_path: str, keep: int) -> None:
+    """stdin from /dev/null, stdout and stderr to LOG_PATH (else /dev/null), all others but KEEP closed."""
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        out = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        out = os.dup(null)
+    os.dup2(null, 0)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = list(range(3, 1024))
+    for fd in fds:
+        if fd > 2 and fd != keep:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+# ---- status and the connectivity test ------------------------------------------------
+
+
+def status_lines(settings: Settings) -> list[str]:
+    """The spool depth, dropped ban messages, dead letters, last delivery and error, the webhook's state."""
+    import time
+
+    from .delivery import check_webhook, hook_state
+
+    spool = outbox.spool(settings)
+    oldest = spool.oldest_created()
+    since = "" if oldest is None else time.strftime(", oldest spooled %Y-%m-%d %H:%M:%S", time.localtime(oldest))
+    lines = [f"spool: {spool.pending()} message(s) waiting (limit {settings.notify_spool_max}){since}"]
+    lines.append(f"dropped: {spool.dropped()} ban-tool message(s) dropped on overflow, not yet announced")
+    dead = spool.dead_letters()
+    lines.append(f"dead letters: {len(dead)}")
+    lines += [f"  msg-{letter.id}  {letter.reason}" for letter in dead]
+    lines.append(f"last delivery: {spool.get('last_delivery') or 'never'}")
+    lines.append(f"last error: {spool.get('last_error') or 'none'}")
+    state = hook_state(spool)
+    if state is not None:
+        since_text = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(state.since))
+        wait = max(0, state.next_probe - int(time.time()))
+        lines.append(
+            f"webhook: refused by the chat service since {since_text} ({state.why}); messages kept;"
+            f" next probe in {wait}s; rotate it with: install set-webhook"
+        )
+    else:
+        try:
+            check_webhook(settings)
+            lines.append("webhook: ok (not refused)")
+        except HostguardError:
+            lines.append("webhook: bad webhook file (see: hostguard-notify flush)")
+    return lines
+
+
+def status(settings: Settings) -> int:
+    from .redact import redact
+
+    sys.stdout.write("".join(redact(line) + "\n" for line in status_lines(settings)))
+    return EX_OK
+
+
+def _host_name() -> str:
+    try:
+        with open("/proc/sys/kernel/hostname", encoding="utf-8", errors="replace") as handle:
+            name = handle.readline().strip()
+    except OSError:
+        name = ""
+    if not name:
+        import socket
+
+        name = socket.gethostname() or "unknown"
+    return name
+
+
+def connectivity_test(settings: Settings) -> int:
+    """Posts the test message directly (a stale "webhook OK" delivered later would mislead): 0, 75, 77, 78."""
+    import time
+
+    from . import chat, delivery
+
+    spool = outbox.spool(settings)
+    hook = delivery.load_hook(settings)
+    if hook is None:
+        return EX_CONFIG
+    text = outbox.as_posted(settings, f"[Server Alert] \nConnectivity test from {_host_name()}: webhook OK")
+    deadline = time.monotonic() + settings.notify_budget
+    delivery.pace(spool, deadline)
+    left = max(1, int(deadline - time.monotonic()))
+    answer = delivery.post(spool, hook, text, None, min(left, settings.notify_max_time))
+    if answer.kind == chat.DELIVERED:
+        log.info(f"connectivity test delivered: {answer.reason}")
+        # A webhook that answers is no longer refused.
+        delivery.note(spool, "webhook", None)
+        return EX_OK
+    if answer.kind == chat.TRANSIENT:
+        log.error(f"connectivity test not delivered (transient): {answer.reason}")
+        return EX_TEMPFAIL
+    if answer.kind == chat.WEBHOOK:
+        log.error(f"connectivity test refused: the webhook itself is refused: {answer.reason}")
+        delivery.refuse_webhook(spool, hook.identity, answer.reason)
+        return EX_NOPERM
+    log.error(f"connectivity test refused: {answer.reason}")
+    return EX_NOPERM
+
+
+# ---- main ---------------------------------------------------------------------
+
+
+def usage(problem: str | None = None) -> int:
+    if problem:
+        sys.stderr.write(f"hostguard-notify: {problem}\n")
+    sys.stderr.write(USAGE)
+    return EX_USAGE
+
+
+def run(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        return usage()
+    verb, args = argv[0], argv[1:]
+    if verb == "--runtime-files" and not args:
+        sys.stdout.write("".join(line + "\n" for line in runtime_files()))
+        return EX_OK
+    if verb == "text":
+        if len(args) != 1:
+            raise UsageError("text takes exactly one argument")
+        return send_text(load(), args[0])
+    if verb == "event":
+        return event(load(), args)
+    if verb == "flush":
+        if args not in ([], ["--detached"]):
+            return usage()
+        # A detached flush only tries the lock: the run holding it delivers what it was started for.
+        return _flush(load(), wait=not args)
+    if verb in ("status", "--test"):
+        if args:
+            return usage()
+        return status(load()) if verb == "status" else connectivity_test(load())
+    raise UsageError(f"unknown command {verb}")
+
+
+def _flush(settings: Settings, wait: bool) -> int:
+    from .delivery import flush
+
+    return flush(settings, outbox.spool(settings), wait=wait)
+
+
+def main(argv: list[str]) -> int:
+    """The notifier: argv without the program name; the exit code."""
+    os.umask(0o077)
+    try:
+        return run(argv)
+    except UsageError as error:
+        return usage(str(error))
+    except HostguardError as error:
+        sys.stderr.write(log.die_line(str(error)) + "\n")
+        return error.code
+    except Exception as error:
+        import sqlite3  # loaded by then if the spool was opened
+
+        if not isinstance(error, (sqlite3.Error, OSError)):
+            raise
+        # The spool database or its directory failed (status, --test's state): say so, no traceback.
+        sys.stderr.write(log.die_line(f"the spool failed: {error}") + "\n")
+        return EX_TEMPFAIL
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,101 @@
+"""chat.py: the classification of the chat service's answers, Retry-After, error texts."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hostguard import chat, redact
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "channel", "kind"),
+    [
+        (200, "ok", False, chat.DELIVERED),
+        (200, "no_text", False, chat.DELIVERED),
+        (204, "", False, chat.DELIVERED),
+        (299, "", True, chat.DELIVERED),
+        (500, "internal_error", False, chat.TRANSIENT),
+        (503, "", False, chat.TRANSIENT),
+        (408, "", False, chat.TRANSIENT),
+        (429, "rate_limited", False, chat.TRANSIENT),
+        (301, "", False, chat.TRANSIENT),
+        (100, "", False, chat.TRANSIENT),
+        (403, "invalid_token", False, chat.WEBHOOK),
+        (403, "action_prohibited", True, chat.WEBHOOK),
+        (404, "no_service", False, chat.WEBHOOK),
+        (404, "no_active_hooks", False, chat.WEBHOOK),
+        (410, "channel_is_archived", False, chat.WEBHOOK),
+        (404, "channel_not_found", True, chat.CHANNEL),
+        (404, "channel_not_found", False, chat.MESSAGE),
+        (400, "invalid_payload", False, chat.MESSAGE),
+        (403, "something_else", False, chat.MESSAGE),
+        (413, "too_large", False, chat.MESSAGE),
+        (404, "invalid_token", False, chat.MESSAGE),
+    ],
+)
+def test_classify(status: int, body: str, channel: bool, kind: str) -> None:
+    answer = chat.classify(status, body, None, channel)
+    assert answer.kind == kind
+    assert answer.reason == f"HTTP {status} {body}"
+
+
+def test_retry_after_seconds_are_decimal() -> None:
+    assert chat.retry_after_seconds("09") == 9.0
+    assert chat.retry_after_seconds(" 120 ") == 120.0
+    assert chat.retry_after_seconds("0") == 0.0
+    for bad in ("", "1.5", "-1", "1e3", "١٢", "9999999999", "soon", None):
+        assert chat.retry_after_seconds(bad) is None
+
+
+def test_retry_after_http_date() -> None:
+    now = time.time()
+    date = email.utils.formatdate(now + 30, usegmt=True)
+    assert 29 <= (chat.retry_after_seconds(date, now) or 0) <= 30
+    past = email.utils.formatdate(now - 30, usegmt=True)
+    assert chat.retry_after_seconds(past, now) == 0.0
+    assert chat.retry_after_seconds("Sun, 99 Nov 2026 25:61:00 GMT") is None
+    assert chat.retry_after_seconds("Sunday, 06-Nov-94 08:49:37 GMT") is None
+
+
+def test_a_classified_429_carries_its_retry_after() -> None:
+    assert chat.classify(429, "rate_limited", "7", False).retry_after == 7.0
+    assert chat.classify(500, "x", None, False).retry_after is None
+
+
+def test_error_text_is_redacted_then_cut_and_printable(root: Path) -> None:
+    (root / "etc/hostguard").mkdir(parents=True)
+    secret = "/services/T000/B000/SENTINELsecretSENTINELsecret"
+    (root / "etc/hostguard/webhook.curlrc").write_text(f'url = "https://hooks.example{secret}"\n')
+    text = chat.error_text(f"Cannot POST {secret}\n\tdone é")
+    assert "SENTINEL" not in text
+    assert text == f"Cannot POST {redact.REDACTED}??done ??"
+    long = chat.error_text("x" * 500 + secret)
+    assert len(long) == chat.ERROR_MAX and "SENTINEL" not in long
+
+
+@given(st.text())
+def test_error_text_is_always_short_printable_ascii(body: str) -> None:
+    text = chat.error_text(body)
+    assert len(text) <= chat.ERROR_MAX
+    assert all(0x20 <= ord(c) < 0x7F for c in text)
+
+
+def test_post_refuses_anything_but_https() -> None:
+    assert chat.post("http://example.invalid/x", "t", None, 1, None) == chat.failure("protocol refused (https only)")
+
+
+def test_post_to_a_closed_port_is_transient_and_does_not_name_it() -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    answer = chat.post(f"https://127.0.0.1:{port}/services/x", "t", None, 2, None)
+    assert answer == chat.failure("connection refused or unreachable")
+    assert str(port) not in answer.reason

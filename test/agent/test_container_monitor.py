@@ -1,0 +1,262 @@
+"""The container monitor's units (hostguard/container_monitor.py): decoding the runtime's
+answers, bounded runtime calls, and runs in-process against test/helpers/fake-docker.
+
+The black-box runs against the real HTTPS receiver are test/payload/container-monitor.bats.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hostguard import alert_state, container_monitor, outbox, settings
+from hostguard.container_monitor import Answer, RuntimeFailed
+
+FAKE_DOCKER = Path(__file__).resolve().parents[1] / "helpers" / "fake-docker"
+P = "[Container Alert] \n"
+HOSTILE = [
+    "plain",
+    'q"uo\\te/d',
+    "nl\nt\tr\rb\bf\f",
+    "\u2028\u2029 <&>",
+    "ünï 名前 🐳",
+    "\x01\x1f\x7f",
+    "\\u0041 literal",
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_json_strings_decode_as_a_json_encoder_wrote_them(text: str) -> None:
+    for encoded in (json.dumps(text), json.dumps(text, ensure_ascii=False)):
+        assert container_monitor.json_string(encoded, 0) == (text, len(encoded))
+
+
+def test_nul_and_lone_surrogates_become_replacement_characters() -> None:
+    literal = r'"\/ \ud83d\udc33 \u00e9 \u0000 \uD83D\uDE00 \ud800"'
+    assert container_monitor.json_string(literal, 0)[0] == "/ 🐳 é \ufffd 😀 \ufffd"
+
+
+@pytest.mark.parametrize("bad", ['"open', '"raw\ttab"', '"bad \\x escape"', "42", "null", '["a"]', ""])
+def test_malformed_strings_are_refused(bad: str) -> None:
+    with pytest.raises(ValueError):
+        container_monitor.json_string(bad, 0)
+
+
+@given(st.text())
+def test_any_text_round_trips_through_the_log_form(text: str) -> None:
+    shown = container_monitor.quoted(text)
+    assert "\n" not in shown and "\x7f" not in shown
+    decoded = container_monitor.json_string(shown, 0)[0]
+    assert decoded == "".join("\ufffd" if c == "\0" or 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+
+
+def check() -> container_monitor.Check:
+    loaded = settings.parse("", "test.conf")
+    return container_monitor.Check(loaded, alert_state.AlertState("/nonexistent", 1, 0, False))
+
+
+ID = "a" * 64
+
+
+def test_list_and_inspect_lines_with_hostile_names() -> None:
+    found = check()
+    name = 'we"b \\ $(x) `id`\t,legacy'
+    found.list_line(f'{ID}\t"running"\t{json.dumps(name)}')
+    assert found.list_ids == [ID] and found.list_state[ID] == "running"
+    assert found.name_id == {name: ID, 'we"b \\ $(x) `id`\t': ID, "legacy": ID}
+    error = 'OOM "x" \\ y'
+    found.inspect_line(f'{ID} "exited" -1 {json.dumps("/" + name)} {json.dumps(error)}')
+    assert found.info[ID] == container_monitor.Container("exited", "-1", name, error)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        f'{ID}\t"running"',
+        f'{ID}\t"running"\t"a"\textra',
+        f'{ID[:11]}\t"running"\t"a"',
+        f'{ID}\trunning\t"a"',
+        f'{ID} "running" 0 "/a" "e"',
+    ],
+)
+def test_unparsable_list_lines_are_skipped(line: str, capsys: pytest.CaptureFixture[str]) -> None:
+    found = check()
+    found.list_line(line)
+    assert found.list_ids == []
+    assert "unparsable list line" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "line", [f'{ID} "running" x "/a" "e"', f'{ID} "running" 0 "/a"', f'{ID} "running" 0 "/a" "e" ', f'{ID}\t"x"']
+)
+def test_unparsable_inspect_lines_are_skipped(line: str, capsys: pytest.CaptureFixture[str]) -> None:
+    found = check()
+    found.inspect_line(line)
+    assert found.info == {}
+    assert "unparsable inspect line" in capsys.readouterr().err
+
+
+def runtime_settings(root: Path, runtime: str, timeout: int = 60, *more: str) -> settings.Settings:
+    return settings.parse(f"CONTAINER_RUNTIME={runtime}\nCONTAINER_RUNTIME_TIMEOUT={timeout}\n" + "".join(more), "t")
+
+
+def test_a_hung_runtime_and_its_children_end_at_the_timeout(tmp_path: Path) -> None:
+    runtime = tmp_path / "hung"
+    runtime.write_text(f"#!/bin/sh\nsleep 60 &\necho $! >{tmp_path}/child\nexec sleep 60\n")
+    runtime.chmod(0o755)
+    start = time.monotonic()
+    with pytest.raises(RuntimeFailed, match=r"^runtime unavailable: .*/hung ps did not answer within 1 s$"):
+        container_monitor.call(runtime_settings(tmp_path, str(runtime), 1), "ps")
+    # The timeout, then SIGTERM to its process group: well before the kill's 4 s.
+    assert time.monotonic() - start < 4
+    child = int((tmp_path / "child").read_text())
+    for _ in range(50):
+        if not os.path.exists(f"/proc/{child}") or " Z" in Path(f"/proc/{child}/stat").read_text().split(")")[1][:2]:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the runtime's child outlived the call")
+
+
+def test_a_runtime_that_ignores_sigterm_is_killed(tmp_path: Path) -> None:
+    runtime = tmp_path / "stubborn"
+    runtime.write_text("#!/bin/sh\ntrap '' TERM\nwhile :; do sleep 0.1; done\n")
+    runtime.chmod(0o755)
+    start = time.monotonic()
+    with pytest.raises(RuntimeFailed):
+        container_monitor.call(runtime_settings(tmp_path, str(runtime), 1), "stats")
+    # CONTAINER_RUNTIME_TIMEOUT, then at most KILL_AFTER and one second: what stuck_after counts.
+    assert time.monotonic() - start < 1 + container_monitor.KILL_AFTER + 1.5
+
+
+def test_a_missing_runtime(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeFailed, match="^the runtime /nonexistent/docker is not found$"):
+        container_monitor.call(runtime_settings(tmp_path, "/nonexistent/docker"), "ps")
+    answer = container_monitor.call(runtime_settings(tmp_path, "false"), "ps")
+    assert answer == Answer(1, "", "")
+
+
+# ---- runs in-process against the fake runtime ----------------------------------
+
+
+class Posts:
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def take(self) -> list[str]:
+        texts, self.texts = self.texts, []
+        return texts
+
+
+@pytest.fixture
+def posts(monkeypatch: pytest.MonkeyPatch) -> Posts:
+    stub = Posts()
+
+    def send_alert(_settings: object, text: str) -> bool:
+        stub.texts.append(text)
+        return True
+
+    monkeypatch.setattr(outbox, "send_alert", send_alert)
+    monkeypatch.setattr(outbox, "flush", lambda _settings: 0)
+    return stub
+
+
+@pytest.fixture
+def docker(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """fake-docker on PATH as docker; its containers file."""
+    bin_dir = root / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "docker").symlink_to(FAKE_DOCKER)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    state = root / "containers.json"
+    monkeypatch.setenv("FAKE_DOCKER_STATE", str(state))
+    monkeypatch.setenv("FAKE_DOCKER_CALLS", str(root / "calls.jsonl"))
+    monkeypatch.setenv("HOSTGUARD_NOW", "1000")
+    (root / "etc/hostguard").mkdir(parents=True)
+    return state
+
+
+def containers(state: Path, *entries: tuple[str, str, str, str]) -> None:
+    found = [
+        {"name": n, "state": s, "cpu": c, "mem": m, "exit_code": 3 if s != "running" else 0} for n, s, c, m in entries
+    ]
+    state.write_text(json.dumps({"containers": found}))
+
+
+def calls(root: Path) -> list[str]:
+    path = root / "calls.jsonl"
+    done = [json.loads(line)[0] for line in path.read_text().splitlines()] if path.exists() else []
+    path.unlink(missing_ok=True)
+    return done
+
+
+def test_a_run_stops_watches_and_measures(
+    root: Path, docker: Path, posts: Posts, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (root / "etc/hostguard/hostguard.conf").write_text("CONTAINER_WATCH=ghost\n")
+    containers(docker, ("web", "running", "1.00%", "1.00%"), ("hot", "running", "80.01%", "90.00%"))
+    assert container_monitor.main([]) == 0
+    assert calls(root) == ["ps", "inspect", "stats"]
+    gone = "Exit Code: unknown\nError: No such container"
+    assert posts.take() == [
+        f"{P}Container stopped: ghost (Status: not found)\n{gone}",
+        f"{P}High CPU usage detected: hot - 80.01%",
+    ]
+    containers(docker, ("web", "exited", "0.00%", "0.00%"))
+    assert container_monitor.main([]) == 0
+    assert posts.take() == [
+        f"{P}Container stopped: web (Status: exited)\nExit Code: 3\nError: No specific error",
+        f"{P}Container stopped: hot (Status: removed)\n{gone}",
+        f"{P}Container stopped: ghost (Status: not found)\n{gone}",
+    ]
+    assert calls(root) == ["ps", "inspect"]
+    out = capsys.readouterr().out
+    assert "containers=1 running=0 previously_running=2 alerts=3" in out
+    assert (root / "var/lib/hostguard/containers.running").read_text() == ""
+
+
+def test_a_failing_runtime_alerts_once_and_keeps_the_list(
+    root: Path, docker: Path, posts: Posts, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    containers(docker, ("web", "running", "1.00%", "1.00%"))
+    assert container_monitor.main([]) == 0
+    before = (root / "var/lib/hostguard/containers.running").read_text()
+    monkeypatch.setenv("FAKE_DOCKER_FAIL", "inspect")
+    assert [container_monitor.main([]) for _ in range(2)] == [1, 1]
+    assert posts.take() == [
+        f"{P}Container check failed: runtime unavailable: docker inspect failed (exit 1);"
+        " containers are not checked until it works again"
+    ]
+    assert "Cannot connect to the Docker daemon" in capsys.readouterr().err
+    assert (root / "var/lib/hostguard/containers.running").read_text() == before
+    monkeypatch.delenv("FAKE_DOCKER_FAIL")
+    (root / "etc/hostguard/hostguard.conf").write_text("ALERT_SEND_RESOLVED=true\n")
+    assert container_monitor.main([]) == 0
+    assert posts.take() == [f"{P}Container check works again: docker answers"]
+
+
+def test_old_state_files_only_forget(root: Path, docker: Path, posts: Posts) -> None:
+    state_dir = root / "var/lib/hostguard"
+    state_dir.mkdir(parents=True)
+    (state_dir / "containers.running").write_bytes(b"garbage\n\xff\xfe\n" + f"{ID}\tnot-json\n".encode())
+    (state_dir / "container-monitor.alerts").write_bytes(b"1\t0\t1\tstopped not-json\n\x00\n")
+    containers(docker, ("web", "running", "1.00%", "1.00%"))
+    assert container_monitor.main([]) == 0
+    assert posts.take() == []
+    assert not (state_dir / "container-monitor.alerts").exists()
+
+
+def test_runtime_files(capsys: pytest.CaptureFixture[str]) -> None:
+    assert container_monitor.main(["--runtime-files"]) == 0
+    assert capsys.readouterr().out == (
+        "state /var/lib/hostguard/containers.running\nstate /var/lib/hostguard/containers.running.tmp\n"
+        "state /var/lib/hostguard/container-monitor.lock\nstate /var/lib/hostguard/container-monitor.stuck\n"
+        "state /var/lib/hostguard/container-monitor.alerts\nstate /var/lib/hostguard/.container-monitor.alerts.tmp\n"
+        "state /var/lib/hostguard/settings.valid\nstate /var/lib/hostguard/settings.valid.tmp\n"
+    )

@@ -1,0 +1,120 @@
+"""The heartbeat (hostguard/heartbeat.py): a stuck monitor's lock, the bounded GET, the URL file's checks.
+
+The GETs against the real HTTPS receiver are in test/payload/host-monitor.bats and container-monitor.bats.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hostguard import heartbeat, settings
+
+
+def conf(*lines: str) -> settings.Settings:
+    return settings.parse("".join(line + "\n" for line in lines), "t.conf")
+
+
+def test_stuck_after_is_the_longest_run_and_a_minute() -> None:
+    assert heartbeat.stuck_after(conf("CONTAINER_RUNTIME_TIMEOUT=60", "NOTIFY_BUDGET=40")) == 3 * 65 + 40 + 60
+
+
+def test_a_lock_is_stuck_only_when_held_longer_than_any_run(tmp_path: Path) -> None:
+    lock = tmp_path / "container-monitor.lock"
+    s = conf()
+    assert heartbeat.lock_stuck(str(lock), s) is None
+    lock.touch()
+    old = int(time.time()) - heartbeat.stuck_after(s) - 5
+    os.utime(lock, (old, old))
+    # Not held: a run that ended long ago.
+    assert heartbeat.lock_stuck(str(lock), s) is None
+    with open(lock, "a") as holder:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        assert heartbeat.lock_stuck(str(lock), s) == old
+        os.utime(lock)
+        # Held by a run that started now: running, not stuck.
+        assert heartbeat.lock_stuck(str(lock), s) is None
+
+
+@pytest.fixture
+def silent_server() -> Iterator[int]:
+    """A TCP port that takes connections (the kernel's backlog) and never says a word: a hung TLS peer."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    yield server.getsockname()[1]
+    server.close()
+
+
+def test_a_get_is_bounded_by_its_deadline(silent_server: int) -> None:
+    start = time.monotonic()
+    with pytest.raises(Exception):  # noqa: B017 - a timeout, however the stack names it
+        heartbeat.get(f"https://127.0.0.1:{silent_server}/ping/x", None, 1)
+    assert time.monotonic() - start < 3
+
+
+def test_only_https(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        heartbeat.get("http://127.0.0.1:1/ping", None, 1)
+
+
+def recorder(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """heartbeat.get replaced: the URLs asked, each answered 200."""
+    asked: list[str] = []
+
+    def get(url: str, _cadata: object, _seconds: float) -> int:
+        asked.append(url)
+        return 200
+
+    monkeypatch.setattr(heartbeat, "get", get)
+    return asked
+
+
+def test_no_file_no_heartbeat_and_a_bad_file_is_refused(
+    root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked = recorder(monkeypatch)
+    heartbeat.ping("host-monitor", conf())
+    assert asked == [] and capsys.readouterr().out == ""
+    (root / "etc/hostguard").mkdir(parents=True)
+    file = root / "etc/hostguard/heartbeat.curlrc"
+    file.write_text('url = "https://hc.example.test/ping/SECRETsecret0123456789"\n')
+    file.chmod(0o644)
+    heartbeat.ping("host-monitor", conf())
+    out = capsys.readouterr()
+    assert asked == []
+    assert f"host-monitor: heartbeat file {file} is readable by group or others" in out.err
+    assert "SECRET" not in out.out + out.err
+    file.chmod(0o600)
+    heartbeat.ping("host-monitor", conf())
+    assert asked == ["https://hc.example.test/ping/SECRETsecret0123456789"]
+    assert "host-monitor: heartbeat sent (HTTP 200)" in capsys.readouterr().out
+
+
+def test_no_ping_while_the_other_monitor_is_stuck(
+    root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked = recorder(monkeypatch)
+    (root / "etc/hostguard").mkdir(parents=True)
+    file = root / "etc/hostguard/heartbeat.curlrc"
+    file.write_text('url = "https://hc.example.test/ping/x"\n')
+    file.chmod(0o600)
+    state = root / "var/lib/hostguard"
+    state.mkdir(parents=True)
+    lock = state / "container-monitor.lock"
+    lock.touch()
+    old = int(time.time()) - 3600
+    os.utime(lock, (old, old))
+    with open(lock, "a") as holder:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        heartbeat.ping("host-monitor", conf())
+    assert asked == []
+    assert f"no heartbeat: a container-monitor run started at {heartbeat.stamp(old)} has not completed" in (
+        capsys.readouterr().err
+    )

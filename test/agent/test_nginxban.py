@@ -1,0 +1,67 @@
+"""hostguard-nginx-ban: the list's entries as nginx writes $remote_addr, the atomic list, refusals."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hostguard import nginxban
+
+
+@pytest.mark.parametrize(
+    ("given_ip", "listed"),
+    [
+        ("192.0.2.1", "192.0.2.1"),
+        ("2001:DB8::1", "2001:db8::1"),
+        ("2001:db8:0:0:0:0:0:1", "2001:db8::1"),
+        ("::ffff:192.0.2.2", "::ffff:192.0.2.2"),
+        ("192.0.2.9/32", "192.0.2.9"),
+        ("2001:db8::7/128", "2001:db8::7"),
+    ],
+)
+def test_entries_are_spelled_as_nginx_writes_remote_addr(given_ip: str, listed: str) -> None:
+    assert nginxban.entry(given_ip) == listed
+
+
+@pytest.mark.parametrize("bad", ["1.2.3.4;}", "256.1.1.1", "1::2::3", "", "a b", "1:2:3:4:5:6:7:8:9", "0x7f.1"])
+def test_what_is_not_an_address_is_refused_unquoted(bad: str) -> None:
+    with pytest.raises(nginxban.Refused, match="not an IP address; the ban list is unchanged"):
+        nginxban.entry(bad)
+
+
+@pytest.mark.parametrize("network", ["192.0.2.0/24", "2001:db8::/64"])
+def test_a_network_ban_is_refused_naming_the_firewall(network: str) -> None:
+    with pytest.raises(nginxban.Refused, match="holds at the firewall only"):
+        nginxban.entry(network)
+
+
+@given(st.ip_addresses())
+def test_every_address_round_trips_through_the_list(tmp_path_factory: pytest.TempPathFactory, address: object) -> None:
+    state = tmp_path_factory.mktemp("state")
+    listed = nginxban.entry(str(address))
+    nginxban.write_list(str(state), [listed])
+    assert nginxban.read_list(str(state)) == [listed]
+
+
+def test_the_list_is_root_only_and_replaced_whole(tmp_path: Path) -> None:
+    os.umask(0o077)
+    nginxban.write_list(str(tmp_path), ["192.0.2.1", "2001:db8::1"])
+    listed = tmp_path / nginxban.LIST_NAME
+    assert listed.stat().st_mode & 0o777 == 0o600
+    assert listed.read_text().splitlines()[1:] == ["192.0.2.1 1;", "2001:db8::1 1;"]
+    assert not (tmp_path / nginxban.TMP_NAME).exists()
+    # A line someone else wrote is not an entry: dropped at the next write.
+    listed.write_text(listed.read_text() + "include /etc/shadow 1;\n10.0.0.1 1;\n")
+    assert nginxban.read_list(str(tmp_path)) == ["192.0.2.1", "2001:db8::1", "10.0.0.1"]
+
+
+def test_a_symlinked_list_is_not_followed(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    target.write_text("10.0.0.1 1;\n")
+    (tmp_path / nginxban.LIST_NAME).symlink_to(target)
+    with pytest.raises(OSError):
+        nginxban.read_list(str(tmp_path))

@@ -1,0 +1,70 @@
+"""Redaction: every form of the secret URLs leaves no trace in a text that leaves the host."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import quote
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hostguard import redact
+
+SEGMENT = st.text(alphabet="ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0123456789-_~", min_size=16, max_size=30)
+
+
+def lower_escapes(text: str) -> str:
+    """TEXT with its %XX escapes in lower-case hex (as some services echo a path)."""
+    parts = text.split("%")
+    return parts[0] + "".join("%" + p[:2].lower() + p[2:] for p in parts[1:])
+
+
+def with_secret_file(tmp: Path, url: str) -> None:
+    hook = tmp / "webhook.curlrc"
+    hook.write_text(f'# the webhook\nurl = "{url}"\n')
+    redact.forget()
+    redact._pieces = redact.load((str(hook),))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(SEGMENT, min_size=1, max_size=3),
+    st.sampled_from(["hooks.example.com", "[2001:db8::1]:8443"]),
+    st.text(max_size=40),
+)
+def test_every_form_of_the_url_is_redacted(
+    tmp_path_factory: object, segments: list[str], host: str, noise: str
+) -> None:
+    tmp = tmp_path_factory.mktemp("r")  # type: ignore[attr-defined]
+    path = "/services/" + "/".join(segments) + "?k=v%20w"
+    url = f"https://{host}{path}"
+    with_secret_file(tmp, url)
+    secret = segments[-1]
+    forms = [
+        url,
+        host + path,
+        path,
+        path.lstrip("/"),
+        secret,
+        quote(url, safe=""),
+        lower_escapes(quote(path, safe="")),
+        json.dumps(url),
+        json.dumps({"error": f"Cannot POST {path}"}),
+        url.replace("/", "\\/"),
+    ]
+    for form in forms:
+        text = redact.redact(f"{noise} {form} {noise}")
+        assert secret not in text, form
+        assert quote(secret, safe="") not in text
+        assert redact.REDACTED in text
+
+
+def test_urls_are_found_as_a_curl_config_writes_them() -> None:
+    text = 'url = "https://h.example/a/b"\n--url https://x.example/p\nurl="https://q.example/z?x=1" # c\n'
+    assert redact.urls_in(text) == ["https://h.example/a/b", "https://x.example/p", "https://q.example/z?x=1"]
+    assert redact.urls_in("no url here: ://nothing, 1://x") == []
+
+
+def test_without_secret_files_text_is_unchanged(root: Path) -> None:
+    assert redact.redact("HTTP 403 invalid_token /services/T0/B0") == "HTTP 403 invalid_token /services/T0/B0"

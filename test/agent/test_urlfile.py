@@ -1,0 +1,123 @@
+"""urlfile.py: the webhook file's checks (owner, mode, one URL line) and NOTIFY_CA_FILE's."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from hostguard import urlfile
+from hostguard.errors import ConfigError
+
+URL = "https://hooks.example.com/services/T000/B000/SENTINELsecret"
+
+
+def write(path: Path, text: str, mode: int = 0o600) -> Path:
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+def refused(path: Path) -> str:
+    with pytest.raises(ConfigError) as caught:
+        urlfile.read(str(path))
+    message = str(caught.value)
+    assert "SENTINEL" not in message and str(path) in message
+    assert caught.value.code == 78
+    return message
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        f'url = "{URL}"',
+        f"url={URL}",
+        f"  --url: {URL}  ",
+        f'url "{URL}"',
+        'url = "https://[2001:db8::1]:8443/x?y=1"',
+    ],
+)
+def test_accepted_lines(tmp_path: Path, line: str) -> None:
+    path = write(tmp_path / "webhook.curlrc", f"# the webhook\n\n{line}\n")
+    found = urlfile.read(str(path))
+    assert found.url.startswith("https://") and '"' not in found.url
+    info = path.stat()
+    assert found.identity == f"{info.st_ino}:{info.st_mtime_ns}:{info.st_size}"
+
+
+def test_refusals(tmp_path: Path) -> None:
+    path = tmp_path / "webhook.curlrc"
+    assert "missing or unreadable" in refused(path)
+    write(path, f'url = "{URL}"\n', 0o644)
+    assert "readable by group or others (mode 644); chmod 600 it" in refused(path)
+    write(path, f'url = "{URL}"\ninsecure\n')
+    assert 'may hold only one url = "https://..." line' in refused(path)
+    write(path, f'url = "{URL.replace("https", "http")}"\n')
+    assert "is refused: not one https:// URL" in refused(path)
+    write(path, f'url = "{URL}/x{{a,b}}y[1-2]"\n')
+    assert "is refused: not one https:// URL" in refused(path)
+    write(path, f'url = "{URL}"\nurl = "{URL}"\n')
+    assert 'must hold exactly one url = "https://..." line' in refused(path)
+    write(path, "# nothing\n")
+    assert "must hold exactly one" in refused(path)
+
+
+def test_a_link_is_not_followed(tmp_path: Path) -> None:
+    target = write(tmp_path / "real", f'url = "{URL}"\n')
+    link = tmp_path / "webhook.curlrc"
+    link.symlink_to(target)
+    assert "missing or unreadable" in refused(link)
+
+
+def test_owner_must_be_the_caller(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to chown")
+    path = write(tmp_path / "webhook.curlrc", f'url = "{URL}"\n')
+    os.chown(path, 64123, -1)
+    assert "must be owned by uid 0" in refused(path)
+
+
+def ca_refusal(ca: str) -> str:
+    with pytest.raises(ConfigError) as caught:
+        urlfile.check_ca(ca)
+    return str(caught.value)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the CA rules are root's")
+def test_ca_file_rules(tmp_path: Path) -> None:
+    urlfile.check_ca("")
+    # tmp_path's parents: root's; /tmp is sticky.
+    directory = tmp_path / "cadir"
+    directory.mkdir(mode=0o755)
+    ca = directory / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    ca.chmod(0o644)
+    urlfile.check_ca(str(ca))
+    ca.chmod(0o664)
+    assert ca_refusal(str(ca)) == (
+        f"NOTIFY_CA_FILE {ca}: {ca} is writable by a group or by all users: refused"
+        " (only root may be able to change the CA bundle)"
+    )
+    ca.chmod(0o644)
+    os.chown(directory, 64123, -1)
+    assert f"{directory} belongs to uid 64123, not root: refused" in ca_refusal(str(ca))
+    os.chown(directory, 0, -1)
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o777)
+    (open_dir / "ca.pem").symlink_to(ca)
+    assert f"{open_dir} is writable by a group or by all users" in ca_refusal(str(open_dir / "ca.pem"))
+    open_dir.chmod(0o1777)
+    urlfile.check_ca(str(open_dir / "ca.pem"))
+    assert ca_refusal(str(tmp_path / "missing.pem")) == f"NOTIFY_CA_FILE {tmp_path}/missing.pem does not exist"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the CA rules are root's")
+def test_ca_is_read_from_a_checked_descriptor(tmp_path: Path) -> None:
+    ca = tmp_path / "ca.pem"
+    ca.write_text("PEM\n")
+    assert urlfile.read_ca(str(ca)) == "PEM\n"
+    ca.chmod(0o666)
+    with pytest.raises(OSError):
+        urlfile.read_ca(str(ca))

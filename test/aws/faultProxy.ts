@@ -1,0 +1,56 @@
+// A fault-injecting endpoint for the EC2 tests: a small HTTP proxy on
+// loopback in front of moto that forwards every request, except those the
+// test's rule picks, which get EC2's throttling answer (HTTP 503,
+// RequestLimitExceeded) as a real account under load would give. The code
+// under test reaches it through AWS_ENDPOINT_URL like any endpoint.
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** Decides per request: true answers it with a throttling error. N counts the requests of that action so far (1-based). */
+export type FaultRule = (action: string, n: number) => boolean;
+
+export interface FaultProxy {
+    endpoint: string;
+    /** Actions in the order they arrived, faults marked with a leading "!". */
+    calls: string[];
+    /** Replaces the rule (the default forwards everything). */
+    rule: FaultRule;
+    stop(): Promise<void>;
+}
+
+const THROTTLED = '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>RequestLimitExceeded</Code>'
+    + "<Message>Request limit exceeded.</Message></Error></Errors><RequestID>fault-proxy</RequestID></Response>";
+
+export async function startFaultProxy(target: string): Promise<FaultProxy> {
+    const counts = new Map<string, number>();
+    const proxy: FaultProxy = { endpoint: "", calls: [], rule: () => false, stop: async () => {} };
+    const server = http.createServer(async (req, res) => {
+        const chunks: Buffer[] = [];
+        for await (const c of req) {
+            chunks.push(c as Buffer);
+        }
+        const body = Buffer.concat(chunks);
+        const action = new URLSearchParams(body.toString("utf8")).get("Action") ?? "?";
+        const n = (counts.get(action) ?? 0) + 1;
+        counts.set(action, n);
+        if (proxy.rule(action, n)) {
+            proxy.calls.push(`!${action}`);
+            res.writeHead(503, { "content-type": "text/xml" }).end(THROTTLED);
+            return;
+        }
+        proxy.calls.push(action);
+        const headers: Record<string, string> = {};
+        for (const [k, v] of Object.entries(req.headers)) {
+            if (typeof v === "string" && !["host", "content-length", "connection"].includes(k)) {
+                headers[k] = v;
+            }
+        }
+        const up = await fetch(`${target}${req.url}`, { method: req.method, headers, ...(body.length > 0 ? { body } : {}) });
+        const text = Buffer.from(await up.arrayBuffer());
+        res.writeHead(up.status, { "content-type": up.headers.get("content-type") ?? "text/xml" }).end(text);
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    proxy.endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    proxy.stop = () => new Promise<void>((r) => server.close(() => r()));
+    return proxy;
+}

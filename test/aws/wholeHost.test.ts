@@ -1,0 +1,357 @@
+// Issue 24 against moto's EC2 API: the server is closed, not one group. Every
+// interface and every group of the stack's instances, a failure after the
+// change that keeps what to restore (a fault-injecting proxy in front of
+// moto), instances that go away, and 443 open at every moment of a reconcile.
+// The providers are called the way the engine calls them; what EC2 ends up
+// with is read by the test itself.
+import assert from "node:assert/strict";
+import { after, afterEach, before, describe, it } from "node:test";
+import {
+    DeleteNetworkInterfaceCommand, DeleteSecurityGroupCommand, DescribeNetworkInterfacesCommand, DetachNetworkInterfaceCommand,
+    ModifyNetworkInterfaceAttributeCommand, RevokeSecurityGroupIngressCommand,
+} from "@aws-sdk/client-ec2";
+import { ADOPTED_GROUP_KIND, adoptedGroupProvider, type AdoptedGroupState } from "../../components/adoptedGroup";
+import { INTERFACE_GROUPS_KIND, interfaceGroupsProvider, type InterfaceGroupsState } from "../../components/interfaceGroups";
+import { ec2Client, reconcileIngress, restoreIngress, wantedAtoms, type Ec2 } from "../../components/ec2Reconcile";
+import { ingressRules } from "../../components/securityGroup";
+import { startFaultProxy, type FaultProxy } from "./faultProxy";
+import { Account, messyIngress, wantedLines } from "./fixtures";
+import { REGION, startMoto, useEndpoint, type Moto } from "./moto";
+
+let moto: Moto;
+let account: Account;
+const p = adoptedGroupProvider as Required<typeof adoptedGroupProvider>;
+const q = interfaceGroupsProvider as Required<typeof interfaceGroupsProvider>;
+
+before(async () => {
+    moto = await startMoto();
+    account = await Account.create(moto.client);
+});
+after(async () => {
+    await moto?.stop();
+});
+
+const RULES = ingressRules({ privateCidrs: ["10.0.0.0/8"], adminCidrs: ["203.0.113.0/24"] });
+const ALLOW_ALL = [{ IpProtocol: "-1", IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "allow all" }] }];
+const HTTP_ANYWHERE = [{ IpProtocol: "tcp", FromPort: 80, ToPort: 80, Ipv6Ranges: [{ CidrIpv6: "::/0", Description: "http v6" }] }];
+
+function adoptInputs(groupId: string, over: Partial<AdoptedGroupState> = {}): AdoptedGroupState {
+    return { kind: ADOPTED_GROUP_KIND, region: REGION, groupId, ingress: RULES, stackInstanceIds: [], sharedInstances: [], ...over };
+}
+function interfaceInputs(instanceId: string, groups: string[]): InterfaceGroupsState {
+    return { kind: INTERFACE_GROUPS_KIND, region: REGION, instanceId, groups };
+}
+
+describe("create path: every interface of the instance", () => {
+    it("a secondary interface with an Elastic IP ends with exactly [hostguard, kept] too, and both get their sets back", async () => {
+        const allowAll = await account.group(ALLOW_ALL, "default");
+        const web80 = await account.group(HTTP_ANYWHERE, "web80");
+        const lb = await account.group([], "lb");
+        const hostguard = await account.group([], "hostguard");
+        const host = await account.instance([allowAll]);
+        const second = await account.secondaryInterface(host.instanceId, [allowAll, web80]);
+        const inputs = interfaceInputs(host.instanceId, [hostguard, lb]);
+
+        const created = await q.create(inputs);
+        assert.equal(created.id, `${host.instanceId}/${host.networkInterfaceId}`);
+        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [hostguard, lb].sort());
+        assert.deepEqual(await account.groupsOn(second), [hostguard, lb].sort(), "the secondary interface is closed too");
+        const state = created.outs as InterfaceGroupsState;
+        assert.deepEqual(state.originals, { [host.networkInterfaceId]: [allowAll], [second]: [allowAll, web80] });
+        assert.equal((await q.diff(created.id, state, inputs)).changes, false);
+
+        // Refresh sees a group put back by hand on the secondary interface only; update removes it.
+        await account.client.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: second, Groups: [hostguard, lb, allowAll] }));
+        const read = (await q.read(created.id, state)).props as InterfaceGroupsState;
+        assert.equal((await q.diff(created.id, read, inputs)).changes, true);
+        const updated = (await q.update(created.id, read, inputs)).outs as InterfaceGroupsState;
+        assert.deepEqual(await account.groupsOn(second), [hostguard, lb].sort());
+
+        await q.delete(created.id, updated);
+        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
+        assert.deepEqual(await account.groupsOn(second), [allowAll, web80].sort());
+    });
+
+    it("an interface attached after the first up is recorded when first seen and restored on destroy", async () => {
+        const allowAll = await account.group(ALLOW_ALL, "default");
+        const hostguard = await account.group([], "hostguard");
+        const host = await account.instance([allowAll]);
+        const inputs = interfaceInputs(host.instanceId, [hostguard]);
+        const created = await q.create(inputs);
+        const second = await account.secondaryInterface(host.instanceId, [allowAll]);
+        const read = (await q.read(created.id, created.outs)).props as InterfaceGroupsState;
+        assert.equal((await q.diff(created.id, read, inputs)).changes, true, "the new interface shows as drift");
+        const updated = (await q.update(created.id, read, inputs)).outs as InterfaceGroupsState;
+        assert.deepEqual(await account.groupsOn(second), [hostguard]);
+        assert.deepEqual(updated.originals![second], [allowAll]);
+        await q.delete(created.id, updated);
+        assert.deepEqual(await account.groupsOn(second), [allowAll]);
+        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
+    });
+
+    it("a state from before issue 24 (primary only) records and closes the other interfaces on its next up", async () => {
+        const allowAll = await account.group(ALLOW_ALL, "default");
+        const hostguard = await account.group([], "hostguard");
+        const host = await account.instance([hostguard]);
+        const second = await account.secondaryInterface(host.instanceId, [allowAll]);
+        const inputs = interfaceInputs(host.instanceId, [hostguard]);
+        const old: InterfaceGroupsState = { ...inputs, networkInterfaceId: host.networkInterfaceId, originalGroups: [allowAll], actualGroups: [hostguard] };
+        assert.equal((await q.diff("x", old, inputs)).changes, true);
+        const updated = (await q.update("x", old, inputs)).outs as InterfaceGroupsState;
+        assert.deepEqual(await account.groupsOn(second), [hostguard]);
+        await q.delete("x", updated);
+        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll], "the primary's old record is kept");
+        assert.deepEqual(await account.groupsOn(second), [allowAll]);
+    });
+
+    it("preview refuses a kept group that lets more than 443 in from anywhere, naming group, rule and interface", async () => {
+        const keptAllowAll = await account.group(ALLOW_ALL, "kept-open");
+        const keptFine = await account.group([{ IpProtocol: "tcp", FromPort: 443, ToPort: 443, IpRanges: [{ CidrIp: "0.0.0.0/0" }] },
+            { IpProtocol: "tcp", FromPort: 9000, ToPort: 9000, IpRanges: [{ CidrIp: "10.0.0.0/8" }] }], "kept-fine");
+        const host = await account.instance([keptFine]);
+        const refused = await q.check({}, interfaceInputs(host.instanceId, ["04da6b54-80e4-46f7-96ec-b56ff0331ba9", keptFine, keptAllowAll]));
+        assert.equal(refused.failures!.length, 1);
+        assert.equal(refused.failures![0].property, "groups");
+        assert.match(refused.failures![0].reason, new RegExp(`group ${keptAllowAll} on interface ${host.networkInterfaceId} of instance ${host.instanceId} lets in all traffic from 0.0.0.0/0`));
+        assert.match(refused.failures![0].reason, /keepSecurityGroupIds/);
+        assert.doesNotMatch(refused.failures![0].reason, new RegExp(keptFine));
+        assert.deepEqual(refused.inputs.worldReachable, ["all traffic", "tcp 443"]);
+        assert.deepEqual((await q.check({}, interfaceInputs(host.instanceId, ["sg-00000000", keptFine]))).failures, [],
+            "hostguard's group (unknown or not) is never read as kept; a kept group with only 443 public passes");
+    });
+
+    it("preview refuses an instance that does not exist, naming the key", async () => {
+        const r = await q.check({}, interfaceInputs("i-0123456789abcdef0", ["sg-00000000"]));
+        assert.equal(r.failures![0].property, "instanceId");
+        assert.match(r.failures![0].reason, /i-0123456789abcdef0 \(a hosts\[\]\.instanceId\) does not exist/);
+    });
+});
+
+describe("adopt path: every other group on every interface is read", () => {
+    it("preview refuses a second group on the interface (launch-wizard allow-all) and a port-80 group on a secondary interface", async () => {
+        const adopted = await account.group(messyIngress(await account.group(), await account.prefixList()), "adopted");
+        const wizard = await account.group(ALLOW_ALL, "launch-wizard-1");
+        const web80 = await account.group(HTTP_ANYWHERE, "web80");
+        const host = await account.instance([adopted, wizard]);
+        const second = await account.secondaryInterface(host.instanceId, [web80]);
+        const before = await account.snapshot(adopted);
+
+        const r = await p.check({}, adoptInputs(adopted, { stackInstanceIds: [host.instanceId] }));
+        assert.equal(r.failures!.length, 1, JSON.stringify(r.failures));
+        const reason = r.failures![0].reason;
+        assert.equal(r.failures![0].property, "stackInstanceIds");
+        assert.match(reason, new RegExp(`group ${wizard} on interface ${host.networkInterfaceId} of instance ${host.instanceId} lets in all traffic from 0.0.0.0/0`));
+        assert.match(reason, new RegExp(`group ${web80} on interface ${second} \\(public [0-9.]+\\) of instance ${host.instanceId} lets in tcp 80 from ::/0`));
+        assert.match(reason, /reachable from anywhere on tcp 443, all traffic, tcp 80/);
+        assert.deepEqual(r.inputs.worldReachable, { [host.instanceId]: ["all traffic", "tcp 443", "tcp 80"] }, "what preview shows");
+        assert.doesNotMatch(reason, new RegExp(`group ${adopted}`), "the adopted group's own rules are hostguard's to change, not a refusal");
+        assert.deepEqual(await account.snapshot(adopted), before, "a preview changes nothing");
+
+        // Once the other groups are closed, preview passes.
+        await account.client.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: host.networkInterfaceId, Groups: [adopted] }));
+        await account.client.send(new RevokeSecurityGroupIngressCommand({ GroupId: web80, IpPermissions: HTTP_ANYWHERE }));
+        const passed = await p.check({}, adoptInputs(adopted, { stackInstanceIds: [host.instanceId] }));
+        assert.deepEqual(passed.failures, []);
+        assert.deepEqual(passed.inputs.worldReachable, { [host.instanceId]: ["tcp 443"] }, "after the up, only 443 from anywhere");
+    });
+});
+
+describe("nothing to restore is lost when a call fails after the change (fault-injecting proxy)", () => {
+    let proxy: FaultProxy;
+    before(async () => {
+        proxy = await startFaultProxy(moto.endpoint);
+    });
+    afterEach(() => {
+        proxy.rule = () => false;
+        useEndpoint(moto.endpoint);
+        delete process.env.AWS_MAX_ATTEMPTS;
+        delete process.env.HOSTGUARD_READBACK_TRIES;
+    });
+    after(async () => {
+        await proxy?.stop();
+    });
+    const throttleAfter = (change: string, reads: string) => {
+        let changed = false;
+        proxy.rule = (action) => {
+            if (action === change) {
+                changed = true;
+            }
+            return changed && action === reads;
+        };
+    };
+    const viaProxy = () => {
+        useEndpoint(proxy.endpoint);
+        process.env.AWS_MAX_ATTEMPTS = "2";
+        process.env.HOSTGUARD_READBACK_TRIES = "2";
+    };
+
+    it("adopt: a throttled read-back after the rules changed keeps the true original; the next up and destroy restore it", async () => {
+        const groupId = await account.group(messyIngress(await account.group(), await account.prefixList()), "throttled");
+        const before = await account.snapshot(groupId);
+        const inputs = adoptInputs(groupId);
+        viaProxy();
+        throttleAfter("AuthorizeSecurityGroupIngress", "DescribeSecurityGroups");
+        const err = await p.create(inputs).then(() => null, (e) => e);
+        assert.ok(err, "create failed");
+        assert.match(err.message, /RequestLimitExceeded|Request limit exceeded/);
+        assert.equal(err.id, groupId, "the error carries the id: the engine keeps the resource");
+        assert.equal(err.properties.original.length, before.ingress.length, "and the original rules");
+        assert.ok(proxy.calls.includes("!DescribeSecurityGroups"));
+
+        // The next up (the engine updates the half-created resource from what it kept), then destroy.
+        proxy.rule = () => false;
+        const updated = (await p.update(groupId, err.properties, inputs)).outs as AdoptedGroupState;
+        assert.deepEqual(await account.ingress(groupId), wantedLines(RULES));
+        await p.delete(groupId, updated);
+        assert.deepEqual(await account.snapshot(groupId), before, "the real original is back, not hostguard's rules");
+    });
+
+    it("create path: a throttled read-back after the interfaces changed keeps every interface's set; destroy restores them", async () => {
+        const allowAll = await account.group(ALLOW_ALL, "default");
+        const hostguard = await account.group([], "hostguard");
+        const host = await account.instance([allowAll]);
+        const second = await account.secondaryInterface(host.instanceId, [allowAll]);
+        const inputs = interfaceInputs(host.instanceId, [hostguard]);
+        viaProxy();
+        throttleAfter("ModifyNetworkInterfaceAttribute", "DescribeNetworkInterfaces");
+        const err = await q.create(inputs).then(() => null, (e) => e);
+        assert.ok(err, "create failed");
+        assert.equal(err.id, `${host.instanceId}/${host.networkInterfaceId}`);
+        assert.deepEqual(err.properties.originals, { [host.networkInterfaceId]: [allowAll], [second]: [allowAll] });
+
+        proxy.rule = () => false;
+        const updated = (await q.update(err.id, err.properties, inputs)).outs as InterfaceGroupsState;
+        assert.deepEqual(await account.groupsOn(second), [hostguard]);
+        await q.delete(err.id, updated);
+        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
+        assert.deepEqual(await account.groupsOn(second), [allowAll]);
+    });
+
+    it("a throttle the SDK's retries absorb is no failure (adaptive retries, more attempts)", async () => {
+        const groupId = await account.group(HTTP_ANYWHERE, "retried");
+        useEndpoint(proxy.endpoint);
+        proxy.rule = (action, n) => action === "DescribeSecurityGroups" && n % 2 === 1;
+        const r = await p.create(adoptInputs(groupId));
+        assert.equal(r.id, groupId);
+        assert.ok(proxy.calls.filter((c) => c === "!DescribeSecurityGroups").length >= 1);
+        proxy.rule = () => false;
+        await p.delete(groupId, r.outs);
+    });
+});
+
+describe("instances and groups that come and go", () => {
+    it("create path: a terminated instance drops the resource on refresh, and destroy succeeds", async () => {
+        const allowAll = await account.group(ALLOW_ALL, "default");
+        const hostguard = await account.group([], "hostguard");
+        const host = await account.instance([allowAll]);
+        const second = await account.secondaryInterface(host.instanceId, [allowAll]);
+        const created = await q.create(interfaceInputs(host.instanceId, [hostguard]));
+        // The secondary interface is detached and deleted first, then the instance goes.
+        await account.client.send(new DetachNetworkInterfaceCommand({ AttachmentId: (await account.client.send(new DescribeNetworkInterfacesCommand({ NetworkInterfaceIds: [second] }))).NetworkInterfaces![0].Attachment!.AttachmentId! }));
+        await account.client.send(new DeleteNetworkInterfaceCommand({ NetworkInterfaceId: second }));
+        await account.terminate(host.instanceId);
+        const read = await q.read(created.id, created.outs);
+        assert.equal(read.id, "", "refresh drops it");
+        await q.delete(created.id, created.outs);
+    });
+
+    it("create path: an original group deleted meanwhile is skipped, the others restored", async () => {
+        const allowAll = await account.group(ALLOW_ALL, "default");
+        const temp = await account.group([], "temporary");
+        const hostguard = await account.group([], "hostguard");
+        const host = await account.instance([allowAll, temp]);
+        const created = await q.create(interfaceInputs(host.instanceId, [hostguard]));
+        await account.client.send(new DeleteSecurityGroupCommand({ GroupId: temp }));
+        await q.delete(created.id, created.outs);
+        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
+    });
+
+    it("adopt path: a deleted group drops the resource on refresh, and destroy succeeds; a referenced group deleted is skipped", async () => {
+        const gone = await account.group([], "gone");
+        const referenced = await account.group([], "referenced");
+        const groupId = await account.group([
+            { IpProtocol: "tcp", FromPort: 5432, ToPort: 5432, UserIdGroupPairs: [{ GroupId: referenced, Description: "db" }] },
+            { IpProtocol: "tcp", FromPort: 22, ToPort: 22, IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "ssh" }] },
+        ], "refs");
+        const created = await p.create(adoptInputs(groupId));
+        await account.client.send(new DeleteSecurityGroupCommand({ GroupId: referenced }));
+        await p.delete(groupId, created.outs);
+        assert.deepEqual(await account.ingress(groupId), ['tcp 22-22 0.0.0.0/0 "ssh"']);
+
+        const c2 = await p.create(adoptInputs(gone));
+        await account.client.send(new DeleteSecurityGroupCommand({ GroupId: gone }));
+        assert.equal((await p.read(gone, c2.outs)).id, "");
+        await p.delete(gone, c2.outs);
+    });
+
+    it("adopt path: preview names a hosts[].instanceId that is terminated", async () => {
+        const groupId = await account.group([], "adopted");
+        const host = await account.instance([groupId]);
+        await account.terminate(host.instanceId);
+        const r = await p.check({}, adoptInputs(groupId, { stackInstanceIds: [host.instanceId] }));
+        assert.ok(r.failures!.some((f) => f.reason.includes(`instance ${host.instanceId} (a hosts[].instanceId) does not exist or is terminated`)));
+    });
+});
+
+describe("no gap on 443", () => {
+    /** The calls the reconcile makes, and whether 443 was open from anywhere (v4 and v6) after each. */
+    async function recorded(groupId: string): Promise<{ client: Ec2; calls: string[] }> {
+        const real = ec2Client(REGION);
+        const calls: string[] = [];
+        const client: Ec2 = {
+            async send(command: unknown) {
+                const out = await real.send(command);
+                const name = (command as object).constructor.name.replace(/Command$/, "");
+                if (!name.startsWith("Describe")) {
+                    const lines = await account.ingress(groupId);
+                    const open = ["0.0.0.0/0", "::/0"].every((w) => lines.some((l) => l.startsWith(`tcp 443-443 ${w} `)));
+                    calls.push(`${name}${open ? "" : " (443 CLOSED)"}`);
+                }
+                return out;
+            },
+        };
+        return { client, calls };
+    }
+
+    it("a description change is made in place and authorize comes before revoke: 443 is open after every call", async () => {
+        const groupId = await account.group([
+            { IpProtocol: "tcp", FromPort: 443, ToPort: 443, IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "web" }], Ipv6Ranges: [{ CidrIpv6: "::/0", Description: "web6" }] },
+            ...ALLOW_ALL, ...HTTP_ANYWHERE,
+        ], "web");
+        const { client, calls } = await recorded(groupId);
+        await reconcileIngress(client, groupId, wantedAtoms(RULES));
+        assert.deepEqual(calls, ["UpdateSecurityGroupRuleDescriptionsIngress", "AuthorizeSecurityGroupIngress", "RevokeSecurityGroupIngress"]);
+        assert.deepEqual(await account.ingress(groupId), wantedLines(RULES));
+    });
+
+    it("when EC2 counts the quota otherwise than planned, it starts again revoking what does not let 443 in first; 443 stays open", async () => {
+        // 39 IPv4 + 19 IPv6 rules + 443 (v4, v6): the plan counts per family (AWS's rule) and authorizes first;
+        // moto counts both families together and refuses, so the reconcile takes the next order.
+        const perms = [
+            { IpProtocol: "tcp", FromPort: 443, ToPort: 443, IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "web" }], Ipv6Ranges: [{ CidrIpv6: "::/0", Description: "web6" }] },
+            ...Array.from({ length: 39 }, (_, i) => ({ IpProtocol: "tcp", FromPort: 4000 + i, ToPort: 4000 + i, IpRanges: [{ CidrIp: `10.${i}.0.0/16` }] })),
+            ...Array.from({ length: 19 }, (_, i) => ({ IpProtocol: "tcp", FromPort: 5000 + i, ToPort: 5000 + i, Ipv6Ranges: [{ CidrIpv6: `fd00:${i}::/32` }] })),
+        ];
+        const groupId = await account.group(perms, "counted");
+        const before = await account.snapshot(groupId);
+        const { client, calls } = await recorded(groupId);
+        const r = await reconcileIngress(client, groupId, wantedAtoms(RULES));
+        assert.deepEqual(calls, ["UpdateSecurityGroupRuleDescriptionsIngress", "RevokeSecurityGroupIngress", "AuthorizeSecurityGroupIngress"]);
+        assert.deepEqual(await account.ingress(groupId), wantedLines(RULES));
+        assert.deepEqual(r.before.filter((a) => a.fromPort === 443).map((a) => a.description), ["web", "web6"], "the original is the first reading");
+        await restoreIngress(ec2Client(REGION), groupId, r.before);
+        assert.deepEqual(await account.snapshot(groupId), before);
+    });
+
+    it("at the 60-rule quota the revokes that do not let 443 in go first, and 443 stays open", async () => {
+        const perms = [
+            { IpProtocol: "tcp", FromPort: 443, ToPort: 443, IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "web" }], Ipv6Ranges: [{ CidrIpv6: "::/0", Description: "web6" }] },
+            ...Array.from({ length: 58 }, (_, i) => ({ IpProtocol: "tcp", FromPort: 3000 + i, ToPort: 3000 + i, IpRanges: [{ CidrIp: `10.${i}.0.0/16` }] })),
+        ];
+        const groupId = await account.group(perms, "full");
+        const { client, calls } = await recorded(groupId);
+        await reconcileIngress(client, groupId, wantedAtoms(RULES));
+        assert.deepEqual(calls, ["UpdateSecurityGroupRuleDescriptionsIngress", "RevokeSecurityGroupIngress", "AuthorizeSecurityGroupIngress"]);
+        assert.deepEqual(await account.ingress(groupId), wantedLines(RULES));
+    });
+});

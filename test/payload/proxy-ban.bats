@@ -1,0 +1,368 @@
+#!/usr/bin/env bats
+# trustedProxies (issue 25) against the real programs, in one network
+# namespace: a second real nginx as the load balancer (it adds
+# X-Forwarded-For and connects from its own address) in front of the
+# server's nginx, and a real fail2ban with the project's jail, filter,
+# slack-notify and hostguard-nginx-ban actions, its firewall ban action
+# (iptables-multiport) inside the namespace. The server's nginx reads the
+# drop-in and the deny snippet that `install --part web` places, from the
+# payload the Pulumi program renders. The scanner, the other client, the
+# proxy and the server each have their own address on the namespace's
+# loopback; curl --interface picks the client's.
+#
+# The drop-in's ban list path /var/lib/hostguard/... is the one thing
+# rewritten in the test's copy: it points into the test's temp root, where
+# the action's helper (HOSTGUARD_ROOT) writes it.
+
+bats_require_minimum_version 1.5.0
+
+readonly JAIL=nginx-bad-request
+readonly PROXY=10.9.1.5
+readonly SERVER=192.0.2.10
+readonly SCANNER=203.0.113.66
+readonly CLIENT=198.51.100.7
+readonly PROXIES='trustedProxies=["10.9.1.0/24","fd00:9::/64"]'
+
+setup() {
+  load ../helpers/receiver
+  load ../helpers/fail2ban-sandbox
+  local tool
+  for tool in fail2ban-server nginx iptables curl; do
+    command -v "${tool}" >/dev/null || { echo "${tool} is not installed (.ci/run installs it): the test cannot run" >&2; false; }
+  done
+  REPO="$(cd "${BATS_TEST_DIRNAME}/../.." && pwd)"
+  ROOT="${BATS_TEST_TMPDIR}/root"
+  fail2ban_notifier_in "${ROOT}"
+  mkdir -p "${ROOT}/usr/local/lib/hostguard/lib" "${ROOT}/var/lib/hostguard"
+  chmod 0700 "${ROOT}/var/lib/hostguard"
+  cp "${REPO}"/scripts/lib/*.sh "${ROOT}/usr/local/lib/hostguard/lib/"
+  SRV="${BATS_TEST_TMPDIR}/server"
+  PRX="${BATS_TEST_TMPDIR}/proxy"
+  LIST="${ROOT}/var/lib/hostguard/nginx-bans.map"
+}
+
+teardown() {
+  fail2ban_stop
+  receiver_stop
+  local dir
+  for dir in "${SRV:-}" "${PRX:-}"; do
+    [[ -n "${dir}" && -s "${dir}/nginx.pid" ]] && stop_process "$(<"${dir}/nginx.pid")" QUIT
+  done
+  fail2ban_sandbox_destroy
+  {
+    echo "--- messages received:"
+    [[ -z "${RECEIVER_MESSAGES:-}" ]] || receiver_payloads
+    echo "--- fail2ban log (tail):"
+    tail -n 30 "${F2B_LOG}" 2>/dev/null || true
+    echo "--- server access log (tail):"
+    tail -n 15 "${SRV}/logs/access.log" 2>/dev/null || true
+    echo "--- server error log (tail):"
+    grep -v "signal\|exit\|gracefully" "${SRV}/logs/error.log" 2>/dev/null | tail -n 15 || true
+    echo "--- ban list:"
+    cat "${LIST:-/dev/null}" 2>/dev/null || true
+  } >&2
+}
+
+# nginx's http head for a test instance under DIR.
+http_head() {
+  local dir="$1"
+  cat <<CONF
+    include /etc/nginx/mime.types;
+    default_type application/octet-stream;
+    client_body_temp_path ${dir}/tmp/body;
+    proxy_temp_path ${dir}/tmp/proxy;
+    fastcgi_temp_path ${dir}/tmp/fastcgi;
+    scgi_temp_path ${dir}/tmp/scgi;
+    uwsgi_temp_path ${dir}/tmp/uwsgi;
+    access_log ${dir}/logs/access.log combined;
+CONF
+}
+
+nginx_in() {
+  local dir="$1"
+  shift
+  ip netns exec "${F2B_NS}" nginx -p "${dir}" -c "${dir}/nginx.conf" -e "${dir}/logs/error.log" "$@"
+}
+
+# The server's nginx: the web part's files as install places them (conf.d
+# drop-in in the http context, the deny snippet at the top of the server
+# and of its location, as install's include puts it), its access log the
+# jail's. The proxy's nginx: X-Forwarded-For added, connections from PROXY.
+write_nginx() {
+  local web="$1" dir
+  for dir in "${SRV}" "${PRX}"; do
+    mkdir -p "${dir}/tmp" "${dir}/logs" "${dir}/www" "${dir}/conf.d"
+  done
+  printf 'hello\n' >"${SRV}/www/index.html"
+  ln -s "${F2B_ACCESS_LOG}" "${SRV}/logs/access.log"
+  cp "${web}/etc/nginx/snippets/hostguard-deny.conf" "${SRV}/deny.conf"
+  if [[ -f "${web}/etc/nginx/conf.d/hostguard-realip.conf" ]]; then
+    sed "s#/var/lib/hostguard/#${ROOT}/var/lib/hostguard/#" "${web}/etc/nginx/conf.d/hostguard-realip.conf" \
+      >"${SRV}/conf.d/hostguard-realip.conf"
+  fi
+  cat >"${SRV}/nginx.conf" <<CONF
+worker_processes 1;
+user root;
+pid ${SRV}/nginx.pid;
+error_log ${SRV}/logs/error.log info;
+events { worker_connections 64; }
+http {
+$(http_head "${SRV}")
+    include ${SRV}/conf.d/*.conf;
+    server {
+        listen ${SERVER}:80;
+        root ${SRV}/www;
+        include ${SRV}/deny.conf;
+        location / {
+            include ${SRV}/deny.conf;
+            try_files \$uri \$uri/ =404;
+        }
+    }
+}
+CONF
+  cat >"${PRX}/nginx.conf" <<CONF
+worker_processes 1;
+user root;
+pid ${PRX}/nginx.pid;
+error_log ${PRX}/logs/error.log info;
+events { worker_connections 64; }
+http {
+$(http_head "${PRX}")
+    server {
+        listen ${PROXY}:8080;
+        location / {
+            proxy_pass http://${SERVER}:80;
+            proxy_bind ${PROXY};
+            proxy_set_header Host \$host;
+            proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+            proxy_connect_timeout 2s;
+        }
+    }
+}
+CONF
+}
+
+# Everything up with the jail rendered from settingKey=VALUE args.
+start_all() {
+  fail2ban_sandbox_make "${BATS_TEST_TMPDIR}/f2b" "${F2B_NOTIFIER}" \
+    banMaxRetry=10 banFindTime=1m banBanTime=10m banAction=iptables-multiport "$@"
+  local payload="${F2B_DIR}/render/payload" web="${BATS_TEST_TMPDIR}/web-root" address
+  for address in "${PROXY}" "${SERVER}" "${SCANNER}" "${CLIENT}"; do
+    ip -n "${F2B_NS}" addr add "${address}/32" dev lo
+  done
+  # Part web placed by the real installer from the rendered payload.
+  mkdir -p "${web}"
+  "${payload}/install" install --part web --root "${web}" --settings "${payload}/hostguard.conf" \
+    >"${BATS_TEST_TMPDIR}/web-install.log" 2>&1 || { cat "${BATS_TEST_TMPDIR}/web-install.log" >&2; return 1; }
+  write_nginx "${web}"
+  if [[ -f "${payload}/fail2ban/action.d/hostguard-nginx-ban.conf" ]]; then
+    cp -r "${payload}/hostguard-nginx-ban" "${payload}/hostguard" "${ROOT}/usr/local/lib/hostguard/"
+    cp "${payload}/fail2ban/action.d/hostguard-nginx-ban.conf" "${F2B_CONF}/action.d/"
+    # The packaged action as is; its helper and nginx's paths point into the sandbox.
+    printf '[Init]\nhostguard_nginx_ban = %s\nnginx_pid = %s\nnginx_opts = %s\n' \
+      "${ROOT}/usr/local/lib/hostguard/hostguard-nginx-ban" "${SRV}/nginx.pid" \
+      "-p ${SRV} -c ${SRV}/nginx.conf -e ${SRV}/logs/error.log" >"${F2B_CONF}/action.d/hostguard-nginx-ban.local"
+  fi
+  nginx_in "${SRV}" -t -q
+  nginx_in "${SRV}" 3>&-
+  nginx_in "${PRX}" 3>&-
+  RECEIVER_WRAP=(ip netns exec "${F2B_NS}")
+  receiver_start
+  RECEIVER_WRAP=()
+  receiver_make_root "${ROOT}"
+  fail2ban_start
+  fail2ban_wait_for 10 [ "$(via_proxy "${CLIENT}" /)" = 200 ]
+}
+
+# HTTP status of a request from ADDRESS through the proxy ("000": no answer).
+via_proxy() {
+  local from="$1" path="$2"
+  shift 2
+  ip netns exec "${F2B_NS}" curl -s -o /dev/null -w '%{http_code}' --max-time 3 \
+    --interface "${from}" "$@" "http://${PROXY}:8080${path}" || true
+}
+
+# The same, straight to the server's nginx (what the firewall sees).
+direct() {
+  local from="$1" path="$2"
+  ip netns exec "${F2B_NS}" curl -s -o /dev/null -w '%{http_code}' --max-time 3 \
+    --interface "${from}" "http://${SERVER}:80${path}" || true
+}
+
+banned_ips() {
+  fail2ban_client status "${JAIL}" | sed -n 's/^.*Banned IP list:[[:space:]]*//p'
+}
+
+is_banned() {
+  [[ " $(banned_ips) " == *" $1 "* ]]
+}
+
+status_is() {
+  [[ "$("${@:2}")" == "$1" ]]
+}
+
+# The scanner's 10 denied requests through the proxy, two of them with a
+# forged X-Forwarded-For (the proxy appends the real address; the server
+# trusts only the proxy's entry).
+scan_through_proxy() {
+  local i code
+  for ((i = 1; i <= 10; i++)); do
+    ((i < 10)) || TENTH_NS="$(date +%s%N)"
+    if ((i <= 2)); then
+      code="$(via_proxy "${SCANNER}" "/probe-${i}.env" -H "X-Forwarded-For: ${CLIENT}")"
+    else
+      code="$(via_proxy "${SCANNER}" "/probe-${i}.env")"
+    fi
+    [[ "${code}" == 403 ]] || { echo "probe ${i}: ${code}, not 403" >&2; return 1; }
+  done
+}
+
+@test "trustedProxies: a scanner behind the proxy is banned and refused at nginx; the other client and the proxy are not; unban restores both" {
+  start_all "${PROXIES}"
+  grep -qx "ignoreip  = 127.0.0.1/8 ::1 10.9.1.0/24 fd00:9::/64" "${F2B_CONF}/jail.d/hostguard-nginx-bad-request.local"
+  grep -qx '            hostguard-nginx-ban' "${F2B_CONF}/jail.d/hostguard-nginx-bad-request.local"
+  [[ "$(via_proxy "${SCANNER}" /)" == 200 ]]
+  [[ "$(direct "${SCANNER}" /)" == 200 ]]
+  # nginx logs the client behind the proxy, never the proxy.
+  grep -q "^${SCANNER} - " "${F2B_ACCESS_LOG}"
+  ! grep -q "^${PROXY} " "${F2B_ACCESS_LOG}" || false
+
+  scan_through_proxy
+  fail2ban_wait_for 20 is_banned "${SCANNER}"
+  # Refused by nginx through the proxy (403 on a page the other client gets).
+  fail2ban_wait_for 10 status_is 403 via_proxy "${SCANNER}" /
+  # Not a benchmark (polls every 0.2 s, each a curl): an order of magnitude, shown by bats.
+  echo "# 10th denied request to 403 at nginx through the proxy: $((($(date +%s%N) - TENTH_NS) / 1000000)) ms" >&3
+  [[ "$(via_proxy "${CLIENT}" /)" == 200 ]]
+  grep -qx "${SCANNER} 1;" "${LIST}"
+  [[ "$(stat -c '%a %U' "${LIST}")" == "600 root" ]]
+  # The scanner's own connections are dropped by the firewall.
+  ip netns exec "${F2B_NS}" iptables -S "f2b-${JAIL}" | grep -q -- "-s ${SCANNER}/32 -j REJECT"
+  [[ "$(direct "${SCANNER}" /)" == 000 ]]
+  [[ "$(direct "${CLIENT}" /)" == 200 ]]
+  # The proxy is never banned; only the scanner is.
+  [[ "$(banned_ips)" == "${SCANNER}" ]]
+  ! grep -q "Ban ${PROXY}" "${F2B_LOG}" || false
+  # The chat messages name the scanner (SPEC texts): start, then the ban.
+  receiver_wait_count 2 15
+  receiver_texts | grep -qxF "Ban Alert(${JAIL})\\n Banned IP: *${SCANNER}*\\n Failures: 10 failure(s)\\n Timestap: $(receiver_texts | sed -n 's/.*Timestap: //p' | head -1)"
+  ! grep -q 'hostguard-nginx-ban.*returned' "${F2B_LOG}" || false
+
+  fail2ban_client set "${JAIL}" unbanip "${SCANNER}" >/dev/null
+  fail2ban_wait_for 10 status_is 200 via_proxy "${SCANNER}" /
+  [[ "$(direct "${SCANNER}" /)" == 200 ]]
+  [[ "$(via_proxy "${CLIENT}" /)" == 200 ]]
+  ! grep -q "^${SCANNER} " "${LIST}" || false
+  receiver_wait_count 3 15
+  receiver_texts | grep -qxF "Ban Alert(${JAIL})\\n Unbanned IP: *${SCANNER}*"
+}
+
+@test "without trustedProxies: today's behaviour, the proxy's address is logged and banned (every client through it cut off)" {
+  start_all
+  ! grep -q 'hostguard-nginx-ban' "${F2B_CONF}/jail.d/hostguard-nginx-bad-request.local" || false
+  [[ ! -e "${BATS_TEST_TMPDIR}/web-root/etc/nginx/conf.d/hostguard-realip.conf" ]]
+  cmp "${REPO}/scripts/nginx/hostguard-deny.conf" "${SRV}/deny.conf"
+  [[ "$(via_proxy "${SCANNER}" /)" == 200 ]]
+  grep -q "^${PROXY} - " "${F2B_ACCESS_LOG}"
+  ! grep -q "^${SCANNER} " "${F2B_ACCESS_LOG}" || false
+  scan_through_proxy
+  fail2ban_wait_for 20 is_banned "${PROXY}"
+  [[ "$(banned_ips)" == "${PROXY}" ]]
+  # The firewall now drops the proxy's connections: the other client gets a 502 too.
+  fail2ban_wait_for 10 status_is 502 via_proxy "${CLIENT}" /
+  [[ ! -e "${LIST}" ]]
+}
+
+@test "trustedProxies: a ban nginx cannot take is said in fail2ban's log, in bounded time; the firewall ban holds and fail2ban goes on" {
+  start_all "${PROXIES}"
+  # An admin's broken edit: nginx -t now fails, so the action must not reload.
+  printf 'this_is_not_a_directive on;\n' >"${SRV}/conf.d/broken.conf"
+  scan_through_proxy
+  fail2ban_wait_for 20 is_banned "${SCANNER}"
+  fail2ban_wait_for 30 grep -q 'nginx was NOT reloaded' "${F2B_LOG}"
+  fail2ban_wait_for 30 grep -q "Failed to execute ban jail '${JAIL}' action 'hostguard-nginx-ban'" "${F2B_LOG}"
+  # The list holds the ban (nginx takes it at its next good reload); the
+  # running nginx still serves with its old configuration.
+  grep -qx "${SCANNER} 1;" "${LIST}"
+  [[ "$(via_proxy "${CLIENT}" /)" == 200 ]]
+  [[ "$(direct "${SCANNER}" /)" == 000 ]]
+  # fail2ban still answers and bans.
+  fail2ban_client set "${JAIL}" banip 192.0.2.99 >/dev/null
+  fail2ban_wait_for 10 is_banned 192.0.2.99
+  # Once the config is good again, the next ban reloads nginx with the whole list.
+  rm "${SRV}/conf.d/broken.conf"
+  fail2ban_client set "${JAIL}" banip 192.0.2.98 >/dev/null
+  fail2ban_wait_for 10 status_is 403 via_proxy "${SCANNER}" /
+  [[ "$(via_proxy "${CLIENT}" /)" == 200 ]]
+}
+
+@test "hostguard-nginx-ban: refuses what is not an address, keeps the list atomic and unique, flush empties it" {
+  local payload="${BATS_TEST_TMPDIR}/payload" helper
+  render_payload "${payload}" "${PROXIES}"
+  cp -r "${payload}/hostguard-nginx-ban" "${payload}/hostguard" "${ROOT}/usr/local/lib/hostguard/"
+  helper="${ROOT}/usr/local/lib/hostguard/hostguard-nginx-ban"
+  export HOSTGUARD_ROOT="${ROOT}"
+  local nopid=(--pid "${BATS_TEST_TMPDIR}/no-such.pid")
+  run "${helper}" "${nopid[@]}" ban '1.2.3.4;}'
+  [[ "${status}" -eq 1 && "${output}" == *"not an IP address; the ban list is unchanged"* ]]
+  [[ ! -e "${LIST}" ]]
+  # A network ban (fail2ban can ban 192.0.2.0/24): nginx's map matches single
+  # addresses, so it is refused, said, and holds at the firewall only.
+  run "${helper}" "${nopid[@]}" ban 192.0.2.0/24
+  [[ "${status}" -eq 1 && "${output}" == *"network ban holds at the firewall only"* ]]
+  [[ ! -e "${LIST}" ]]
+  for bad in 256.1.1.1 1::2::3 '' 'a b' 1:2:3:4:5:6:7:8:9; do
+    run "${helper}" "${nopid[@]}" ban "${bad}"
+    [[ "${status}" -eq 1 ]]
+  done
+  "${helper}" "${nopid[@]}" ban 192.0.2.1
+  "${helper}" "${nopid[@]}" ban 2001:DB8::1
+  "${helper}" "${nopid[@]}" ban 192.0.2.1
+  "${helper}" "${nopid[@]}" ban ::ffff:192.0.2.2
+  "${helper}" "${nopid[@]}" ban 192.0.2.9/32
+  [[ "$(grep -c ' 1;$' "${LIST}")" -eq 4 ]]
+  # As nginx writes $remote_addr: an IPv4-mapped client in dotted form, a /32 as the address.
+  grep -qx '::ffff:192.0.2.2 1;' "${LIST}"
+  grep -qx '192.0.2.9 1;' "${LIST}"
+  grep -qx '2001:db8::1 1;' "${LIST}"
+  [[ "$(stat -c '%a' "${LIST}")" == 600 ]]
+  "${helper}" "${nopid[@]}" unban 192.0.2.1
+  ! grep -q '^192.0.2.1 ' "${LIST}" || false
+  "${helper}" "${nopid[@]}" flush
+  [[ "$(grep -c ' 1;$' "${LIST}" || true)" -eq 0 ]]
+  [[ ! -e "${ROOT}/var/lib/hostguard/.nginx-bans.map.tmp" ]]
+  run "${helper}" --runtime-files
+  [[ "${output}" == $'state /var/lib/hostguard/nginx-bans.map\nstate /var/lib/hostguard/.nginx-bans.map.tmp' ]]
+  # A lock held by someone else: refused after the bounded wait, list unchanged.
+  "${helper}" "${nopid[@]}" ban 192.0.2.3
+  cp "${LIST}" "${BATS_TEST_TMPDIR}/before"
+  flock "${ROOT}/var/lib/hostguard" sleep 15 &
+  local holder=$! started
+  sleep 0.3
+  started="$(date +%s)"
+  run "${helper}" "${nopid[@]}" ban 192.0.2.4
+  kill "${holder}" 2>/dev/null || true
+  wait "${holder}" 2>/dev/null || true
+  [[ "${status}" -eq 1 && "${output}" == *"the ban list is unchanged"* ]]
+  (($(date +%s) - started <= 12))
+  cmp "${BATS_TEST_TMPDIR}/before" "${LIST}"
+}
+
+@test "install --part web: the drop-in and the proxied snippet come with trustedProxies and go when it is emptied" {
+  local payload="${BATS_TEST_TMPDIR}/payload" web="${BATS_TEST_TMPDIR}/web-root"
+  mkdir -p "${web}"
+  render_payload "${payload}" "${PROXIES}"
+  "${payload}/install" install --part web --root "${web}" --settings "${payload}/hostguard.conf"
+  grep -qx 'set_real_ip_from 10.9.1.0/24;' "${web}/etc/nginx/conf.d/hostguard-realip.conf"
+  grep -qx 'set_real_ip_from fd00:9::/64;' "${web}/etc/nginx/conf.d/hostguard-realip.conf"
+  grep -qx 'real_ip_header X-Forwarded-For;' "${web}/etc/nginx/conf.d/hostguard-realip.conf"
+  grep -qx 'real_ip_recursive on;' "${web}/etc/nginx/conf.d/hostguard-realip.conf"
+  grep -qx 'if ($hostguard_banned) {' "${web}/etc/nginx/snippets/hostguard-deny.conf"
+  render_payload "${payload}"
+  "${payload}/install" install --part web --root "${web}" --settings "${payload}/hostguard.conf"
+  [[ ! -e "${web}/etc/nginx/conf.d/hostguard-realip.conf" ]]
+  cmp "${REPO}/scripts/nginx/hostguard-deny.conf" "${web}/etc/nginx/snippets/hostguard-deny.conf"
+  ! grep -q 'hostguard-realip' "${web}/var/lib/hostguard/install-web.manifest" || false
+  "${payload}/install" uninstall --part web --root "${web}"
+  [[ ! -e "${web}/etc/nginx/snippets/hostguard-deny.conf" ]]
+}
