@@ -191,6 +191,7 @@ readonly STOPPER='
 import os, signal, sys, time
 uid, props, victim, stop, limit = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5])
 me, seen, caught, ids = os.getpid(), set(), 0, []
+root = props.split("/opt/app/")[0]
 end = time.time() + limit
 while time.time() < end and not os.path.exists(stop):
     for name in os.listdir("/proc"):
@@ -206,6 +207,11 @@ while time.time() < end and not os.path.exists(stop):
             # A pid still root now (a helper forked before it drops) is looked at again.
             if int(fields["Uid"].split()[0]) != uid:
                 continue
+            # A helper of this test: its parent names the root of this test (another
+            # test run on the machine may have processes of the same uid).
+            with open("/proc/%s/cmdline" % fields["PPid"].strip(), "rb") as f:
+                if root.encode() not in f.read():
+                    continue
         except (OSError, KeyError, ValueError, IndexError):
             continue
         seen.add(name)
@@ -342,7 +348,7 @@ for line in ids:
 readonly HOLDER='
 import ctypes, os, signal, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
-uid, stop, limit = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+uid, stop, limit, root = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), sys.argv[4]
 me, held, seen = os.getpid(), [], set()
 end = time.time() + limit
 while time.time() < end and not os.path.exists(stop):
@@ -354,6 +360,10 @@ while time.time() < end and not os.path.exists(stop):
                 fields = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
             if int(fields["Uid"].split()[0]) != uid:
                 continue
+            # Only a helper of this test (its parent names the root of this test).
+            with open("/proc/%s/cmdline" % fields["PPid"].strip(), "rb") as f:
+                if root.encode() not in f.read():
+                    continue
             os.kill(int(name), signal.SIGSTOP)
         except (OSError, KeyError, ValueError, IndexError):
             continue
@@ -380,7 +390,7 @@ print("held %d" % len(held))
   # A site file of 3 MiB (comments): reading it keeps the helper alive long
   # enough for the user to catch it every time.
   python3 -c 'import sys; sys.stdout.write(("# " + "x" * 1021 + "\n") * 3072)' >>"${ROOT}/srv/www/site.conf"
-  as_app /usr/bin/python3 -c "${HOLDER}" "${APP_UID}" "${stop}" 200 >"${BATS_TEST_TMPDIR}/held" 2>&1 &
+  as_app /usr/bin/python3 -c "${HOLDER}" "${APP_UID}" "${stop}" 200 "${ROOT}" >"${BATS_TEST_TMPDIR}/held" 2>&1 &
   local holder=$!
   sleep 0.5
   local i
