@@ -1,12 +1,18 @@
 # shellcheck shell=bash
-# Benchmark 12 (issue 18): the nginx include's scan and edit of a large site
-# file. scripts/lib/nginx-conf.sh's ngx_add_include (nginx's lexer in awk,
-# then the splice) on a generated site file of BIG bytes against one of SMALL
-# bytes, the same blocks repeated: a linear scan costs about BIG/SMALL times
-# as much (less: the start of tr and awk is a fixed cost). Checked: every
-# server block gets the include and removing it gives back every byte.
-# Sourced by run.sh.
+# Benchmark 12 (issues 18, 23): install --part web, which reads, edits and
+# writes back the users' files (hostguard/webedit.py: nginx's lexer and the
+# splice of nginxconf.py, the one-pass edit of properties.py), on a
+# generated site file of BIG bytes and a properties file of 3.8 MiB of key
+# lines (each set to false: the edited file stays under the 4 MiB a later
+# uninstall reads), against a site file of SMALL bytes and a 10 KiB properties file, in
+# the same run, from a rendered payload into a temp root (no service is
+# touched). A linear install costs at most BIG/SMALL times as much (less:
+# the interpreter's start and the part's own files are a fixed cost).
+# Checked: every server block gets the include, every key line is set, and
+# uninstall gives back every byte of both files. Sourced by run.sh.
 
+# shellcheck source=../../test/helpers/render-payload.bash
+source "${BENCH_REPO}/test/helpers/render-payload.bash"
 # Prints server blocks (comments and quoted strings with braces and
 # semicolons, locations, a regex in quotes) until at least BYTES are out.
 bench_nginx_site() {
@@ -32,40 +38,62 @@ bench_nginx_site() {
   done
 }
 
-# VAR <- median microseconds of RUNS runs of ngx_add_include on FILE.
-bench_nginx_time() {
-  local -n _bench_nginx_out="$1"
-  local file="$2" runs="$3" k us
+# Prints key lines of APP_PROPERTIES (the key set to true, each line its own
+# record: the shape that was quadratic) until at least BYTES are out.
+bench_props_file() {
+  python3 -c 'import sys; n = int(sys.argv[1]) // 39 + 1; sys.stdout.write("spring.web.resources.add-mappings=on\n" * n)' "$1"
+}
+
+# VAR <- median microseconds of RUNS installs of part web with the site file
+# SITE and the properties file PROPS (each run: a fresh root, then
+# uninstall, checked byte for byte).
+bench_web_time() {
+  local -n _bench_web_out="$1"
+  local payload="$2" site="$3" props="$4" runs="$5" k us root
   local -a all=()
   for ((k = 0; k < runs; k++)); do
-    bench_time_us us ngx_add_include "${file}" "${file}.added" 0123456789abcdef
-    ((BENCH_RC == 0)) || bench_error "nginx: ngx_add_include refused ${file##*/}: ${NGX_ERROR}"
+    root="${payload%/*}/root"
+    rm -rf "${root}"
+    mkdir -p "${root}/run" "${root}/etc/nginx/sites-enabled" "${root}/opt/app"
+    cp "${site}" "${root}/etc/nginx/sites-enabled/site"
+    cp "${props}" "${root}/opt/app/application.properties"
+    bench_time_us us "${payload}/install" install --part web --root "${root}" --settings "${payload%/*}/web.conf" >/dev/null
+    ((BENCH_RC == 0)) || bench_error "nginx: install --part web failed on ${site##*/}"
     all+=("${us}")
+    ((k > 0)) || bench_web_check "${payload}" "${root}" "${site}" "${props}"
   done
-  _bench_nginx_out="$(bench_median "${all[@]}")"
+  _bench_web_out="$(bench_median "${all[@]}")"
+}
+
+bench_web_check() {
+  local payload="$1" root="$2" site="$3" props="$4" blocks locations added
+  blocks="$(grep -c '^server {' "${site}")"
+  locations="$(grep -cE '^[[:space:]]+location ' "${site}")"
+  added="$(grep -c 'hostguard-deny.conf; # hostguard' "${root}/etc/nginx/sites-enabled/site")"
+  ((added == blocks + locations)) ||
+    bench_error "nginx: ${added} includes added to ${blocks} server blocks with ${locations} locations"
+  grep -q '=true$' "${root}/opt/app/application.properties" && bench_error "nginx: a key line was not set"
+  "${payload}/install" uninstall --part web --root "${root}" >/dev/null || bench_error "nginx: uninstall failed"
+  cmp -s "${site}" "${root}/etc/nginx/sites-enabled/site" || bench_error "nginx: uninstall did not give back the site"
+  cmp -s "${props}" "${root}/opt/app/application.properties" || bench_error "nginx: uninstall did not give back the properties"
 }
 
 bench_nginx() {
-  local work="$1" big="$2" small="$3" runs="$4" dir big_us small_us blocks locations met=no
-  bench_log "nginx include: a ${big}-byte site file against a ${small}-byte one, ${runs} run(s) each"
+  local work="$1" big="$2" small="$3" runs="$4" dir big_us small_us met=no props_big=$((38 * 1024 * 1024 / 10))
+  bench_log "install --part web: a ${big}-byte site file and a ${props_big}-byte properties file against ${small}-byte ones, ${runs} run(s) each"
   dir="${work}/nginx"
   mkdir -p "${dir}"
-  # shellcheck source=../../scripts/lib/nginx-conf.sh
-  declare -F ngx_add_include >/dev/null || source "${BENCH_REPO}/scripts/lib/nginx-conf.sh"
+  render_payload "${dir}/payload" >/dev/null
+  printf 'NGINX_SERVER_CONF=/etc/nginx/sites-enabled/site\nAPP_PROPERTIES=/opt/app/application.properties\n' >"${dir}/web.conf"
   bench_nginx_site "${big}" >"${dir}/big"
   bench_nginx_site "${small}" >"${dir}/small"
-  bench_nginx_time big_us "${dir}/big" "${runs}"
-  # One include at the top of every server block and of every location in it.
-  blocks="$(grep -c '^server {' "${dir}/big")"
-  locations="$(grep -cE '^[[:space:]]+location ' "${dir}/big")"
-  ((NGX_ADDED == blocks + locations)) ||
-    bench_error "nginx: ${NGX_ADDED} includes added to ${blocks} server blocks with ${locations} locations"
-  ngx_remove_include "${dir}/big.added" "${dir}/big.removed" 0123456789abcdef
-  cmp -s "${dir}/big" "${dir}/big.removed" || bench_error "nginx: removing the include did not give back every byte"
-  bench_nginx_time small_us "${dir}/small" "${runs}"
-  ((big_us <= 1000000)) && ((big_us <= small_us * 100)) && met=yes
-  bench_row "12 nginx include" \
-    "scan and edit of a $((big / 1024)) KiB site file (${blocks} server blocks), median of ${runs} (bytes: $(($(stat -c %s "${dir}/big") / $(stat -c %s "${dir}/small")))x the reference)" \
-    "$(bench_fmt_us "${big_us}")" "$(bench_fmt_us "${small_us}"), $((small / 1024)) KiB" \
-    "$(bench_ratio "${big_us}" "${small_us}")" "<= 1 s and <= 100x" "${met}"
+  bench_props_file "${props_big}" >"${dir}/props-big"
+  bench_props_file "${small}" >"${dir}/props-small"
+  bench_web_time big_us "${dir}/payload" "${dir}/big" "${dir}/props-big" "${runs}"
+  bench_web_time small_us "${dir}/payload" "${dir}/small" "${dir}/props-small" "${runs}"
+  ((big_us <= 1000000 * 5)) && ((big_us <= small_us * big / small)) && met=yes
+  bench_row "12 web install" \
+    "install --part web: $((big / 1024)) KiB site file ($(grep -c '^server {' "${dir}/big") server blocks) and $((props_big / 1024)) KiB of key lines, median of ${runs}" \
+    "$(bench_fmt_us "${big_us}")" "$(bench_fmt_us "${small_us}"), $((small / 1024)) KiB each" \
+    "$(bench_ratio "${big_us}" "${small_us}")" "<= size ratio ($((big / small))x)" "${met}"
 }

@@ -108,6 +108,34 @@ manifest_add() {
   manifest_write
 }
 
+# Appends each RECORD (a whole record, TAB-separated) not already there, in
+# one write: a step's records at once, not the whole manifest once per record.
+manifest_add_all() {
+  local record existing
+  local -A have=()
+  for existing in "${MANIFEST[@]}"; do
+    have["${existing}"]=1
+  done
+  for record in "$@"; do
+    [[ -z "${have["${record}"]+x}" ]] || continue
+    have["${record}"]=1
+    MANIFEST+=("${record}")
+  done
+  manifest_write
+}
+
+# Drops every record of the KINDs given, in one write.
+manifest_drop_kinds() {
+  local record kind
+  local -a kept=()
+  for record in "${MANIFEST[@]}"; do
+    kind="${record%%$'\t'*}"
+    [[ " $* " == *" ${kind} "* ]] || kept+=("${record}")
+  done
+  MANIFEST=("${kept[@]}")
+  manifest_write
+}
+
 # Replaces record I with the arguments (or appends when I is -1).
 manifest_put() {
   local i="$1" IFS=$'\t'
@@ -282,12 +310,12 @@ txn_save() {
   JOURNAL+=("f"$'\t'"${path}"$'\t'"${copy}")
 }
 
-# Call before the user file resolved by safe_resolve_file is replaced; COPY
+# Call before the user file REAL (host path, as resolved) is replaced; COPY
 # (in the work directory) holds its content as read. LABEL is the setting
-# that named the file, for safe_resolve_file on rollback.
+# that named the file, for the rollback's write (lib/web.sh).
 txn_record_user() {
-  local label="$1" copy="$2"
-  JOURNAL+=("u"$'\t'"${label}"$'\t'"${SAFE_REAL}"$'\t'"${copy}")
+  local label="$1" real="$2" copy="$3"
+  JOURNAL+=("u"$'\t'"${label}"$'\t'"${real}"$'\t'"${copy}")
 }
 
 # Call before the mode or owner of host directory DIR changes.
@@ -310,7 +338,11 @@ txn_rollback() {
           rm -f -- "${path}" || true
         fi
         ;;
-      u) (safe_resolve_file "${path}" "${extra}" && safe_replace "${owner}") || true ;;
+      u)
+        # A fresh bound: the run's own may be what was spent.
+        web_deadline
+        printf '%s\t%s\t%s\n' "${path}" "${extra}" "${owner}" | web_write || true
+        ;;
       d) rmdir -- "${path}" 2>/dev/null || true ;;
       r) mkdir -m "${extra}" -- "${path}" 2>/dev/null || true ;;
       m)

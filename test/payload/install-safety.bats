@@ -191,12 +191,12 @@ readonly STOPPER='
 import os, signal, sys, time
 uid, props, victim, stop, limit = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5])
 me, seen, caught, ids = os.getpid(), set(), 0, []
+root = props.split("/opt/app/")[0]
 end = time.time() + limit
 while time.time() < end and not os.path.exists(stop):
     for name in os.listdir("/proc"):
         if not name.isdigit() or name in seen:
             continue
-        seen.add(name)
         pid = int(name)
         if pid == me:
             continue
@@ -204,15 +204,23 @@ while time.time() < end and not os.path.exists(stop):
             with open("/proc/%d/status" % pid) as f:
                 status = f.read()
             fields = dict(l.split(":", 1) for l in status.splitlines() if ":" in l)
+            # A pid still root now (a helper forked before it drops) is looked at again.
             if int(fields["Uid"].split()[0]) != uid:
                 continue
+            # A helper of this test: its parent names the root of this test (another
+            # test run on the machine may have processes of the same uid).
+            with open("/proc/%s/cmdline" % fields["PPid"].strip(), "rb") as f:
+                if root.encode() not in f.read():
+                    continue
         except (OSError, KeyError, ValueError, IndexError):
             continue
+        seen.add(name)
         try:
             os.kill(pid, signal.SIGSTOP)
         except OSError:
             continue
         caught += 1
+        print("progress %d" % caught, flush=True)
         fds = []
         try:
             for fd in os.listdir("/proc/%d/fd" % pid):
@@ -250,14 +258,20 @@ for line in ids:
   printf 'group root secret\n' >"${ROOT}/etc/victim-group"
   chmod 0640 "${ROOT}/etc/victim-group"
   printf 'APP_PROPERTIES=/opt/app/config/application.properties\n' >"${SETTINGS}"
-  as_app /usr/bin/python3 -c "${STOPPER}" "${APP_UID}" "${props}" /etc/victim-group "${stop}" 120 \
+  # 3 MiB of comments: each helper (a forked child that never executes
+  # another program) lives long enough to be caught.
+  python3 -c 'import sys; sys.stdout.write(("# " + "x" * 1021 + "\n") * 3072)' >>"${props}"
+  as_app /usr/bin/python3 -c "${STOPPER}" "${APP_UID}" "${props}" /etc/victim-group "${stop}" 300 \
     >"${BATS_TEST_TMPDIR}/caught" 2>&1 &
   local attacker=$!
   sleep 0.5
-  for ((i = 0; i < 15; i++)); do
+  # Until the user caught 5 helpers (bounded: a helper lives about a
+  # millisecond, a forked child that never executes another program).
+  for ((i = 0; i < 100; i++)); do
     hg_install install --part web --settings "${SETTINGS}" >/dev/null 2>&1 || true
     hg_install uninstall --part web >/dev/null 2>&1 || true
     ! grep -q 'group root secret' "${props}" "${props}.real" 2>/dev/null || break
+    (($(grep -c '^progress' "${BATS_TEST_TMPDIR}/caught") < 5)) || break
   done
   : >"${stop}"
   wait "${attacker}" || { cat "${BATS_TEST_TMPDIR}/caught"; false; }
@@ -324,4 +338,87 @@ for line in ids:
   hg_assert_contains "${output}" "Permission denied"
   kill "${holder}"
   wait "${holder}" || true
+}
+
+# The app user of issue 23: catches every process that runs with its uid
+# (root's helper), stops it (SIGSTOP, as it may), takes a copy of its
+# standard descriptors (pidfd_getfd(2): what a tracer of its own processes
+# may do) and resumes it, then holds the copies: whoever reads such a pipe
+# never sees its end. Prints "held N".
+readonly HOLDER='
+import ctypes, os, signal, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+uid, stop, limit, root = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), sys.argv[4]
+me, held, seen = os.getpid(), [], set()
+end = time.time() + limit
+while time.time() < end and not os.path.exists(stop):
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me or name in seen:
+            continue
+        try:
+            with open("/proc/%s/status" % name) as f:
+                fields = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+            if int(fields["Uid"].split()[0]) != uid:
+                continue
+            # Only a helper of this test (its parent names the root of this test).
+            with open("/proc/%s/cmdline" % fields["PPid"].strip(), "rb") as f:
+                if root.encode() not in f.read():
+                    continue
+            os.kill(int(name), signal.SIGSTOP)
+        except (OSError, KeyError, ValueError, IndexError):
+            continue
+        seen.add(name)
+        try:
+            pidfd = os.pidfd_open(int(name))
+            for fd in (0, 1):
+                got = libc.syscall(438, pidfd, fd, 0)
+                if got >= 0:
+                    held.append(got)
+            os.close(pidfd)
+        except OSError:
+            pass
+        try:
+            os.kill(int(name), signal.SIGCONT)
+        except OSError:
+            pass
+print("held %d" % len(held))
+'
+
+@test "issue 23: a user who holds a copy of the helper's pipe cannot hold root's installer: install and uninstall end" {
+  local stop="${BATS_TEST_TMPDIR}/stop"
+  printf 'APP_PROPERTIES=/opt/app/config/application.properties\nNGINX_SERVER_CONF=/srv/www/site.conf\n' >"${SETTINGS}"
+  # A site file of 3 MiB (comments): reading it keeps the helper alive long
+  # enough for the user to catch it every time.
+  python3 -c 'import sys; sys.stdout.write(("# " + "x" * 1021 + "\n") * 3072)' >>"${ROOT}/srv/www/site.conf"
+  as_app /usr/bin/python3 -c "${HOLDER}" "${APP_UID}" "${stop}" 200 "${ROOT}" >"${BATS_TEST_TMPDIR}/held" 2>&1 &
+  local holder=$!
+  sleep 0.5
+  local i
+  for ((i = 0; i < 3; i++)); do
+    run hg_with_accounts timeout 90 "${PAYLOAD}/install" install --part web --root "${ROOT}" --settings "${SETTINGS}"
+    echo "${output}"
+    [[ "${status}" -eq 0 ]]
+    grep -qx 'spring.web.resources.add-mappings=false' "${ROOT}/opt/app/config/application.properties"
+    run hg_with_accounts timeout 90 "${PAYLOAD}/install" uninstall --part web --root "${ROOT}"
+    echo "${output}"
+    [[ "${status}" -eq 0 ]]
+  done
+  : >"${stop}"
+  wait "${holder}"
+  cat "${BATS_TEST_TMPDIR}/held" >&3
+  grep -qx 'spring.web.resources.add-mappings=true' "${ROOT}/opt/app/config/application.properties"
+}
+
+@test "issue 23: the bound on bytes is per install, not per file: a site including 20 files of 1 MiB is refused by name and bound, before any write" {
+  local i
+  mkdir -p "${ROOT}/etc/nginx/inc"
+  printf 'server {\n    listen 80;\n}\ninclude /etc/nginx/inc/*.conf;\n' >"${ROOT}/etc/nginx/site.conf"
+  for ((i = 10; i < 30; i++)); do
+    python3 -c 'import sys; sys.stdout.write(("# " + "x" * 1021 + "\n") * 1024)' >"${ROOT}/etc/nginx/inc/${i}.conf"
+  done
+  printf 'NGINX_SERVER_CONF=/etc/nginx/site.conf\n' >"${SETTINGS}"
+  hg_listing_before
+  hg_assert_refused "over the bound of 16777216 bytes root reads from users' files in one install: refused" \
+    install --part web --settings "${SETTINGS}"
+  hg_assert_contains "${output}" "include /etc/nginx/inc/*.conf: /etc/nginx/inc/25.conf:"
 }

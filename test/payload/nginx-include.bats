@@ -293,3 +293,92 @@ CONF
   hg_assert_contains "${output}" "WARN /etc/nginx/sites-enabled/site line 15: this try_files serves another URI"
   [[ "$(grep -c 'WARN' <<<"${output}")" -eq 2 ]]
 }
+
+@test "the null location: a rewrite that sends a URI to no location (last, no flag, server level) is caught by the location / install adds; uninstall gives back every byte (issue 23)" {
+  mkdir -p "${S}/www/d"
+  printf 'SECRET=1\n' >"${S}/www/.env"
+  printf 'SECRET=2\n' >"${S}/www/d/.env"
+  printf 'page\n' >"${S}/www/page.html"
+  printf 'home\n' >"${S}/www/index.html"
+  chmod -R a+rX "${S}/www"
+  # nginx's workers (not root) serve these files: the test's own temp
+  # folders above them get a+x (bounded: up to bats' run folder).
+  local dir="${S}"
+  while [[ "${dir}" == "${BATS_RUN_TMPDIR}"/* ]]; do
+    chmod a+x "${dir}"
+    dir="${dir%/*}"
+  done
+  chmod a+x "${BATS_RUN_TMPDIR}"
+  # No catch-all location: whatever a rewrite sends to no location is
+  # served from the server itself, after every location's check.
+  cat >"${S}/etc-nginx/sites-enabled/site" <<CONF
+server {
+    listen 80;
+    server_name n.test;
+    root ${S}/www;
+    rewrite ^/s/(.*)\.txt\$ /\$1;
+    location /r/ { rewrite ^/r/(.*)\.txt\$ /\$1 last; }
+    location /w/ {
+        rewrite ^/w/(.*)\.txt\$ /\$1;
+    }
+    location ~ \.php\$ { rewrite ^/(.*)\.php\$ /d/\$1 last; }
+    location = /ok { return 200 "ok\n"; }
+}
+CONF
+  printf 'http://n.test:80 /r/.env.txt /r/d/.env.txt /s/.env.txt /w/.env.txt /.env.php /\n' >"${BATS_TEST_TMPDIR}/probes"
+  sandbox_case /etc/nginx/sites-enabled/site "${BATS_TEST_TMPDIR}/probes"
+  # One location / holding only the include, marked for uninstall; the
+  # server's own answers stay (its exact location, a static file under root).
+  grep -c '^    location / { include /etc/nginx/snippets/hostguard-deny.conf; } # hostguard [0-9a-f]\{16\} (null location)$' \
+    "${BATS_TEST_TMPDIR}/installed-tree/sites-enabled/site"
+  [[ "$(grep -c 'null location' "${BATS_TEST_TMPDIR}/installed-tree/sites-enabled/site")" -eq 1 ]]
+  run in_sandbox "${PAYLOAD}" <<'SCRIPT'
+printf 'NGINX_SERVER_CONF=/etc/nginx/sites-enabled/site\n' >"${S_OUT}/settings.conf"
+"$1/install" install --part web --root / --settings "${S_OUT}/settings.conf" >/dev/null
+nginx
+for path in /ok /page.html /r/page.html.txt; do
+  printf '%s %s\n' "${path}" "$(curl -s --max-time 5 --resolve n.test:80:127.0.0.1 "http://n.test${path}")"
+done
+nginx -s quit
+for ((i = 0; i < 50; i++)); do [[ -s /run/nginx.pid ]] || break; sleep 0.1; done
+"$1/install" uninstall --part web --root / >/dev/null
+SCRIPT
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  hg_assert_contains "${output}" "/ok ok"
+  hg_assert_contains "${output}" "/page.html page"
+  hg_assert_contains "${output}" "/r/page.html.txt page"
+}
+
+@test "the null location: a server that includes other files (its location / may be there) is warned about with file and line, not edited blind (issue 23)" {
+  hg_make_root
+  mkdir -p "${ROOT}/etc/nginx/sites-enabled" "${ROOT}/etc/nginx/locs"
+  printf 'NGINX_SERVER_CONF=/etc/nginx/sites-enabled/site\n' >"${BATS_TEST_TMPDIR}/s.conf"
+  printf 'server {\n    listen 80;\n    include /etc/nginx/locs/app.conf;\n    location /r/ {\n        rewrite ^/r/(.*)$ /$1 last;\n    }\n}\n' \
+    >"${ROOT}/etc/nginx/sites-enabled/site"
+  printf 'location = /x { return 204; }\n' >"${ROOT}/etc/nginx/locs/app.conf"
+  run hg_install install --part web --settings "${BATS_TEST_TMPDIR}/s.conf"
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  hg_assert_contains "${output}" "WARN /etc/nginx/sites-enabled/site line 5: this rewrite can send a URI to no location of its server"
+  ! grep -q 'null location' "${ROOT}/etc/nginx/sites-enabled/site"
+}
+
+@test "linear in the files: a site including 400 files is installed and given back within 15 s each (issue 23; today's main: 30 s to install)" {
+  hg_make_root
+  mkdir -p "${ROOT}/etc/nginx/inc"
+  printf 'server { listen 80; }\ninclude /etc/nginx/inc/*.conf;\n' >"${ROOT}/etc/nginx/site.conf"
+  local i
+  for ((i = 0; i < 400; i++)); do
+    printf 'server {\n    listen %d;\n}\n' $((1000 + i)) >"${ROOT}/etc/nginx/inc/${i}.conf"
+  done
+  printf 'NGINX_SERVER_CONF=/etc/nginx/site.conf\n' >"${BATS_TEST_TMPDIR}/s.conf"
+  hg_listing "${ROOT}/etc/nginx" >"${BATS_TEST_TMPDIR}/before"
+  run timeout 15 "${PAYLOAD}/install" install --part web --root "${ROOT}" --settings "${BATS_TEST_TMPDIR}/s.conf"
+  [[ "${status}" -eq 0 ]] || { echo "${output}" | tail -5; false; }
+  [[ "$(grep -l 'hostguard-deny.conf; # hostguard' "${ROOT}"/etc/nginx/inc/*.conf | wc -l)" -eq 400 ]]
+  run timeout 15 "${PAYLOAD}/install" uninstall --part web --root "${ROOT}"
+  [[ "${status}" -eq 0 ]] || { echo "${output}" | tail -5; false; }
+  hg_listing "${ROOT}/etc/nginx" >"${BATS_TEST_TMPDIR}/after"
+  hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
+}

@@ -115,3 +115,36 @@ check_case() {
     python3 -c 'import sys, yaml; d = yaml.safe_load(open(sys.argv[1])); assert d["spring"] == {"application": {"name": "demo"}}, d' "${yml}"
   done
 }
+
+@test "two lines install made identical come back each as it was, not swapped (issue 23: restored by position)" {
+  check_case 'spring.web.resources.add-mappings=true\nx=1\nspring.web.resources.add-mappings=on\n' \
+    'spring.web.resources.add-mappings=false\nx=1\nspring.web.resources.add-mappings=false\n'
+  check_case 'spring.web.resources.add-mappings=off\nspring.web.resources.add-mappings=true\nspring.web.resources.add-mappings=off\n' \
+    'spring.web.resources.add-mappings=false\nspring.web.resources.add-mappings=false\nspring.web.resources.add-mappings=false\n'
+}
+
+@test "a line install set that was changed since is left as it is, and the others still come back (issue 23)" {
+  printf 'spring.web.resources.add-mappings=true\nx=1\nspring.web.resources.add-mappings=on\n' >"${PROPS}"
+  install_web >/dev/null
+  sed -i '1s/=false/=maybe/' "${PROPS}"
+  run hg_install uninstall --part web
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  hg_assert_contains "${output}" "line 1, which install set, was changed since: left as it is"
+  [[ "$(cat "${PROPS}")" == $'spring.web.resources.add-mappings=maybe\nx=1\nspring.web.resources.add-mappings=on' ]]
+}
+
+@test "linear in the file: 100,000 key lines (3.8 MB) installed and given back within a minute each (issue 23; today's main: hours)" {
+  local n=100000
+  python3 -c 'import sys; sys.stdout.write("spring.web.resources.add-mappings=on\n" * int(sys.argv[1]))' "${n}" >"${PROPS}"
+  local original
+  original="$(sha256sum <"${PROPS}")"
+  run timeout 60 "${PAYLOAD}/install" install --part web --root "${ROOT}" --settings "${BATS_TEST_TMPDIR}/settings.conf"
+  echo "${output}" | tail -3
+  [[ "${status}" -eq 0 ]]
+  [[ "$(grep -c '^spring.web.resources.add-mappings=false$' "${PROPS}")" -eq "${n}" ]]
+  run timeout 60 "${PAYLOAD}/install" uninstall --part web --root "${ROOT}"
+  echo "${output}" | tail -3
+  [[ "${status}" -eq 0 ]]
+  [[ "$(sha256sum <"${PROPS}")" == "${original}" ]]
+}
