@@ -250,7 +250,9 @@ scan_through_proxy() {
 
   fail2ban_client set "${JAIL}" unbanip "${SCANNER}" >/dev/null
   fail2ban_wait_for 10 status_is 200 via_proxy "${SCANNER}" /
-  [[ "$(direct "${SCANNER}" /)" == 200 ]]
+  # nginx's reload is graceful: an old worker may still answer one connection
+  # with the previous list for a moment, so the direct path is waited for too.
+  fail2ban_wait_for 10 status_is 200 direct "${SCANNER}" /
   [[ "$(via_proxy "${CLIENT}" /)" == 200 ]]
   ! grep -q "^${SCANNER} " "${LIST}" || false
   receiver_wait_count 3 15
