@@ -121,6 +121,28 @@ class DeadLetter:
         self.reason = reason
 
 
+class _Transaction:
+    """One short write step: COMMIT when the block ends, ROLLBACK on any exception.
+
+    Every writer goes through it, so a failed statement (a full disk, a
+    locked database past the busy timeout) never leaves the process's one
+    connection inside an open transaction for its next step.
+    """
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        if kind is None:
+            self.db.execute("COMMIT")
+        elif self.db.in_transaction:
+            self.db.execute("ROLLBACK")
+
+
 class SpoolFull(Exception):
     """The spool could not be written, not even with its reserve (disk full)."""
 
@@ -141,6 +163,18 @@ def may_hold_messages(directory: str | None = None, now: float | None = None) ->
         return True
     moment = time.time() if now is None else now
     return DB_NAME in names and int(moment) % FULL_LOOK_EVERY < FULL_LOOK_FOR
+
+
+def undelivered(path: str) -> int:
+    """Messages waiting in the spool database PATH, each merged part counted (read-only; install's uninstall)."""
+    import sqlite3
+
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        row = db.execute("SELECT coalesce(sum(parts), 0) FROM message WHERE merged_into IS NULL").fetchone()
+    finally:
+        db.close()
+    return int(row[0])
 
 
 def name_of(message_id: int) -> str:
@@ -195,10 +229,9 @@ class Spool:
             self._db.close()
             self._db = None
 
-    def _begin(self) -> sqlite3.Connection:
-        db = self.db()
-        db.execute("BEGIN IMMEDIATE")
-        return db
+    def _transaction(self) -> _Transaction:
+        """`with self._transaction() as db:` one BEGIN IMMEDIATE step, committed or rolled back."""
+        return _Transaction(self.db())
 
     # ---- writers ------------------------------------------------------------
 
@@ -241,10 +274,9 @@ class Spool:
         return True
 
     def _enqueue(self, text: str, channel: str | None, queue: int) -> int:
-        db = self.db()
+        transaction = self._transaction()  # opens the database, making the spool directory first
         self.touch_hint()
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction as db:
             cursor = db.execute(
                 "INSERT INTO message(queue, text, channel, created) VALUES (?, ?, ?, ?)",
                 (queue, text, channel or None, time.time()),
@@ -252,11 +284,6 @@ class Spool:
             message_id = cursor.lastrowid
             assert message_id is not None
             self._bound(db, queue)
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
         self.touch_hint()
         return message_id
 
@@ -345,9 +372,8 @@ class Spool:
 
     def unclaim_all(self) -> None:
         """Puts back what a killed run had claimed (only one run delivers at a time)."""
-        db = self._begin()
-        db.execute("UPDATE message SET claimed = 0 WHERE claimed != 0")
-        db.execute("COMMIT")
+        with self._transaction() as db:
+            db.execute("UPDATE message SET claimed = 0 WHERE claimed != 0")
 
     def claim_next(self) -> Message | None:
         """Claims the next message to post: alerts first, each queue oldest first.
@@ -355,27 +381,21 @@ class Spool:
         When it is a ban-tool message and a burst waits (BURST or more), the
         oldest (up to MERGE_MAX, within MERGE_CHARS) become one message first.
         """
-        db = self._begin()
-        try:
+        with self._transaction() as db:
             row = db.execute(
                 "SELECT id, queue, text, channel, parts, created FROM message"
                 " WHERE merged_into IS NULL AND claimed = 0 ORDER BY queue, id LIMIT 1"
             ).fetchone()
-            if row is None:
-                db.execute("COMMIT")
-                return self.claim_next() if self._settle_hint(db) else None
-            if row[1] == EVENTS and self._waiting(db, EVENTS) >= BURST:
-                self._merge_burst(db)
-                row = db.execute(
-                    "SELECT id, queue, text, channel, parts, created FROM message"
-                    " WHERE merged_into IS NULL AND claimed = 0 ORDER BY queue, id LIMIT 1"
-                ).fetchone()
-            db.execute("UPDATE message SET claimed = 1 WHERE id = ?", (row[0],))
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
+            if row is not None:
+                if row[1] == EVENTS and self._waiting(db, EVENTS) >= BURST:
+                    self._merge_burst(db)
+                    row = db.execute(
+                        "SELECT id, queue, text, channel, parts, created FROM message"
+                        " WHERE merged_into IS NULL AND claimed = 0 ORDER BY queue, id LIMIT 1"
+                    ).fetchone()
+                db.execute("UPDATE message SET claimed = 1 WHERE id = ?", (row[0],))
+        if row is None:
+            return self.claim_next() if self._settle_hint(self.db()) else None
         return Message(*row)
 
     def _merge_burst(self, db: sqlite3.Connection) -> None:
@@ -401,50 +421,43 @@ class Spool:
 
     def delivered(self, message_id: int, dropped_announced: int = 0) -> None:
         """Removes a delivered message (and its parts); the announced drops are counted off."""
-        db = self._begin()
-        db.execute("DELETE FROM message WHERE id = ? OR merged_into = ?", (message_id, message_id))
-        if dropped_announced:
-            left = max(0, self._state_int(db, "dropped") - dropped_announced)
-            self._set_state(db, "dropped", str(left))
-        self._set_state(db, "last_delivery", f"{time.strftime('%Y-%m-%d %H:%M:%S')} {name_of(message_id)}")
-        db.execute("COMMIT")
+        with self._transaction() as db:
+            db.execute("DELETE FROM message WHERE id = ? OR merged_into = ?", (message_id, message_id))
+            if dropped_announced:
+                left = max(0, self._state_int(db, "dropped") - dropped_announced)
+                self._set_state(db, "dropped", str(left))
+            self._set_state(db, "last_delivery", f"{time.strftime('%Y-%m-%d %H:%M:%S')} {name_of(message_id)}")
 
     def release(self, message_id: int) -> None:
         """Puts a claimed message back (a transient failure); its queue bounded again."""
-        db = self._begin()
-        row = db.execute("SELECT queue FROM message WHERE id = ?", (message_id,)).fetchone()
-        db.execute("UPDATE message SET claimed = 0 WHERE id = ?", (message_id,))
-        if row is not None:
-            self._bound(db, int(row[0]))
-        db.execute("COMMIT")
+        with self._transaction() as db:
+            row = db.execute("SELECT queue FROM message WHERE id = ?", (message_id,)).fetchone()
+            db.execute("UPDATE message SET claimed = 0 WHERE id = ?", (message_id,))
+            if row is not None:
+                self._bound(db, int(row[0]))
 
     def drop_channel(self, message_id: int) -> None:
         """Keeps a message without its channel override (it was refused as channel_not_found)."""
-        db = self._begin()
-        db.execute("UPDATE message SET channel = NULL WHERE id = ?", (message_id,))
-        db.execute("COMMIT")
+        with self._transaction() as db:
+            db.execute("UPDATE message SET channel = NULL WHERE id = ?", (message_id,))
 
     def bury(self, message_id: int, reason: str) -> None:
         """Moves a message (and its parts) to the dead letters with REASON; keeps at most spool_max."""
         now = time.time()
-        db = self._begin()
-        db.execute(
-            "INSERT OR REPLACE INTO dead(id, queue, text, channel, parts, created, died, reason, merged_into)"
-            " SELECT id, queue, text, channel, parts, created, ?, ?, merged_into FROM message"
-            " WHERE id = ? OR merged_into = ?",
-            (now, reason, message_id, message_id),
-        )
-        db.execute("DELETE FROM message WHERE id = ? OR merged_into = ?", (message_id, message_id))
-        over = int(db.execute("SELECT count(*) FROM dead WHERE merged_into IS NULL").fetchone()[0]) - self.spool_max
-        if over > 0:
-            old = [
-                r[0]
-                for r in db.execute(
-                    "SELECT id FROM dead WHERE merged_into IS NULL ORDER BY id LIMIT ?", (over,)
+        with self._transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO dead(id, queue, text, channel, parts, created, died, reason, merged_into)"
+                " SELECT id, queue, text, channel, parts, created, ?, ?, merged_into FROM message"
+                " WHERE id = ? OR merged_into = ?",
+                (now, reason, message_id, message_id),
+            )
+            db.execute("DELETE FROM message WHERE id = ? OR merged_into = ?", (message_id, message_id))
+            dead = int(db.execute("SELECT count(*) FROM dead WHERE merged_into IS NULL").fetchone()[0])
+            if dead > self.spool_max:
+                old = db.execute(
+                    "SELECT id FROM dead WHERE merged_into IS NULL ORDER BY id LIMIT ?", (dead - self.spool_max,)
                 ).fetchall()
-            ]
-            db.executemany("DELETE FROM dead WHERE id = ? OR merged_into = ?", [(i, i) for i in old])
-        db.execute("COMMIT")
+                db.executemany("DELETE FROM dead WHERE id = ? OR merged_into = ?", [(r[0], r[0]) for r in old])
 
     def add_dead(self, text: str, channel: str | None, queue: int, reason: str) -> int:
         """Records a dead letter directly (a message that can never be sent: an upgrade's bad spool file).
@@ -452,8 +465,7 @@ class Spool:
         Its id comes from the message table's sequence, as a buried message's
         does, and it never waits in a queue, so no bound merges or drops it.
         """
-        db = self._begin()
-        try:
+        with self._transaction() as db:
             cursor = db.execute(
                 "INSERT INTO message(queue, text, channel, created) VALUES (?, ?, ?, ?)",
                 (queue, text, channel or None, time.time()),
@@ -466,11 +478,6 @@ class Spool:
                 (time.time(), reason, message_id),
             )
             db.execute("DELETE FROM message WHERE id = ?", (message_id,))
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
         return message_id
 
     # ---- readers ------------------------------------------------------------
@@ -518,12 +525,11 @@ class Spool:
 
     def put(self, key: str, value: str | None) -> None:
         """Sets (or with None removes) one state value; never fatal (disk full is logged by the caller)."""
-        db = self._begin()
-        if value is None:
-            db.execute("DELETE FROM state WHERE key = ?", (key,))
-        else:
-            self._set_state(db, key, value)
-        db.execute("COMMIT")
+        with self._transaction() as db:
+            if value is None:
+                db.execute("DELETE FROM state WHERE key = ?", (key,))
+            else:
+                self._set_state(db, key, value)
 
     def dropped(self) -> int:
         return self._state_int(self.db(), "dropped")

@@ -17,12 +17,16 @@ from __future__ import annotations
 
 import collections
 import shutil
+import sqlite3
 import tempfile
+from pathlib import Path
 
+import pytest
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from hostguard import spool
 from hostguard.spool import ALERTS, EVENTS, Message, Spool
 
 
@@ -129,3 +133,26 @@ class SpoolMachine(RuleBasedStateMachine):
 
 SpoolMachine.TestCase.settings = hsettings(max_examples=80, stateful_step_count=60, deadline=None)
 TestSpool = SpoolMachine.TestCase
+
+
+def test_a_step_that_fails_midway_leaves_the_connection_usable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A statement failing inside a write step (a full disk, say) rolls the step back; the next step runs."""
+    box = spool.Spool(10, str(tmp_path))
+    first = box.enqueue("alert one")
+    claimed = box.claim_next()
+    assert claimed is not None and claimed.id == first
+
+    def fail(*_: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(box, "_set_state", fail)
+    with pytest.raises(sqlite3.OperationalError):
+        box.delivered(first)
+    monkeypatch.undo()
+    # Rolled back: the message is still there, and the connection takes the next step.
+    assert not box.db().in_transaction
+    assert box.outcome(first) == "pending"
+    second = box.enqueue("alert two")
+    assert spool.undelivered(str(tmp_path / spool.DB_NAME)) == 2
+    box.delivered(first)
+    assert (box.outcome(first), box.outcome(second)) == ("delivered", "pending")
