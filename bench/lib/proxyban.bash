@@ -19,6 +19,8 @@
 source "${BENCH_REPO}/test/helpers/receiver.bash"
 # shellcheck source=../../test/helpers/fail2ban-sandbox.bash
 source "${BENCH_REPO}/test/helpers/fail2ban-sandbox.bash"
+# shellcheck source=../../test/helpers/proxy-sandbox.bash
+source "${BENCH_REPO}/test/helpers/proxy-sandbox.bash"
 
 readonly BENCH_PROXY=10.9.1.5
 readonly BENCH_PROXY_SERVER=192.0.2.10
@@ -35,82 +37,6 @@ bench_proxyban_teardown() {
     rm -f "${dir}/nginx.pid"
   done
   fail2ban_sandbox_destroy
-}
-
-# nginx's http head for an instance under DIR.
-bench_proxyban_http_head() {
-  local dir="$1"
-  cat <<CONF
-    include /etc/nginx/mime.types;
-    default_type application/octet-stream;
-    client_body_temp_path ${dir}/tmp/body;
-    proxy_temp_path ${dir}/tmp/proxy;
-    fastcgi_temp_path ${dir}/tmp/fastcgi;
-    scgi_temp_path ${dir}/tmp/scgi;
-    uwsgi_temp_path ${dir}/tmp/uwsgi;
-    access_log ${dir}/logs/access.log combined;
-CONF
-}
-
-bench_proxyban_nginx() {
-  local dir="$1"
-  shift
-  ip netns exec "${F2B_NS}" nginx -p "${dir}" -c "${dir}/nginx.conf" -e "${dir}/logs/error.log" "$@"
-}
-
-# The server's nginx with the web part's files as install places them (the
-# ban list path moved into ROOT), its access log the jail's; the proxy's
-# nginx adding X-Forwarded-For, connecting from the proxy's address.
-bench_proxyban_write_nginx() {
-  local web="$1" root="$2" srv="${BENCH_PROXY_SRV}" prx="${BENCH_PROXY_PRX}" dir
-  for dir in "${srv}" "${prx}"; do
-    mkdir -p "${dir}/tmp" "${dir}/logs" "${dir}/www" "${dir}/conf.d"
-  done
-  printf 'hello\n' >"${srv}/www/index.html"
-  ln -s "${F2B_ACCESS_LOG}" "${srv}/logs/access.log"
-  cp "${web}/etc/nginx/snippets/hostguard-deny.conf" "${srv}/deny.conf"
-  sed "s#/var/lib/hostguard/#${root}/var/lib/hostguard/#" "${web}/etc/nginx/conf.d/hostguard-realip.conf" \
-    >"${srv}/conf.d/hostguard-realip.conf"
-  cat >"${srv}/nginx.conf" <<CONF
-worker_processes 1;
-user root;
-pid ${srv}/nginx.pid;
-error_log ${srv}/logs/error.log info;
-events { worker_connections 64; }
-http {
-$(bench_proxyban_http_head "${srv}")
-    include ${srv}/conf.d/*.conf;
-    server {
-        listen ${BENCH_PROXY_SERVER}:80;
-        root ${srv}/www;
-        include ${srv}/deny.conf;
-        location / {
-            include ${srv}/deny.conf;
-            try_files \$uri \$uri/ =404;
-        }
-    }
-}
-CONF
-  cat >"${prx}/nginx.conf" <<CONF
-worker_processes 1;
-user root;
-pid ${prx}/nginx.pid;
-error_log ${prx}/logs/error.log info;
-events { worker_connections 64; }
-http {
-$(bench_proxyban_http_head "${prx}")
-    server {
-        listen ${BENCH_PROXY}:8080;
-        location / {
-            proxy_pass http://${BENCH_PROXY_SERVER}:80;
-            proxy_bind ${BENCH_PROXY};
-            proxy_set_header Host \$host;
-            proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
-            proxy_connect_timeout 2s;
-        }
-    }
-}
-CONF
 }
 
 # Prints the HTTP status of a request from ADDRESS through the proxy ("000":
@@ -132,9 +58,8 @@ bench_proxyban_start() {
   BENCH_PROXY_SRV="${dir}/server"
   BENCH_PROXY_PRX="${dir}/proxy"
   fail2ban_notifier_in "${root}"
-  mkdir -p "${root}/usr/local/lib/hostguard/lib" "${root}/var/lib/hostguard" "${web}"
+  mkdir -p "${root}/var/lib/hostguard" "${web}"
   chmod 0700 "${root}/var/lib/hostguard"
-  cp "${BENCH_REPO}"/scripts/lib/*.sh "${root}/usr/local/lib/hostguard/lib/"
   fail2ban_sandbox_make "${dir}/f2b" "${F2B_NOTIFIER}" \
     banMaxRetry=10 banFindTime=1m banBanTime=10m banAction=iptables-multiport slackChannel=bench \
     "${BENCH_PROXY_SETTING}"
@@ -151,16 +76,11 @@ bench_proxyban_start() {
     bench_error "the payload rendered with trustedProxies has no hostguard-nginx-ban action"
     return 1
   fi
-  bench_proxyban_write_nginx "${web}" "${root}"
-  cp -r "${payload}/hostguard-nginx-ban" "${payload}/hostguard" "${root}/usr/local/lib/hostguard/"
-  cp "${payload}/fail2ban/action.d/hostguard-nginx-ban.conf" "${F2B_CONF}/action.d/"
-  # The packaged action as is; its helper and nginx's paths point into the sandbox.
-  printf '[Init]\nhostguard_nginx_ban = %s\nnginx_pid = %s\nnginx_opts = %s\n' \
-    "${root}/usr/local/lib/hostguard/hostguard-nginx-ban" "${BENCH_PROXY_SRV}/nginx.pid" \
-    "-p ${BENCH_PROXY_SRV} -c ${BENCH_PROXY_SRV}/nginx.conf -e ${BENCH_PROXY_SRV}/logs/error.log" \
-    >"${F2B_CONF}/action.d/hostguard-nginx-ban.local"
-  if ! bench_proxyban_nginx "${BENCH_PROXY_SRV}" -t -q 2>"${dir}/nginx-t.log" \
-    || ! bench_proxyban_nginx "${BENCH_PROXY_SRV}" || ! bench_proxyban_nginx "${BENCH_PROXY_PRX}"; then
+  proxy_sandbox_write_nginx "${web}" "${root}" "${BENCH_PROXY_SRV}" "${BENCH_PROXY_PRX}" \
+    "${BENCH_PROXY_SERVER}" "${BENCH_PROXY}"
+  proxy_sandbox_install_action "${payload}" "${root}" "${BENCH_PROXY_SRV}"
+  if ! proxy_sandbox_nginx "${BENCH_PROXY_SRV}" -t -q 2>"${dir}/nginx-t.log" \
+    || ! proxy_sandbox_nginx "${BENCH_PROXY_SRV}" || ! proxy_sandbox_nginx "${BENCH_PROXY_PRX}"; then
     bench_error "the server's or the proxy's nginx did not start: $(tail -n 3 "${dir}/nginx-t.log")"
     return 1
   fi

@@ -3,7 +3,7 @@
 # pid, logs and temp dirs (nothing under /etc/nginx or /var is touched).
 # Load with `load ../helpers/nginx-sandbox`.
 #
-#   nginx_sandbox_http_head DIR      prints the http block's common head
+#   nginx_sandbox_http_head DIR [LOG]   prints the http block's common head
 #   nginx_sandbox_write_sites DIR SNIPPET   writes DIR/nginx.conf (combined
 #       access log DIR/logs/access.log; sets NGINX_DIR, NGINX_ACCESS_LOG) and
 #       DIR/www, with four servers on free loopback ports whose locations
@@ -21,9 +21,10 @@ nginx_free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# The http block's common head (temp paths under DIR, combined access log).
+# The http block's common head (temp paths under DIR, combined access log
+# LOG, by default NGINX_ACCESS_LOG).
 nginx_sandbox_http_head() {
-  local dir="$1"
+  local dir="$1" log="${2:-${NGINX_ACCESS_LOG:-}}"
   cat <<CONF
     include /etc/nginx/mime.types;
     default_type application/octet-stream;
@@ -32,7 +33,7 @@ nginx_sandbox_http_head() {
     fastcgi_temp_path ${dir}/tmp/fastcgi;
     scgi_temp_path ${dir}/tmp/scgi;
     uwsgi_temp_path ${dir}/tmp/uwsgi;
-    access_log ${NGINX_ACCESS_LOG} combined;
+    access_log ${log} combined;
 CONF
 }
 

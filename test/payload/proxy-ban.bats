@@ -26,6 +26,7 @@ readonly PROXIES='trustedProxies=["10.9.1.0/24","fd00:9::/64"]'
 setup() {
   load ../helpers/receiver
   load ../helpers/fail2ban-sandbox
+  load ../helpers/proxy-sandbox
   local tool
   for tool in fail2ban-server nginx iptables curl; do
     command -v "${tool}" >/dev/null || { echo "${tool} is not installed (.ci/run installs it): the test cannot run" >&2; false; }
@@ -63,85 +64,6 @@ teardown() {
   } >&2
 }
 
-# nginx's http head for a test instance under DIR.
-http_head() {
-  local dir="$1"
-  cat <<CONF
-    include /etc/nginx/mime.types;
-    default_type application/octet-stream;
-    client_body_temp_path ${dir}/tmp/body;
-    proxy_temp_path ${dir}/tmp/proxy;
-    fastcgi_temp_path ${dir}/tmp/fastcgi;
-    scgi_temp_path ${dir}/tmp/scgi;
-    uwsgi_temp_path ${dir}/tmp/uwsgi;
-    access_log ${dir}/logs/access.log combined;
-CONF
-}
-
-nginx_in() {
-  local dir="$1"
-  shift
-  ip netns exec "${F2B_NS}" nginx -p "${dir}" -c "${dir}/nginx.conf" -e "${dir}/logs/error.log" "$@"
-}
-
-# The server's nginx: the web part's files as install places them (conf.d
-# drop-in in the http context, the deny snippet at the top of the server
-# and of its location, as install's include puts it), its access log the
-# jail's. The proxy's nginx: X-Forwarded-For added, connections from PROXY.
-write_nginx() {
-  local web="$1" dir
-  for dir in "${SRV}" "${PRX}"; do
-    mkdir -p "${dir}/tmp" "${dir}/logs" "${dir}/www" "${dir}/conf.d"
-  done
-  printf 'hello\n' >"${SRV}/www/index.html"
-  ln -s "${F2B_ACCESS_LOG}" "${SRV}/logs/access.log"
-  cp "${web}/etc/nginx/snippets/hostguard-deny.conf" "${SRV}/deny.conf"
-  if [[ -f "${web}/etc/nginx/conf.d/hostguard-realip.conf" ]]; then
-    sed "s#/var/lib/hostguard/#${ROOT}/var/lib/hostguard/#" "${web}/etc/nginx/conf.d/hostguard-realip.conf" \
-      >"${SRV}/conf.d/hostguard-realip.conf"
-  fi
-  cat >"${SRV}/nginx.conf" <<CONF
-worker_processes 1;
-user root;
-pid ${SRV}/nginx.pid;
-error_log ${SRV}/logs/error.log info;
-events { worker_connections 64; }
-http {
-$(http_head "${SRV}")
-    include ${SRV}/conf.d/*.conf;
-    server {
-        listen ${SERVER}:80;
-        root ${SRV}/www;
-        include ${SRV}/deny.conf;
-        location / {
-            include ${SRV}/deny.conf;
-            try_files \$uri \$uri/ =404;
-        }
-    }
-}
-CONF
-  cat >"${PRX}/nginx.conf" <<CONF
-worker_processes 1;
-user root;
-pid ${PRX}/nginx.pid;
-error_log ${PRX}/logs/error.log info;
-events { worker_connections 64; }
-http {
-$(http_head "${PRX}")
-    server {
-        listen ${PROXY}:8080;
-        location / {
-            proxy_pass http://${SERVER}:80;
-            proxy_bind ${PROXY};
-            proxy_set_header Host \$host;
-            proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
-            proxy_connect_timeout 2s;
-        }
-    }
-}
-CONF
-}
-
 # Everything up with the jail rendered from settingKey=VALUE args.
 start_all() {
   fail2ban_sandbox_make "${BATS_TEST_TMPDIR}/f2b" "${F2B_NOTIFIER}" \
@@ -154,18 +76,13 @@ start_all() {
   mkdir -p "${web}"
   "${payload}/install" install --part web --root "${web}" --settings "${payload}/hostguard.conf" \
     >"${BATS_TEST_TMPDIR}/web-install.log" 2>&1 || { cat "${BATS_TEST_TMPDIR}/web-install.log" >&2; return 1; }
-  write_nginx "${web}"
+  proxy_sandbox_write_nginx "${web}" "${ROOT}" "${SRV}" "${PRX}" "${SERVER}" "${PROXY}"
   if [[ -f "${payload}/fail2ban/action.d/hostguard-nginx-ban.conf" ]]; then
-    cp -r "${payload}/hostguard-nginx-ban" "${payload}/hostguard" "${ROOT}/usr/local/lib/hostguard/"
-    cp "${payload}/fail2ban/action.d/hostguard-nginx-ban.conf" "${F2B_CONF}/action.d/"
-    # The packaged action as is; its helper and nginx's paths point into the sandbox.
-    printf '[Init]\nhostguard_nginx_ban = %s\nnginx_pid = %s\nnginx_opts = %s\n' \
-      "${ROOT}/usr/local/lib/hostguard/hostguard-nginx-ban" "${SRV}/nginx.pid" \
-      "-p ${SRV} -c ${SRV}/nginx.conf -e ${SRV}/logs/error.log" >"${F2B_CONF}/action.d/hostguard-nginx-ban.local"
+    proxy_sandbox_install_action "${payload}" "${ROOT}" "${SRV}"
   fi
-  nginx_in "${SRV}" -t -q
-  nginx_in "${SRV}" 3>&-
-  nginx_in "${PRX}" 3>&-
+  proxy_sandbox_nginx "${SRV}" -t -q
+  proxy_sandbox_nginx "${SRV}" 3>&-
+  proxy_sandbox_nginx "${PRX}" 3>&-
   RECEIVER_WRAP=(ip netns exec "${F2B_NS}")
   receiver_start
   RECEIVER_WRAP=()
