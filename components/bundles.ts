@@ -23,7 +23,7 @@ export const SCRIPTS_DIR = path.resolve(__dirname, "..", "scripts");
  * host agent's package goes with them: install asks each part's programs
  * (Python entry points beside it) for their runtime files.
  */
-export const INSTALLER_SOURCES: readonly string[] = ["install", FILE_TABLE, "lib/*.sh", "hostguard/*.py"];
+export const INSTALLER_SOURCES: readonly string[] = ["install", FILE_TABLE, "hostguard/*.py"];
 /** Files of scripts/ that no host receives. */
 const NOT_SHIPPED = ["README.md"];
 /** Folders of scripts/ that are never payload: Python's bytecode cache (a test run writes it). */
@@ -74,7 +74,7 @@ function sortFiles<T extends { path: string }>(files: T[]): T[] {
 /** One file a host receives: the bundle path, where it lands, its mode and bytes. */
 export interface HostFile extends PayloadFile {
     part: Part;
-    /** The source of its table row (a glob such as lib/*.sh for each file it matched). */
+    /** The source of its table row (a glob such as hostguard/*.py for each file it matched). */
     tableSource: string;
     destination: string;
 }

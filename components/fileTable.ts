@@ -1,13 +1,12 @@
 // The grammar of the file table, defined once. scripts/files.table is the
-// source: a row may name a glob of payload files (`lib/*.sh`) and a
+// source: a row may name a glob of payload files (`hostguard/*.py`) and a
 // destination folder. Every bundle carries the table expanded (one row per
 // file, its destination a file: components/bundles.ts writes it), and that
 // is all `install` reads: it never globs or derives a destination. The
-// expanded row pattern is generated into bash (the block of
-// scripts/lib/common.sh that `npm run settings:gen` writes), so `install` and
-// parseExpandedTable accept and refuse the same lines
+// expanded row pattern is generated into the host agent (the block of
+// scripts/hostguard/settings_table.py that `npm run settings:gen` writes), so
+// `install` and parseExpandedTable accept and refuse the same lines
 // (test/unit/file-table.test.ts feeds both the same tables).
-import { sq } from "./settings";
 
 export const PARTS = ["base", "monitors", "bantool", "web"] as const;
 export type Part = (typeof PARTS)[number];
@@ -29,7 +28,7 @@ const PLAIN = `(${SEGMENT}/)*${SEGMENT}`;
 // A destination's folder or file name: never `.` or `..`.
 const DEST_SEGMENT = "(([A-Za-z0-9_-]|[.][A-Za-z0-9_-]|[.][.][A-Za-z0-9_.-])[A-Za-z0-9_.-]*)";
 
-/** PART SOURCES MODE [TAIL], anchored, in a syntax JavaScript and bash's `=~` (POSIX ERE) read alike. */
+/** PART SOURCES MODE [TAIL], anchored, in a syntax JavaScript and Python read alike. */
 function anchoredRow(blank: string, sources: string, tail = ""): string {
     return `^${blank}*(${PARTS.join("|")})${blank}+${sources}${blank}+0(755|644)${tail}${blank}*$`;
 }
@@ -64,14 +63,15 @@ function skipPattern(blank: string): string {
 export const FILE_TABLE_BLOCK_BEGIN = "# BEGIN file table grammar (generated from components/fileTable.ts by `npm run settings:gen`; do not edit)";
 export const FILE_TABLE_BLOCK_END = "# END file table grammar";
 
-/** The generated bash block of scripts/lib/common.sh: install reads a bundle's files.table with it. */
-export function renderFileTableBlock(): string {
+/** The generated block of scripts/hostguard/settings_table.py: the installer reads a bundle's files.table with it. */
+export function renderPythonFileTableBlock(): string {
+    const py = (text: string): string => JSON.stringify(text);
     return [
         FILE_TABLE_BLOCK_BEGIN,
-        `readonly HG_PARTS=(${PARTS.join(" ")})`,
-        `readonly HG_FILE_ROW_RE=${sq(expandedRowPattern("[[:blank:]]"))}`,
-        `readonly HG_FILE_SKIP_RE=${sq(skipPattern("[[:blank:]]"))}`,
-        `readonly HG_FILE_ROW_ALLOWED=${sq(EXPANDED_ROW_ALLOWED)}`,
+        `PARTS: tuple[str, ...] = (${PARTS.map(py).join(", ")})`,
+        `FILE_ROW_RE: str = ${py(expandedRowPattern("[ \\t]"))}`,
+        `FILE_SKIP_RE: str = ${py(skipPattern("[ \\t]"))}`,
+        `FILE_ROW_ALLOWED: str = ${py(EXPANDED_ROW_ALLOWED)}`,
         FILE_TABLE_BLOCK_END,
     ].join("\n");
 }

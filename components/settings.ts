@@ -3,14 +3,14 @@ import { createHash } from "node:crypto";
 // its name in the host's `hostguard.conf` (or none when only a rendered file
 // uses it), its type, default, allowed values and one line of documentation.
 // Everything else is derived from it: the validator (components/config.ts),
-// the defaults, the rendered settings file, the host parser's HG_DEFAULTS /
-// HG_PATTERNS / HG_RANGES block in scripts/lib/common.sh and both README
-// tables (`npm run settings:gen` writes those three; a unit test fails when
+// the defaults, the rendered settings file, the host agent's DEFAULTS /
+// PATTERNS / RANGES block in scripts/hostguard/settings_table.py and both
+// README tables (`npm run settings:gen` writes those; a unit test fails when
 // they differ). Pure: no Pulumi runtime.
 //
-// A pattern is written once and used twice, by bash's `[[ =~ ]]` (POSIX ERE,
-// C locale) and by JavaScript's RegExp (jsPattern), so it uses only what both
-// read the same: bracket expressions of ASCII ranges, `{m,n}`, groups, `|`,
+// A pattern is written once and used thrice, as a POSIX ERE (C locale), by
+// JavaScript's RegExp (jsPattern) and by Python's re (pyPattern), so it uses
+// only what all read the same: bracket expressions of ASCII ranges, `{m,n}`, groups, `|`,
 // `^` and `$`; `[:cntrl:]` inside a bracket is translated for JavaScript.
 
 export type SettingType = "percent" | "integer" | "duration" | "word" | "path" | "names" | "boolean";
@@ -70,8 +70,8 @@ const PORT = "([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[
  * an optional port 1-65535, a path and a query of RFC 3986 characters, no
  * fragment. Nothing curl would glob ({ } [ ]), nothing that ends its config
  * line (a quote) or starts a comment (#), no space or control character.
- * Generated into bash (HG_URL_RE, HG_URL_LINE_RE in scripts/lib/common.sh) for
- * `install set-webhook/set-heartbeat`, and the host agent (hostguard/urlfile.py).
+ * Generated into the host agent (URL_RE, URL_LINE_RE in hostguard/settings_table.py) for
+ * `install set-webhook/set-heartbeat` (hostguard/installer.py) and hostguard/urlfile.py.
  */
 export const URL_BODY = `https://([${URL_CHARS}-]+@)?(${LABEL}([.]${LABEL})*[.]?|\\[[0-9A-Fa-f:.]+\\])(:${PORT})?(/[${URL_CHARS}@/-]*)?([?][${URL_CHARS}@/?-]*)?`;
 
@@ -614,58 +614,12 @@ export const DEFAULT_SETTINGS: PayloadSettings = validateSettings({});
 
 // ---- derived text: the host parser's block and the README tables ----------
 
-export const HOST_BLOCK_BEGIN = "# BEGIN settings table (generated from components/settings.ts by `npm run settings:gen`; do not edit)";
-export const HOST_BLOCK_END = "# END settings table";
-
-/** Bash single-quoted literal (the generated blocks of common.sh). */
-export function sq(text: string): string {
-    return `'${text.replace(/'/g, "'\\''")}'`;
-}
-
-/** A curl config line `url = "URL"` (or `--url`, `:`, no quotes) of one URL of the rule; bash ERE and JavaScript alike. */
+/** A curl config line `url = "URL"` (or `--url`, `:`, no quotes) of one URL of the rule; a POSIX ERE; pyPattern makes it Python's. */
 export function urlLinePattern(): string {
     return `^[[:space:]]*(--)?url[[:space:]]*[=:]?[[:space:]]*("${URL_BODY}"|${URL_BODY})[[:space:]]*$`;
 }
 
-/** The HG_DEFAULTS / HG_PATTERNS / HG_RANGES block (and the URL rule) of scripts/lib/common.sh. */
-export function renderHostBlock(): string {
-    // hg_setting_ok checks a duration's range in seconds (hg_duration_seconds),
-    // so a host-read duration row (alertRepeatInterval) has the same rules on
-    // both sides; the settings contract test generates its values too.
-    const host = [...HOST_SETTINGS, ...PER_HOST_SETTINGS];
-    const lines = [
-        HOST_BLOCK_BEGIN,
-        "# Defaults of every setting; hg_load_settings refuses keys not listed here.",
-        "declare -A HG_DEFAULTS=(",
-        ...host.map((r) => `  [${r.host}]=${sq(r.default)}`),
-        ")",
-        "readonly HG_DEFAULTS",
-        "# Which values each key accepts, as an extended regex (a list: each name, trimmed).",
-        "declare -A HG_PATTERNS=(",
-        ...host.map((r) => `  [${r.host}]=${sq(r.pattern)}`),
-        ")",
-        "readonly HG_PATTERNS",
-        "# Keys holding comma-separated lists of names.",
-        "declare -A HG_LISTS=(",
-        ...host.filter((r) => r.type === "names").map((r) => `  [${r.host}]=1`),
-        ")",
-        "readonly HG_LISTS",
-        "# Inclusive \"min max\" of the numeric keys.",
-        "declare -A HG_RANGES=(",
-        ...host.filter((r) => r.min !== undefined).map((r) => `  [${r.host}]=${sq(`${r.min} ${r.max}`)}`),
-        ")",
-        "readonly HG_RANGES",
-        "# The one URL rule of the webhook and the heartbeat URL (RULES.httpsUrl): the stack",
-        "# validator, install set-webhook/set-heartbeat and the host agent (urlfile.py) all use it.",
-        `readonly HG_URL_RE=${sq(RULES.httpsUrl.pattern)}`,
-        "# A curl config line holding one such URL (quoted or not) and nothing else curl would act on.",
-        `readonly HG_URL_LINE_RE=${sq(urlLinePattern())}`,
-        HOST_BLOCK_END,
-    ];
-    return lines.join("\n");
-}
-
-/** The same block for the Python host agent (scripts/hostguard/settings_table.py). */
+/** The host agent's block of the settings table (scripts/hostguard/settings_table.py). */
 export const PY_BLOCK_BEGIN = "# BEGIN settings table (generated from components/settings.ts by `npm run settings:gen`; do not edit)";
 export const PY_BLOCK_END = "# END settings table";
 

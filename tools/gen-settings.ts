@@ -1,14 +1,14 @@
 // `npm run settings:gen`: writes what components/settings.ts generates into
-// the files that must agree with it: the host parser's block in
-// scripts/lib/common.sh and the settings tables of README.md and
-// scripts/README.md; and the file table's grammar (components/fileTable.ts)
-// into its block of common.sh. `--check` only reports files that differ (exit 1);
+// the files that must agree with it: the host agent's block in
+// scripts/hostguard/settings_table.py and the settings tables of README.md
+// and scripts/README.md; and the file table's grammar (components/fileTable.ts)
+// into its block of settings_table.py. `--check` only reports files that differ (exit 1);
 // test/unit/settings.test.ts runs the same comparison.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { FILE_TABLE_BLOCK_BEGIN, FILE_TABLE_BLOCK_END, renderFileTableBlock } from "../components/fileTable";
+import { FILE_TABLE_BLOCK_BEGIN, FILE_TABLE_BLOCK_END, renderPythonFileTableBlock } from "../components/fileTable";
 import {
-    HOST_BLOCK_BEGIN, HOST_BLOCK_END, PY_BLOCK_BEGIN, PY_BLOCK_END, README_BEGIN, README_END, renderConfigReadmeTable, renderHostBlock,
+    PY_BLOCK_BEGIN, PY_BLOCK_END, README_BEGIN, README_END, renderConfigReadmeTable,
     renderHostReadmeTable, renderPythonSettingsBlock, renderStackKeysReadmeTable, replaceBlock, STACK_README_BEGIN, STACK_README_END,
 } from "../components/settings";
 
@@ -17,14 +17,13 @@ export const ROOT = path.resolve(__dirname, "..");
 /** Each generated file with the content it must have. */
 export function generatedFiles(root: string = ROOT): Array<{ file: string; current: string; wanted: string }> {
     const targets: Array<[string, string, string, string]> = [
-        ["scripts/lib/common.sh", HOST_BLOCK_BEGIN, HOST_BLOCK_END, renderHostBlock()],
-        ["scripts/lib/common.sh", FILE_TABLE_BLOCK_BEGIN, FILE_TABLE_BLOCK_END, renderFileTableBlock()],
         ["scripts/hostguard/settings_table.py", PY_BLOCK_BEGIN, PY_BLOCK_END, renderPythonSettingsBlock()],
+        ["scripts/hostguard/settings_table.py", FILE_TABLE_BLOCK_BEGIN, FILE_TABLE_BLOCK_END, renderPythonFileTableBlock()],
         ["README.md", README_BEGIN, README_END, renderConfigReadmeTable()],
         ["README.md", STACK_README_BEGIN, STACK_README_END, renderStackKeysReadmeTable()],
         ["scripts/README.md", README_BEGIN, README_END, renderHostReadmeTable()],
     ];
-    // A file with two blocks (README.md, common.sh) gets both replaced in one text.
+    // A file with two blocks (README.md, settings_table.py) gets both replaced in one text.
     const files = [...new Set(targets.map(([rel]) => rel))];
     return files.map((rel) => {
         const current = fs.readFileSync(path.join(root, rel), "utf8");

@@ -15,11 +15,11 @@ import { buildStack, rawStackConfig, stackSecretKeys } from "../../components/st
 
 const TABLE = [
     "base install /usr/local/lib/hostguard/install 0755", "base files.table /usr/local/lib/hostguard/files.table 0644",
-    "base hostguard.conf /etc/hostguard/hostguard.conf 0644", "base lib/*.sh /usr/local/lib/hostguard/lib/ 0644", "monitors cron.d/hostguard /etc/cron.d/hostguard 0644",
+    "base hostguard.conf /etc/hostguard/hostguard.conf 0644", "base hostguard/*.py /usr/local/lib/hostguard/hostguard/ 0644", "monitors cron.d/hostguard /etc/cron.d/hostguard 0644",
     "bantool fail2ban/jail.d/hostguard-nginx-bad-request.local /etc/fail2ban/jail.d/hostguard-nginx-bad-request.local 0644", "",
 ].join("\n");
 /** A tiny payload: the bench measures the draw, not the tar of scripts/. */
-const PAYLOAD = [payloadFile("install", "#!/bin/sh\n", 0o755), payloadFile("files.table", TABLE), payloadFile("lib/common.sh", "#\n")];
+const PAYLOAD = [payloadFile("install", "#!/bin/sh\n", 0o755), payloadFile("files.table", TABLE), payloadFile("hostguard/paths.py", "#\n")];
 const KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nbench\n-----END OPENSSH PRIVATE KEY-----\n";
 /** Host keys are required (issue 12); the mocks never dial, so any well-formed key does. */
 const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBenchHostKey000000000000000000000000000000A";

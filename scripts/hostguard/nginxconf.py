@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -369,39 +368,3 @@ def remove_include(data: bytes, tok: str) -> tuple[bytes, int]:
         last = stop
     out.append(text[last:])
     return "".join(out).encode("latin-1"), len(cuts)
-
-
-def main(argv: list[str]) -> int:
-    """`scan CTX`, `add CTX REAL` (the token from REAL and the text) or `remove TOKEN`: stdin to stdout.
-
-    Records on stderr, one per line: `C ctx`, `S servers`, `A added`, `T token`, `I line ctx path`,
-    `W line text`, `R removed`; a refusal is `E line N: what` and exit 1.
-    """
-    data = sys.stdin.buffer.read()
-    err = sys.stderr
-    try:
-        if argv[0] == "remove":
-            out, removed = remove_include(data, argv[1])
-            sys.stdout.buffer.write(out)
-            err.write(f"R\t{removed}\n")
-            return 0
-        if argv[0] == "add":
-            tok = token(argv[2], data)
-            out, added, result = add_include(data, tok, argv[1])
-            sys.stdout.buffer.write(out)
-            err.write(f"A\t{added}\nT\t{tok}\n")
-        else:
-            result = scan(data.decode("latin-1"), argv[1])
-    except ConfError as exc:
-        err.write(f"E\t{exc}\n")
-        return 1
-    err.write(f"C\t{result.ctx}\nS\t{len(result.servers)}\n")
-    for line, ctx, path in result.includes:
-        err.write(f"I\t{line}\t{ctx}\t{path.encode('latin-1').decode('utf-8', 'replace')}\n")
-    for line, text in sorted(result.warnings):
-        err.write(f"W\t{line}\t{text}\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

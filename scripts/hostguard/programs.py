@@ -6,12 +6,11 @@ checks the parts it is asked to install before it locks, recovers or writes
 anything: a missing program refuses the run with one line per program, naming
 the part, the program and its package, and nothing is changed. A part not
 being installed is not checked; uninstall checks nothing. The interpreter
-itself (`@python`) is checked by the installer's shell guard before this
-module can run (lib/programs.sh): a host without it gets that one line.
+itself (`@python`) is checked by the installer's shim (scripts/install)
+before this module can run: a host without it gets that one line.
 
 Programs are looked up on the installer's PATH (an absolute CONTAINER_RUNTIME
-as is). `programs check --root R --bundle DIR --runtime X --container-monitor
-true|false PART...` prints the refusals on stderr and warnings as log lines;
+as is). `check` prints the refusals on stderr and warnings as log lines;
 `programs table` prints the tables (the README test reads them).
 """
 
@@ -28,16 +27,13 @@ from . import log
 # part(s), program (a,b: any one of them), package, what needs it. "*" is every
 # part; "@runtime" is CONTAINER_RUNTIME (not needed when CONTAINER_MONITOR is
 # false), "@banaction" the programs of the jail's banaction, "@python" the
-# host agent's interpreter (PROGRAMS_PYTHON in lib/programs.sh: 3.9 or later
-# with sqlite3).
+# host agent's interpreter (the installer's shim checks it: 3.9 or later with sqlite3).
 TABLE = [
-    ("*", "flock", "util-linux", "the installer's lock (every run)"),
     (
         "*",
         "@python",
         "python3",
-        "the host agent (every chat message, the monitors, the heartbeat) and the installer's editors"
-        " (scripts/hostguard/)",
+        "the host agent (every chat message, the monitors, the heartbeat) and the installer (scripts/hostguard/)",
     ),
     ("monitors", "cron,crond", "cron", "the monitors' schedule (/etc/cron.d/hostguard)"),
     ("monitors", "@runtime", "-", "the container monitor (CONTAINER_RUNTIME)"),
@@ -167,7 +163,7 @@ def check(parts: list[str], root: str, bundle: str, runtime: str, container_moni
             if where != "*" and part not in where.split(","):
                 continue
             if programs == "@python":
-                continue  # the shell guard's (lib/programs.sh)
+                continue  # the shim's (scripts/install)
             if programs == "@runtime":
                 if not container_monitor:
                     continue
@@ -185,21 +181,12 @@ def check(parts: list[str], root: str, bundle: str, runtime: str, container_moni
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["table"]:
-        for row in TABLE:
-            print("|".join(row))
-        for ban in BANACTION_PROGRAMS:
-            print("ban|" + "|".join(ban))
-        return 0
-    opts: dict[str, str] = {}
-    rest = argv[1:]
-    while rest and rest[0].startswith("--"):
-        opts[rest[0][2:]] = rest[1]
-        rest = rest[2:]
-    return min(
-        check(rest, opts["root"], opts["bundle"], opts["runtime"], opts["container-monitor"] != "false"),
-        255,
-    )
+    """`table`: the tables, one row a line (the README test reads them)."""
+    for row in TABLE:
+        print("|".join(row))
+    for ban in BANACTION_PROGRAMS:
+        print("ban|" + "|".join(ban))
+    return 0
 
 
 if __name__ == "__main__":

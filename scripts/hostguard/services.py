@@ -3,10 +3,9 @@
 `nginx -t` / `fail2ban-client -t` always before a reload; a failed test fails
 the part (install rolls it back). Every call is bounded in time, and none
 gets a descriptor of the installer's (the install lock stays root's run's:
-a fail2ban server this starts lives on without it).
-
-  services apply nginx|fail2ban --root R     test, then reload (or start fail2ban)
-  services reload-if-running fail2ban --root R   (set-webhook: the action reads the new file)
+a fail2ban server this starts lives on without it). `apply`: test, then
+reload (or start fail2ban); `reload_if_running`: set-webhook's (the action
+reads the new file).
 """
 
 from __future__ import annotations
@@ -14,11 +13,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 
 from . import log
 from .errors import HostguardError
-from .log import die_line
 
 TIMEOUT = 120
 _TOOL = {"nginx": "nginx", "fail2ban": "fail2ban-client"}
@@ -99,20 +96,3 @@ def reload_if_running(root: str) -> None:
         raise HostguardError("fail2ban-client -t failed")
     _run("fail2ban-client", "reload", quiet=True)
     log.info("fail2ban reloaded")
-
-
-def main(argv: list[str]) -> int:
-    root = argv[argv.index("--root") + 1] if "--root" in argv else ""
-    try:
-        if argv[0] == "apply":
-            apply(argv[1], root)
-        else:
-            reload_if_running(root)
-    except HostguardError as exc:
-        sys.stderr.write(die_line(str(exc)) + "\n")
-        return exc.code
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -77,3 +77,10 @@ URL_LINE_RE: str = "^[ \\t\\n\\r\\f\\v]*(--)?url[ \\t\\n\\r\\f\\v]*[=:]?[ \\t\\n
 # The rules above, named (settings.load validates a file again when they change).
 TABLE_ID: str = "20cccae3fdbb0339"
 # END settings table
+
+# BEGIN file table grammar (generated from components/fileTable.ts by `npm run settings:gen`; do not edit)
+PARTS: tuple[str, ...] = ("base", "monitors", "bantool", "web")
+FILE_ROW_RE: str = "^[ \\t]*(base|monitors|bantool|web)[ \\t]+([A-Za-z0-9_][A-Za-z0-9_.-]*/)*[A-Za-z0-9_][A-Za-z0-9_.-]*[ \\t]+/((([A-Za-z0-9_-]|[.][A-Za-z0-9_-]|[.][.][A-Za-z0-9_.-])[A-Za-z0-9_.-]*)/)*(([A-Za-z0-9_-]|[.][A-Za-z0-9_-]|[.][.][A-Za-z0-9_.-])[A-Za-z0-9_.-]*)[ \\t]+0(755|644)[ \\t]*$"
+FILE_SKIP_RE: str = "^[ \\t]*(#.*)?$"
+FILE_ROW_ALLOWED: str = "a part of base, monitors, bantool, web; a relative source path (no segment starting with a dot, no *); an absolute destination file (no trailing /); mode 0755 or 0644"
+# END file table grammar

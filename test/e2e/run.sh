@@ -259,8 +259,8 @@ s3_ban() {
 
 s10_sshd_killed() {
   local logins i pid rc=0 leftovers
-  # A change to the shared library: every part runs again.
-  printf '# e2e edit %s\n' "${RANDOM}" >>"${E2E_PROJECT_DIR}/scripts/lib/common.sh"
+  # A change to the installer's own files (they travel in every bundle): every part runs again.
+  printf '# e2e edit %s\n' "${RANDOM}" >>"${E2E_PROJECT_DIR}/scripts/hostguard/paths.py"
   logins="$(ssh_logins h1)"
   (e2e_pulumi 10-up-killed up --stack "${STACK}" --yes --skip-preview) &
   pid=$!

@@ -69,19 +69,24 @@ JSON
 }
 
 @test "repeat interval durations: seconds, units, combinations" {
-  source "${REPO}/scripts/lib/common.sh"
+  # The host agent's parser (hostguard/settings.py), as the monitors and the installer read them.
   local spec secs
+  duration() {
+    /usr/bin/python3 -I -c 'import sys; sys.path.insert(0, sys.argv[1]); from hostguard.settings import duration_seconds; print(duration_seconds(sys.argv[2]))' \
+      "${REPO}/scripts" "$1" 2>/dev/null
+  }
   for spec in 0:0 45:45 30s:30 10m:600 1h:3600 1h30m:5400 2d:172800 1w:604800 1w1d1h1m1s:694861; do
-    hg_duration_seconds secs "${spec%%:*}"
+    secs="$(duration "${spec%%:*}")"
     echo "${spec} -> ${secs}"
     [[ "${secs}" == "${spec##*:}" ]]
   done
-  ! hg_duration_seconds secs 1h30 || false
-  ! hg_duration_seconds secs 1x || false
+  ! duration 1h30 || false
+  ! duration 1x || false
   # Every value the settings pattern accepts converts.
   for spec in 1 9999999 1s 1m1h 100w; do
-    [[ "${spec}" =~ ${HG_PATTERNS[ALERT_REPEAT_INTERVAL]} ]]
-    hg_duration_seconds secs "${spec}"
+    /usr/bin/python3 -I -c 'import re, sys; sys.path.insert(0, sys.argv[1]); from hostguard.settings_table import PATTERNS; sys.exit(not re.fullmatch(PATTERNS["ALERT_REPEAT_INTERVAL"], sys.argv[2]))' \
+      "${REPO}/scripts" "${spec}"
+    duration "${spec}" >/dev/null
   done
 }
 

@@ -59,6 +59,12 @@ assert_pristine() {
   hg_assert_same_listing "${BATS_TEST_TMPDIR}/pristine.list" "${BATS_TEST_TMPDIR}/now.list"
 }
 
+# How many manifest records the transaction store holds (none: no store).
+manifest_records() {
+  python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM record").fetchone()[0])' \
+    "${ROOT}/var/lib/hostguard/install.db" 2>/dev/null || echo 0
+}
+
 no_temp_left() {
   local left
   left="$(find "${ROOT}" -name '.hostguard-tmp.*')"
@@ -75,7 +81,7 @@ no_temp_left() {
     at="$(awk -v l="${length}" -v k="${k}" -v n="${points}" 'BEGIN { printf "%.3f\n", l * k / (n + 1) }')"
     fresh_root
     run_killed_after "${at}" install --settings "${SETTINGS}"
-    echo "killed install at ${at} s: $(cat "${ROOT}"/var/lib/hostguard/install-*.manifest 2>/dev/null | wc -l) manifest records"
+    echo "killed install at ${at} s: $(manifest_records) manifest records"
     if ((k % 2)); then
       # Resumed: the same tree as an install never killed.
       hg_install install --settings "${SETTINGS}" >/dev/null
@@ -100,7 +106,7 @@ no_temp_left() {
     fresh_root
     hg_install install --settings "${SETTINGS}" >/dev/null
     run_killed_after "${at}" uninstall
-    echo "killed uninstall at ${at} s: $(cat "${ROOT}"/var/lib/hostguard/install-*.manifest 2>/dev/null | wc -l) manifest records left"
+    echo "killed uninstall at ${at} s: $(manifest_records) manifest records left"
     hg_install uninstall >/dev/null
     assert_pristine
   done

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # The programs each part needs (scripts/hostguard/programs.py, with the
-# interpreter's own check in scripts/lib/programs.sh): install, run with a
+# interpreter's own check in the installer's shim, scripts/install): install, run with a
 # PATH without one of them, refuses the part before it writes anything, names
 # the program and the Debian/Ubuntu package that provides it, and exits 1;
 # the jail's banaction decides which firewall program is needed; a part not
@@ -61,8 +61,6 @@ assert_refused() {
     "web|nginx|needs nginx for the deny rule|nginx" \
     "monitors|docker|needs docker for the container monitor (CONTAINER_RUNTIME)|docker.io" \
     "monitors|cron crond|needs cron or crond for the monitors' schedule (/etc/cron.d/hostguard)|cron" \
-    "base|flock|needs flock for the installer's lock|util-linux" \
-    "web|flock|needs flock for the installer's lock|util-linux" \
     "bantool|ip6tables|needs ip6tables for the jail's bans (its banaction): banaction iptables-multiport|iptables"; do
     IFS='|' read -r part hidden want package <<<"${case}"
     # shellcheck disable=SC2086 # a list of names
@@ -97,7 +95,7 @@ assert_refused() {
     IFS= read -r line <"${HG_REPO}/scripts/${program}"
     [[ "${line}" == "#!/usr/bin/python3 -IS" ]] || { echo "${program}: ${line}"; return 1; }
   done
-  grep -q 'PROGRAMS_PYTHON="${HOSTGUARD_PYTHON:-/usr/bin/python3}"' "${HG_REPO}/scripts/lib/programs.sh"
+  grep -qx 'py="${HOSTGUARD_PYTHON:-/usr/bin/python3}"' "${HG_REPO}/scripts/install"
 }
 
 @test "the container runtime of the stack's containerRuntime, by name or path, is the one required" {

@@ -34,9 +34,8 @@ setup() {
   REPO="$(cd "${BATS_TEST_DIRNAME}/../.." && pwd)"
   ROOT="${BATS_TEST_TMPDIR}/root"
   fail2ban_notifier_in "${ROOT}"
-  mkdir -p "${ROOT}/usr/local/lib/hostguard/lib" "${ROOT}/var/lib/hostguard"
+  mkdir -p "${ROOT}/var/lib/hostguard"
   chmod 0700 "${ROOT}/var/lib/hostguard"
-  cp "${REPO}"/scripts/lib/*.sh "${ROOT}/usr/local/lib/hostguard/lib/"
   SRV="${BATS_TEST_TMPDIR}/server"
   PRX="${BATS_TEST_TMPDIR}/proxy"
   LIST="${ROOT}/var/lib/hostguard/nginx-bans.map"
@@ -281,7 +280,8 @@ scan_through_proxy() {
   "${payload}/install" install --part web --root "${web}" --settings "${payload}/hostguard.conf"
   [[ ! -e "${web}/etc/nginx/conf.d/hostguard-realip.conf" ]]
   cmp "${REPO}/scripts/nginx/hostguard-deny.conf" "${web}/etc/nginx/snippets/hostguard-deny.conf"
-  ! grep -q 'hostguard-realip' "${web}/var/lib/hostguard/install-web.manifest" || false
+  ! python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT * FROM record").fetchall())' \
+    "${web}/var/lib/hostguard/install.db" | grep -q 'hostguard-realip' || false
   "${payload}/install" uninstall --part web --root "${web}"
   [[ ! -e "${web}/etc/nginx/snippets/hostguard-deny.conf" ]]
 }

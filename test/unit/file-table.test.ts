@@ -1,7 +1,7 @@
 // One grammar of the file table. A bundle carries the table expanded (one row
 // per file, no glob, no folder), and that is all `install` reads: the same
-// tables, good and bad rows, go to the real `install list` (bash, in a copy
-// of scripts/) and to parseExpandedTable; both must accept the same tables
+// tables, good and bad rows, go to the real `install list` (the Python
+// installer behind its shim, in a copy of scripts/) and to parseExpandedTable; both must accept the same tables
 // with the same rows and refuse the same ones naming the same line. The
 // source table (scripts/files.table, with globs) is read by the renderer
 // only; its expansion is checked here against a folder of known files, and
@@ -29,9 +29,9 @@ before(() => {
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 /** What `install list` says of TABLE (the bundle's table beside it): its lines, or its one error line. */
-function bashVerdict(table: string, installDir = dir): string {
+function installVerdict(table: string, installDir = dir): string {
     fs.writeFileSync(path.join(installDir, FILE_TABLE), table);
-    const r = spawnSync("bash", [path.join(installDir, "install"), "list"], {
+    const r = spawnSync(path.join(installDir, "install"), ["list"], {
         encoding: "utf8", timeout: 20_000, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" },
     });
     return r.status === 0 ? r.stdout : `error: ${r.stderr.replace(/^hostguard: /, "").trimEnd()}`;
@@ -50,7 +50,7 @@ function tsVerdict(table: string): string {
 }
 
 function assertAgree(table: string): void {
-    assert.equal(tsVerdict(table), bashVerdict(table), `table ${JSON.stringify(table)}`);
+    assert.equal(tsVerdict(table), installVerdict(table), `table ${JSON.stringify(table)}`);
 }
 
 const GOOD = [
@@ -71,7 +71,7 @@ const BAD = [
     "base a.sh /x/../y 0644\n", "base a.sh /x/./y 0644\n", "base a.sh /x/.. 0644\n", "base a.sh /. 0644\n",
 ];
 
-describe("the bundle's (expanded) file table: bash and TypeScript read it alike", () => {
+describe("the bundle's (expanded) file table: the installer and TypeScript read it alike", () => {
     for (const t of GOOD) {
         it(`accepts alike: ${JSON.stringify(t)}`, () => {
             assert.ok(!tsVerdict(t).startsWith("error"), tsVerdict(t));
@@ -103,13 +103,13 @@ describe("the bundle's (expanded) file table: bash and TypeScript read it alike"
         }
         const want = PARTS.flatMap((part) => files.filter((f) => f.part === part)
             .map((f) => `${part}|${f.path}|${f.destination}|0${f.mode.toString(8)}\n`)).join("");
-        assert.equal(bashVerdict(table), want);
+        assert.equal(installVerdict(table), want);
         assert.equal(tsVerdict(table), want);
         assert.ok(!/[*]/.test(table.replace(/^#.*$/gm, "")), "no glob left");
         assert.match(want, /^base\|hostguard\.conf\|\/etc\/hostguard\/hostguard\.conf\|0644$/m, "the settings file is a row of base");
     });
-    it("the settings row lands where the host's scripts read their settings (common.sh's HG_SETTINGS_PATH)", () => {
-        const r = spawnSync("bash", ["-c", 'source "$1" && printf %s "${HG_SETTINGS_PATH}"', "_", path.join(SCRIPTS, "lib/common.sh")], { encoding: "utf8" });
+    it("the settings row lands where the host's programs read their settings (hostguard/paths.py's SETTINGS_PATH)", () => {
+        const r = spawnSync("python3", ["-I", "-c", "import sys; sys.path.insert(0, sys.argv[1]); from hostguard import paths; print(paths.SETTINGS_PATH, end='')", SCRIPTS], { encoding: "utf8" });
         assert.equal(r.status, 0, r.stderr);
         const { files } = renderHost(DEFAULT_SETTINGS, 3, readPayload());
         assert.deepEqual(files.filter((f) => f.path === "hostguard.conf").map((f) => `${f.part} ${f.destination}`), [`base ${r.stdout}`]);
@@ -117,7 +117,7 @@ describe("the bundle's (expanded) file table: bash and TypeScript read it alike"
 });
 
 describe("the source table (scripts/files.table): parsed and expanded by the renderer", () => {
-    const paths = ["files.table", "install", "lib/common.sh", ...EXTRA].sort();
+    const paths = ["files.table", "install", "hostguard/paths.py", ...EXTRA].sort();
     const expand = (t: string): string[] => parseFileTable(t).flatMap((r) => expandRow(r, paths).map((m) => `${r.part} ${m.path} ${m.destination}`));
     it("the real table parses", () => {
         assert.ok(parseFileTable(fs.readFileSync(path.join(SCRIPTS, FILE_TABLE), "utf8")).length > 0);

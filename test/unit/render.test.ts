@@ -164,7 +164,7 @@ describe("the file table", () => {
             "monitors cron.d/hostguard /etc/cron.d/hostguard",
             "bantool fail2ban/jail.d/hostguard-nginx-bad-request.local /etc/fail2ban/jail.d/hostguard-nginx-bad-request.local",
         ]);
-        assert.equal(files.find((f) => f.path === "lib/common.sh")!.destination, "/usr/local/lib/hostguard/lib/common.sh");
+        assert.equal(files.find((f) => f.path === "hostguard/paths.py")!.destination, "/usr/local/lib/hostguard/hostguard/paths.py");
     });
     it("refuses a payload file no row ships, and a row with no file and no renderer", () => {
         const payload = readPayload();
@@ -183,13 +183,13 @@ describe("parts", () => {
     const TABLE = [
         "base install /usr/local/lib/hostguard/install 0755", "base files.table /usr/local/lib/hostguard/files.table 0644",
         "base hostguard.conf /etc/hostguard/hostguard.conf 0644",
-        "base lib/*.sh /usr/local/lib/hostguard/lib/ 0644", "monitors host-monitor /usr/local/lib/hostguard/host-monitor 0755",
+        "base hostguard/*.py /usr/local/lib/hostguard/hostguard/ 0644", "monitors host-monitor /usr/local/lib/hostguard/host-monitor 0755",
         "monitors cron.d/hostguard /etc/cron.d/hostguard 0644",
         "bantool fail2ban/jail.d/hostguard-nginx-bad-request.local /etc/fail2ban/jail.d/hostguard-nginx-bad-request.local 0644",
         "web nginx/hostguard-deny.conf /etc/nginx/snippets/hostguard-deny.conf 0644", "",
     ].join("\n");
     const payload = [
-        file("install", "#!/usr/bin/env bash\n", 0o755), file("files.table", TABLE), file("lib/common.sh", "x"),
+        file("install", "#!/usr/bin/env bash\n", 0o755), file("files.table", TABLE), file("hostguard/paths.py", "x"),
         file("host-monitor", "m", 0o755), file("nginx/hostguard-deny.conf", "d"),
     ];
     it("re-runs exactly the parts whose bundle bytes change", () => {
@@ -204,25 +204,25 @@ describe("parts", () => {
         assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, nginxServerConf: "/etc/nginx/x" }, 1, payload)), ["base", "web"], "web's install step reads it");
         const edited = payload.map((f) => (f.path === "host-monitor" ? file("host-monitor", "m2", 0o755) : f));
         assert.deepEqual(changed(a, renderHost(DEFAULT_SETTINGS, 1, edited)), ["monitors"]);
-        const lib = payload.map((f) => (f.path === "lib/common.sh" ? file("lib/common.sh", "y") : f));
+        const lib = payload.map((f) => (f.path === "hostguard/paths.py" ? file("hostguard/paths.py", "y") : f));
         assert.deepEqual(changed(a, renderHost(DEFAULT_SETTINGS, 1, lib)), [...PARTS], "the installer travels in every part");
     });
     it("gives each bundle the installer, its own files and the settings its install step reads", () => {
         const r = renderHost({ ...DEFAULT_SETTINGS, appProperties: "/opt/app/a.properties" }, 1, payload);
         const names = (p: string) => r.bundles.find((b) => b.part === p)!.files.map((f) => f.path);
-        assert.deepEqual(names("monitors"), ["cron.d/hostguard", "files.table", "host-monitor", "hostguard.conf", "install", "lib/common.sh"]);
-        assert.deepEqual(names("web"), ["files.table", "hostguard.conf", "install", "lib/common.sh", "nginx/hostguard-deny.conf"]);
+        assert.deepEqual(names("monitors"), ["cron.d/hostguard", "files.table", "host-monitor", "hostguard.conf", "hostguard/paths.py", "install"]);
+        assert.deepEqual(names("web"), ["files.table", "hostguard.conf", "hostguard/paths.py", "install", "nginx/hostguard-deny.conf"]);
         const conf = (p: string) => r.bundles.find((b) => b.part === p)!.files.find((f) => f.path === "hostguard.conf")!.content.toString();
         assert.deepEqual(conf("web").split("\n").filter((l) => /^[A-Z]/.test(l)), ["NGINX_SERVER_CONF=", "APP_PROPERTIES=/opt/app/a.properties"]);
         assert.deepEqual(conf("monitors").split("\n").filter((l) => /^[A-Z]/.test(l)), ["CONTAINER_MONITOR=true", "CONTAINER_RUNTIME=docker"], "install checks the runtime is there unless the container monitor is off");
         assert.equal(conf("base"), renderSettingsFile({ ...DEFAULT_SETTINGS, appProperties: "/opt/app/a.properties" }), "base's is its row: every setting");
-        assert.deepEqual(names("base"), ["files.table", "hostguard.conf", "install", "lib/common.sh"]);
+        assert.deepEqual(names("base"), ["files.table", "hostguard.conf", "hostguard/paths.py", "install"]);
     });
 });
 
 describe("tar bundles", () => {
     it("are byte-deterministic", async () => {
-        const files = [file("install", "#!/bin/sh\n", 0o755), file("lib/common.sh", "a\n")];
+        const files = [file("install", "#!/bin/sh\n", 0o755), file("hostguard/paths.py", "a\n")];
         const one = await tarFiles(files);
         const two = await tarFiles(files.map((f) => ({ ...f, content: Buffer.from(f.content) })));
         assert.equal(sha256(one), sha256(two));

@@ -1,8 +1,8 @@
 // The settings contract, property-based (fast-check): values generated for
 // every key, valid and invalid, go through the preview validator
-// (validateConfig) and through the real consumers on the host: bash sourcing
-// scripts/lib/common.sh (hg_load_settings on a rendered hostguard.conf, and
-// on the raw text) for the keys the host reads, fail2ban's own parsers for
+// (validateConfig) and through the real consumers on the host: the host
+// agent's parser (scripts/hostguard/settings.py, which the installer and the
+// monitors use, on a rendered hostguard.conf and on the raw text) for the keys the host reads, fail2ban's own parsers for
 // the keys rendered into the jail. Properties:
 //   - what preview accepts, the host accepts, with the same meaning (the same
 //     text, the same list, the same seconds, the same threshold comparisons);
@@ -22,7 +22,7 @@ import {
     durationSeconds, HOST_SETTINGS, hostText, jsPattern, semanticRefusal, SETTINGS, trimName, type SettingKey, type SettingRow,
 } from "../../components/settings";
 
-const LIB = path.resolve(__dirname, "../../scripts/lib");
+const AGENT = path.resolve(__dirname, "../../scripts");
 const RUNS = Number(process.env.CONTRACT_RUNS ?? 3);
 const BATCH = 60;
 
@@ -54,7 +54,7 @@ function preview(key: string, raw: unknown): Preview {
 interface HostCase {
     /** Settings file content. */
     file: string;
-    /** HG_ variable to print. */
+    /** The key whose value to print. */
     variable: string;
     /** Decimals to compare with the monitors' decimal_gt (hostguard/metrics.py) against the variable. */
     metrics?: string[];
@@ -71,11 +71,11 @@ function decimalGreater(pairs: Array<[string, string]>): boolean[] {
         "from hostguard.metrics import decimal_gt",
         "print(json.dumps([decimal_gt(v, t) for v, t in json.load(sys.stdin)]))",
     ].join("\n");
-    const out = execFileSync("python3", ["-I", "-c", code, path.dirname(LIB)], { input: JSON.stringify(pairs), timeout: 60_000 });
+    const out = execFileSync("python3", ["-I", "-c", code, AGENT], { input: JSON.stringify(pairs), timeout: 60_000 });
     return JSON.parse(out.toString()) as boolean[];
 }
 
-/** Runs the host parser on every case in one bash; per case: null (refused) or the value and comparisons. */
+/** Runs the host parser on every case in one python3; per case: null (refused) or the value and comparisons. */
 function host(cases: HostCase[]): Array<{ value: string; greater: boolean[] } | null> {
     const dir = fs.mkdtempSync(path.join(work, "batch-"));
     const list = cases.map((c, i) => {
@@ -83,15 +83,19 @@ function host(cases: HostCase[]): Array<{ value: string; greater: boolean[] } | 
         fs.writeFileSync(file, c.file);
         return `${file}\t${c.variable}`;
     }).join("\n");
-    const script = `
-source "$1/common.sh"
-while IFS=$'\\t' read -r file variable; do
-  (
-    hg_load_settings "$file" 2>/dev/null || exit 1
-    printf 'ok\\t%s\\n' "\${!variable}"
-  ) || printf 'refused\\n'
-done`;
-    const out = execFileSync("bash", ["-c", script, "_", LIB], { input: `${list}\n`, timeout: 120_000, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } })
+    // As the installer reads it: the bytes, UTF-8, then settings.parse (never settings.load: it caches in /var/lib).
+    const script = [
+        "import sys",
+        "sys.path.insert(0, sys.argv[1])",
+        "from hostguard.settings import parse",
+        "for line in sys.stdin.read().split('\\n')[:-1]:",
+        "    file, key = line.split('\\t')",
+        "    try:",
+        "        print('ok\\t' + parse(open(file, 'rb').read().decode('utf-8'), file).values[key])",
+        "    except Exception:",
+        "        print('refused')",
+    ].join("\n");
+    const out = execFileSync("python3", ["-I", "-c", script, AGENT], { input: `${list}\n`, timeout: 120_000 })
         .toString().split("\n").slice(0, cases.length);
     fs.rmSync(dir, { recursive: true, force: true });
     assert.equal(out.length, cases.length);
@@ -178,10 +182,10 @@ function previewText(config: ReturnType<typeof validateConfig>, key: SettingKey)
 
 // ---- the properties -------------------------------------------------------
 
-describe("settings contract: keys the host reads (bash, scripts/lib/common.sh)", () => {
+describe("settings contract: keys the host reads (the host agent's parser, scripts/hostguard/settings.py)", () => {
     for (const row of HOST_SETTINGS) {
         const key = row.key as SettingKey;
-        const variable = `HG_${row.host}`;
+        const variable = row.host as string;
         it(`${key} / ${row.host}: preview and the host agree on every value, with the same meaning`, () => {
             fc.assert(fc.property(fc.array(valuesFor(row), { minLength: BATCH, maxLength: BATCH }), fc.array(fc.tuple(fc.integer({ min: 0, max: 101 }), fc.integer({ min: 0, max: 999 })), { minLength: 4, maxLength: 4 }), (values, metricParts) => {
                 const metrics = metricParts.map(([a, b]) => `${a}.${String(b).padStart(3, "0")}`);
@@ -210,7 +214,7 @@ describe("settings contract: keys the host reads (bash, scripts/lib/common.sh)",
                 });
                 // 2. The raw text, as a hand-written hostguard.conf line: the host accepts it exactly when preview does.
                 const texts = values.map((v) => (typeof v === "number" ? String(v) : Array.isArray(v) ? v.join(",") : String(v)));
-                // A line break or NUL cannot be in one line of a file bash reads (it drops NULs): preview refuses
+                // A line break or NUL cannot be in one line of a settings file: preview refuses
                 // both in a value (a list's names are trimmed first, which the rendered file showed above).
                 texts.forEach((t, i) => {
                     if (/[\n\0]/.test(t) && !Array.isArray(values[i])) {
@@ -337,14 +341,14 @@ describe("settings contract: the issue's table as fixed cases", () => {
     });
     it("cpuThreshold: 80.5 is accepted by both, and 80.51 is above it on the host while 80.5 is not", () => {
         const c = accept("cpuThreshold", "80.5");
-        const [got] = host([{ file: renderSettingsFile(c.settings), variable: "HG_CPU_THRESHOLD", metrics: ["80.51", "80.5", "80.499"] }]);
+        const [got] = host([{ file: renderSettingsFile(c.settings), variable: "CPU_THRESHOLD", metrics: ["80.51", "80.5", "80.499"] }]);
         assert.deepEqual(got, { value: "80.5", greater: [true, false, false] });
     });
     it("notifyAttempts: 12 is accepted by both", () => {
         const c = accept("notifyAttempts", "12");
-        assert.deepEqual(host([{ file: renderSettingsFile(c.settings), variable: "HG_NOTIFY_ATTEMPTS" }]), [{ value: "12", greater: [] }]);
+        assert.deepEqual(host([{ file: renderSettingsFile(c.settings), variable: "NOTIFY_ATTEMPTS" }]), [{ value: "12", greater: [] }]);
         refuse("notifyAttempts", "21", /integer 1-20/);
-        assert.deepEqual(host([{ file: "NOTIFY_ATTEMPTS=21\n", variable: "HG_NOTIFY_ATTEMPTS" }]), [null]);
+        assert.deepEqual(host([{ file: "NOTIFY_ATTEMPTS=21\n", variable: "NOTIFY_ATTEMPTS" }]), [null]);
     });
     it("banBanTime: 0 is not a ban and stops at preview naming the key", () => {
         refuse("banBanTime", "0", /duration 1s-365d/);
@@ -363,8 +367,8 @@ describe("settings contract: the issue's table as fixed cases", () => {
     it("notifySpoolMax: 1-100000, default 1000, on both sides", () => {
         assert.equal(DEFAULT_SETTINGS.notifySpoolMax, 1000);
         const c = accept("notifySpoolMax", "100000");
-        assert.deepEqual(host([{ file: renderSettingsFile(c.settings), variable: "HG_NOTIFY_SPOOL_MAX" }]), [{ value: "100000", greater: [] }]);
+        assert.deepEqual(host([{ file: renderSettingsFile(c.settings), variable: "NOTIFY_SPOOL_MAX" }]), [{ value: "100000", greater: [] }]);
         refuse("notifySpoolMax", "100001", /1-100000/);
-        assert.deepEqual(host([{ file: "NOTIFY_SPOOL_MAX=100001\n", variable: "HG_NOTIFY_SPOOL_MAX" }, { file: "", variable: "HG_NOTIFY_SPOOL_MAX" }]), [null, { value: "1000", greater: [] }]);
+        assert.deepEqual(host([{ file: "NOTIFY_SPOOL_MAX=100001\n", variable: "NOTIFY_SPOOL_MAX" }, { file: "", variable: "NOTIFY_SPOOL_MAX" }]), [null, { value: "1000", greater: [] }]);
     });
 });

@@ -1,5 +1,5 @@
 // The one settings table: the files generated from it (the host parser's
-// block in scripts/lib/common.sh, the two README tables) are up to date, and
+// blocks in scripts/hostguard/settings_table.py, the two README tables) are up to date, and
 // the table itself is well-formed (names, defaults valid by their own rules).
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";

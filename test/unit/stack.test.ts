@@ -66,7 +66,7 @@ function payload(): PayloadFile[] {
     const f = (path: string, text: string, mode: 0o755 | 0o644 = 0o644): PayloadFile =>
         ({ path, mode, content: Buffer.from(text), sha256: sha256(text) });
     const table = [
-        "base lib/*.sh /usr/local/lib/hostguard/lib/ 0644", "base hostguard-notify /usr/local/lib/hostguard/hostguard-notify 0755",
+        "base hostguard/*.py /usr/local/lib/hostguard/hostguard/ 0644", "base hostguard-notify /usr/local/lib/hostguard/hostguard-notify 0755",
         "base install /usr/local/lib/hostguard/install 0755", "base files.table /usr/local/lib/hostguard/files.table 0644",
         "base hostguard.conf /etc/hostguard/hostguard.conf 0644",
         "monitors host-monitor /usr/local/lib/hostguard/host-monitor 0755", "monitors cron.d/hostguard /etc/cron.d/hostguard 0644",
@@ -74,7 +74,7 @@ function payload(): PayloadFile[] {
         "web nginx/hostguard-deny.conf /etc/nginx/snippets/hostguard-deny.conf 0644", "",
     ].join("\n");
     return [
-        f("install", "#!/usr/bin/env bash\n", 0o755), f("files.table", table), f("lib/common.sh", "# lib\n"),
+        f("install", "#!/usr/bin/env bash\n", 0o755), f("files.table", table), f("hostguard/paths.py", "# lib\n"),
         f("hostguard-notify", "#!/usr/bin/env bash\n", 0o755), f("host-monitor", "#!/usr/bin/env bash\n", 0o755),
         f("nginx/hostguard-deny.conf", "location ~* x { deny all; }\n"),
     ];
@@ -333,7 +333,7 @@ describe("stack with two hosts", () => {
         assert.equal(out.hosts.web2.jail, "nginx-bad-request");
         const files = (await resolved(out.hosts.web1.files)).value;
         assert.deepEqual(files.map((f) => `${f.part} ${f.path} ${f.destination}`), [
-            "base lib/common.sh /usr/local/lib/hostguard/lib/common.sh", "base hostguard-notify /usr/local/lib/hostguard/hostguard-notify",
+            "base hostguard/paths.py /usr/local/lib/hostguard/hostguard/paths.py", "base hostguard-notify /usr/local/lib/hostguard/hostguard-notify",
             "base install /usr/local/lib/hostguard/install", "base files.table /usr/local/lib/hostguard/files.table",
             "base hostguard.conf /etc/hostguard/hostguard.conf",
             "monitors host-monitor /usr/local/lib/hostguard/host-monitor", "monitors cron.d/hostguard /etc/cron.d/hostguard",

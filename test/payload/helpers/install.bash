@@ -16,7 +16,7 @@ hg_make_payload() {
 }
 
 # Installing the monitors part needs the container runtime (docker by
-# default) on PATH (lib/programs.sh), and this machine may have none: the
+# default) on PATH (hostguard/programs.py), and this machine may have none: the
 # installer tests find the test stand-in (test/helpers/fake-docker) first.
 # They only need it to be there; container-monitor.bats drives it.
 hg_runtime_on_path() {
@@ -64,6 +64,14 @@ hg_listing() {
       | LC_ALL=C sort
     find . -path ./run -prune -o -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
   )
+}
+
+# The manifests in ROOT's transaction store (scripts/hostguard/txnstore.py),
+# part by part, each in its order, without row ids: one record a line.
+hg_store_records() {
+  python3 -c 'import sqlite3, sys
+for row in sqlite3.connect(sys.argv[1]).execute("SELECT part, kind, path, a, b FROM record ORDER BY part, id"):
+    print("|".join(row))' "$1/var/lib/hostguard/install.db"
 }
 
 # Fails with both listings' diff when they differ.

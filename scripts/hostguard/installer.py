@@ -1,0 +1,989 @@
+"""The installer: puts the payload beside it in place under a root prefix (default /), and takes it out again.
+
+`install install|uninstall|list|set-webhook|set-heartbeat` (USAGE); the shim
+`install` beside hostguard/ checks the interpreter, then runs main(). Files
+go in atomically (temp name beside the destination, then a rename), each step
+recorded first in the transaction store (txnstore.py: manifests and undo
+journal), so uninstall removes exactly what install added and restores what
+it changed, even after a crash; a failed part is rolled back from the
+journal. Reads the bundle beside it (its expanded files.table, the files it
+lists, hostguard.conf or --settings FILE), the store, NGINX_SERVER_CONF and
+APP_PROPERTIES (webedit.py). Services (nginx, fail2ban) are tested and
+reloaded (services.py) only when the root is / and the part changed them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import glob
+import hashlib
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from types import FrameType
+
+from . import log, paths, programs, safepath, services, spool, txnstore, userio, webedit
+from .errors import EX_USAGE, HostguardError
+from .settings import Settings, SettingsError, parse
+from .settings_table import FILE_ROW_ALLOWED, FILE_ROW_RE, FILE_SKIP_RE, PARTS, URL_RE
+from .txnstore import Rec
+
+USAGE = """usage: install install [--part base|monitors|bantool|web] [--root DIR] [--settings FILE]
+                         (from a rendered bundle: its files.table and hostguard.conf beside this script)
+       install uninstall [--part base|monitors|bantool|web] [--root DIR]
+       install set-webhook [--root DIR]   (URL or curl line `url = "https://..."` on stdin)
+       install set-heartbeat [--remove] [--root DIR]   (the heartbeat URL, the same way; --remove: none)
+       install list [--part PART]         (the file table: part, source, destination, mode)
+"""
+TMP = safepath.TMP_PREFIX
+WORK_NAME = TMP + "work"
+STATE = paths.STATE_PATH
+BACKUP_DIR = STATE + "/backup"
+EDITED_DIR = STATE + "/edited"
+FILE_TABLE = "files.table"
+# The install lock: a root-only file (0600) in /run (a tmpfs every host has), never
+# a path a user can open (flock needs only a descriptor).
+LOCK_PATH = "/run/hostguard-install.lock"
+LOCK_WAIT = 600
+# Directories each part owns; parents are created 0755 as needed.
+DIRS = [("base", paths.LIB_PATH, 0o755), ("base", paths.CONF_PATH, 0o700), ("base", STATE, 0o700),
+        ("base", paths.SPOOL_PATH, 0o700), ("base", paths.LOG_PATH, 0o755),
+        ("monitors", paths.LOG_PATH, 0o755)]  # fmt: skip
+MONITOR_LOGS = ("host-monitor", "container-monitor")
+SERVICE = {"bantool": "fail2ban", "web": "nginx"}
+# Part web's http-context drop-in when the stack sets trustedProxies (components/hostFiles.ts).
+REALIP_DROPIN = "/etc/nginx/conf.d/hostguard-realip.conf"
+# A line of a program's --runtime-files: "message|state PATH", PATH (a glob in its
+# last name only) in hostguard's own root-only state or spool dir.
+RUNTIME_LINE = re.compile(
+    rf"(message|state) (({re.escape(STATE)}|{re.escape(paths.SPOOL_PATH)})/[.]?[A-Za-z0-9_][A-Za-z0-9_.*-]*)"
+)
+WEB_KINDS = ("include", "props", "prop", "propadd")
+PROP_KEY = "spring.web.resources.add-mappings"
+
+
+class Usage(Exception):
+    """A command line that does not fit USAGE (exit 64 after printing it)."""
+
+
+def die(text: str) -> HostguardError:
+    return HostguardError(text)
+
+
+def warn(text: str) -> None:
+    log.log("WARN", text)
+
+
+def sha256_file(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def is_file(path: str) -> bool:
+    return os.path.isfile(path) and not os.path.islink(path)
+
+
+def copy_a(src: str, dst: str) -> None:
+    """`cp -a` of one file or symlink (content, mode, owner, mtime)."""
+    st = os.lstat(src)
+    if stat.S_ISLNK(st.st_mode):
+        os.symlink(os.readlink(src), dst)
+    else:
+        shutil.copyfile(src, dst, follow_symlinks=False)
+        os.chmod(dst, stat.S_IMODE(st.st_mode))
+    os.chown(dst, st.st_uid, st.st_gid, follow_symlinks=False)
+    os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+
+
+def same(a: str, b: str) -> bool:
+    """Equal regular files, or symlinks with the same target."""
+    if os.path.islink(a) and os.path.islink(b):
+        return os.readlink(a) == os.readlink(b)
+    if is_file(a) and is_file(b):
+        with open(a, "rb") as fa, open(b, "rb") as fb:
+            return fa.read() == fb.read()
+    return False
+
+
+def read_url(data: bytes) -> str:
+    """The secret URL from the first meaningful line, bare or as a curl config url line."""
+    for raw in data.decode("utf-8", "surrogateescape").split("\n"):
+        line = raw.strip(" \t\r\f\v")
+        if not line or line.startswith("#"):
+            continue
+        m = re.fullmatch(r'url[ \t\r\f\v]*[=:]?[ \t\r\f\v]*"([^"]*)"', line) or re.fullmatch(
+            r'url[ \t\r\f\v]*[=:]?[ \t\r\f\v]*([^ \t\r\f\v"]+)', line
+        )
+        return m.group(1) if m else line
+    return ""
+
+
+class Installer:
+    def __init__(self, command: str, part: str, root: str, settings: str, remove: bool) -> None:
+        self.command, self.root, self.remove = command, root, remove
+        self.parts = [part] if part else list(PARTS)
+        self.bundle = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        self.settings_file = settings or f"{self.bundle}/hostguard.conf"
+        self.settings: Settings | None = None
+        self.rows: list[tuple[str, str, str, str]] | None = None
+        self.checked: set[str] = set()
+        self.runtime: dict[str, list[str]] = {}
+        self.store: txnstore.Store | None = None
+        self.part = ""
+        self.m: dict[int, Rec] = {}
+        self.found: list[Rec] = []
+        self.active = self.changed = self.written = self.journaled = False
+        self.state_mtime: int | None = None
+        self.work = ""
+        self.saved = 0
+
+    # ---- paths ---------------------------------------------------------------
+
+    def host(self, path: str) -> str:
+        return self.root + path
+
+    def root_dir(self, path: str) -> None:
+        """Refuses unless every existing directory on PATH is root's and no link (checked once per run)."""
+        if path not in self.checked:
+            safepath.root_dir(path, self.root)
+            self.checked.add(path)
+
+    # ---- the file table ------------------------------------------------------
+
+    def table(self) -> list[tuple[str, str, str, str]]:
+        """Every row (part, source, destination, mode) of the bundle's expanded table; a bad line stops the run."""
+        if self.rows is None:
+            path = f"{self.bundle}/{FILE_TABLE}"
+            if not os.path.isfile(path):
+                raise die(f"{FILE_TABLE} missing beside {self.bundle}/install")
+            with open(path, encoding="utf-8", errors="surrogateescape", newline="") as f:
+                lines = f.read().split("\n")
+            self.rows = []
+            for number, line in enumerate(lines, start=1):
+                if re.match(FILE_SKIP_RE, line, re.DOTALL):
+                    continue
+                if not re.match(FILE_ROW_RE, line):
+                    raise die(f"{FILE_TABLE}:{number}: expected PART SOURCE DESTINATION MODE ({FILE_ROW_ALLOWED})")
+                part, src, dest, mode = line.split()
+                self.rows.append((part, src, dest, mode))
+        return self.rows
+
+    def part_files(self, part: str) -> list[tuple[str, str, int]]:
+        return [(src, dest, int(mode, 8)) for p, src, dest, mode in self.table() if p == part]
+
+    def source_file(self, src: str, dest: str) -> str:
+        """In the bundle, except the settings file, which --settings replaces."""
+        return self.settings_file if dest == paths.SETTINGS_PATH else f"{self.bundle}/{src}"
+
+    # ---- the store and the journal -------------------------------------------
+
+    def step(self, add: list[tuple[str, str, str, str]] = [], put: list[Rec] = [],  # noqa: B006 - never mutated
+             drop: list[int] = [], undo: list[tuple[str, str, str, str]] = []) -> None:  # noqa: B006  # fmt: skip
+        """One transaction of the store: the part's record changes and the journal entries, before acting."""
+        assert self.store is not None
+        add = [r for r in dict.fromkeys(add) if r not in {(x.kind, x.path, x.a, x.b) for x in self.m.values()}]
+        if not (add or put or drop or undo):
+            return
+        ids = self.store.step(self.part, add, put, drop, undo if self.active else [])
+        for i in drop:
+            del self.m[i]
+        for rec in put:
+            self.m[rec.id] = rec
+        for i, new in zip(ids, add):
+            self.m[i] = Rec(i, *new)
+        self.written = self.written or bool(add or put or drop)
+        self.journaled = self.journaled or (self.active and bool(undo))
+
+    def find(self, kind: str, path: str) -> Rec | None:
+        return next((r for r in self.m.values() if r.kind == kind and r.path == path), None)
+
+    def save(self, path: str) -> tuple[str, str, str, str]:
+        """The journal entry that puts host PATH back as it is now (a copy in the work directory, or nothing)."""
+        copy = ""
+        if self.active and os.path.lexists(path):
+            self.saved += 1
+            copy = f"{self.work}/saved.{self.saved}"
+            copy_a(path, copy)
+        return ("f", path, copy, "")
+
+    def open_store(self, create: bool) -> None:
+        db = f"{self.host(STATE)}/{txnstore.DB_NAME}"
+        if self.store is None and (create or os.path.exists(db)):
+            new = not os.path.exists(db)
+            self.store = txnstore.Store(db)
+            if new:
+                self.written = True
+                self.step(undo=[("db", db, "", "")])
+
+    def begin(self, part: str) -> None:
+        """Opens the part's transaction: the state directory (built whole if missing), the store, the work dir."""
+        self.part, self.active, self.changed, self.journaled = part, True, False, False
+        self.root_dir(STATE)
+        state = self.host(STATE)
+        if not os.path.isdir(state):
+            self.make_state_dir()
+        self.state_mtime = self.state_mtime or os.stat(state).st_mtime_ns
+        self.work = f"{state}/{WORK_NAME}"
+        shutil.rmtree(self.work, ignore_errors=True)
+        os.mkdir(self.work, 0o700)
+        self.open_store(create=True)
+        assert self.store is not None
+        self.found = self.store.records(part)
+        self.m = {r.id: r for r in self.found}
+
+    def make_state_dir(self) -> None:
+        """Built under a temp name beside its topmost missing ancestor, with the store recording it, then
+        renamed into place: a crash leaves either nothing (recover removes the stage) or both."""
+        cur, top, stage, made = "", "", "", []
+        for comp in STATE.strip("/").split("/"):
+            if not top and os.path.isdir(self.host(f"{cur}/{comp}")):
+                cur += "/" + comp
+                continue
+            if not top:
+                top, stage = f"{cur}/{comp}", self.host(f"{cur}/{TMP}{comp}")
+            cur += "/" + comp
+            made.append(cur)
+            os.mkdir(stage + cur[len(top) :], 0o700)
+            os.chmod(stage + cur[len(top) :], 0o755 if cur != STATE else 0o700)
+        store = txnstore.Store(f"{stage}{STATE[len(top):]}/{txnstore.DB_NAME}")
+        undo = [("d", self.host(d), "", "") for d in made] + [("db", f"{self.host(STATE)}/{txnstore.DB_NAME}", "", "")]
+        store.step("", [("dir", d, "", "") for d in made], undo=undo)
+        store.close()
+        os.rename(stage, self.host(top))
+        self.written = self.journaled = True
+
+    def commit(self) -> None:
+        if self.journaled and self.store is not None:
+            self.store.step(self.part, clear_journal=True)
+        self.active = self.journaled = False
+
+    def rollback(self) -> None:
+        """Undoes the running part from its journal, newest first; then its manifest as found."""
+        self.active = False
+        if self.store is None:
+            return
+        entries = self.store.journal()
+        store_gone = False
+        for kind, path, a, b in (e[1:] for e in reversed(entries)):
+            try:
+                if kind == "f":
+                    if os.path.lexists(path):
+                        os.unlink(path)
+                    if a:
+                        copy_a(a, path)
+                elif kind == "u":
+                    with open(b, "rb") as f:
+                        # A fresh bound: the run's own may be what was spent.
+                        webedit.Web(self.root, time.time() + userio.TOTAL_SECONDS).write(path, a, f.read())
+                elif kind == "d":
+                    os.rmdir(path)
+                elif kind == "r":
+                    os.mkdir(path, int(a, 8))
+                elif kind == "m":
+                    os.chmod(path, int(a, 8))
+                    os.chown(path, *map(int, b.split(":")))
+                elif kind == "db":
+                    self.close_store()
+                    shutil.rmtree(self.work, ignore_errors=True)
+                    for suffix in ("", "-wal", "-shm"):
+                        if os.path.lexists(path + suffix):
+                            os.unlink(path + suffix)
+                    store_gone = True
+            except (OSError, HostguardError) as exc:
+                warn(f"rollback: {kind} {path}: {exc}")
+        if not store_gone and self.store is not None:
+            self.store.restore(self.part, self.found)
+
+    def close_store(self) -> None:
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+
+    def close_work(self) -> None:
+        if self.work:
+            shutil.rmtree(self.work, ignore_errors=True)
+            self.work = ""
+
+    # ---- lock and recovery ---------------------------------------------------
+
+    def lock(self) -> None:
+        """One run at a time per root (a deploy runs the parts in parallel); the lock goes with the process."""
+        import fcntl
+
+        if self.root and not os.path.exists(self.host("/run")):
+            os.mkdir(self.host("/run"), 0o755)
+            os.chmod(self.host("/run"), 0o755)  # noqa: S103 - a test root's /run, as a host's
+        self.root_dir("/run")
+        path = self.host(LOCK_PATH)
+        if os.path.islink(path) or (os.path.exists(path) and not os.path.isfile(path)):
+            raise die(f"{LOCK_PATH} is not a regular file: refused (remove it)")
+        self.lock_fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        st = os.fstat(self.lock_fd)
+        if (st.st_uid, stat.S_IMODE(st.st_mode)) != (0, 0o600):
+            os.fchown(self.lock_fd, 0, 0)
+            os.fchmod(self.lock_fd, 0o600)
+        end = time.monotonic() + LOCK_WAIT
+        while True:
+            try:
+                fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > end:
+                    raise die(f"another install run kept {LOCK_PATH} locked for {LOCK_WAIT} s") from None
+                time.sleep(0.05)
+
+    def recover(self) -> None:
+        """Removes what a killed run left (a staged state dir, the work dir, temp files); imports the bash
+        installer's manifests; drops a dead run's journal."""
+        cur = ""
+        for comp in STATE.strip("/").split("/"):
+            folder = self.host(cur) or "/"
+            stage = f"{folder}/{TMP}{comp}"
+            if os.path.isdir(folder) and not os.path.islink(folder) and os.path.lexists(stage):
+                self.root_dir(cur or "/")
+                shutil.rmtree(stage) if os.path.isdir(stage) and not os.path.islink(stage) else os.unlink(stage)
+            cur += "/" + comp
+        state = self.host(STATE)
+        if os.path.isdir(state) and not os.path.islink(state):
+            self.root_dir(STATE)
+            shutil.rmtree(f"{state}/{WORK_NAME}", ignore_errors=True)
+            for temp in glob.glob(f"{glob.escape(state)}/{TMP}install-*.manifest"):
+                os.unlink(temp)
+            self.state_mtime = os.stat(state).st_mtime_ns
+            legacy = glob.glob(f"{glob.escape(state)}/install-*.manifest")
+            self.open_store(create=bool(legacy))
+            if self.store is not None:
+                if legacy:
+                    names = self.store.import_legacy(state, STATE)
+                    log.info(f"imported the bash installer's manifests: {' '.join(names)}")
+                    self.written = True
+                if self.store.journal():
+                    self.store.step("", clear_journal=True)
+        conf = self.host(paths.CONF_PATH)
+        if os.path.isdir(conf) and not os.path.islink(conf):
+            self.root_dir(paths.CONF_PATH)
+            for temp in glob.glob(f"{glob.escape(conf)}/{TMP}*"):
+                os.unlink(temp)
+
+    # ---- files ---------------------------------------------------------------
+
+    def ensure_dir(self, folder: str, mode: int | None = None) -> None:
+        """Creates FOLDER (parents 0755), recording each directory first; with MODE (hostguard's own
+        directories) also sets it and root ownership, remembering an old mode for uninstall."""
+        self.root_dir(folder)
+        cur = ""
+        for comp in folder.strip("/").split("/"):
+            cur += "/" + comp
+            if os.path.isdir(self.host(cur)):
+                continue
+            self.step(add=[("dir", cur, "", "")], undo=[("d", self.host(cur), "", "")])
+            os.mkdir(self.host(cur), 0o755)
+            os.chmod(self.host(cur), 0o755)  # noqa: S103 - parents of hostguard's directories, root's
+            os.chown(self.host(cur), 0, 0)
+        st = os.stat(self.host(folder))
+        old = (f"{stat.S_IMODE(st.st_mode):o}", f"{st.st_uid}:{st.st_gid}")
+        if mode is not None and old != (f"{mode:o}", "0:0"):
+            fresh = not self.find("dir", folder) and not self.find("mode", folder)
+            self.step(add=[("mode", folder, *old)] if fresh else [], undo=[("m", self.host(folder), *old)])
+            os.chown(self.host(folder), 0, 0)
+            os.chmod(self.host(folder), mode)
+
+    def write_atomic(self, content: bytes, dest: str, mode: int, add: list[tuple[str, str, str, str]],
+                     put: list[Rec]) -> None:  # fmt: skip
+        """Fixed temp name beside DEST, owner and mode set, then renamed: readers see the old file or the new.
+        ADD and PUT, the records of the write, go in the step that journals it."""
+        path = self.host(dest)
+        tmp = f"{os.path.dirname(path)}/{TMP}{os.path.basename(path)}"
+        self.step(add=add, put=put, undo=[self.save(path), ("f", tmp, "", "")])
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            view = memoryview(content)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fchown(fd, 0, 0)
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+
+    def unedited(self, dest: str, hashes: str) -> bool:
+        """A regular file whose sha256 is in HASHES ("-" or empty: not kept, always unedited)."""
+        if hashes in ("", "-"):
+            return True
+        path = self.host(dest)
+        return is_file(path) and sha256_file(path) in hashes.split(",")
+
+    def copy_path(self, folder: str, dest: str, tag: str = "") -> str:
+        return (
+            f"{folder}/{hashlib.sha256(dest.encode('utf-8', 'surrogateescape')).hexdigest()}{'.' + tag if tag else ''}"
+        )
+
+    def state_subdir(self, folder: str) -> None:
+        """backup/ and edited/ are shared by the parts (in no manifest); uninstall removes them once empty."""
+        if not os.path.isdir(self.host(folder)):
+            self.step(undo=[("d", self.host(folder), "", "")])
+            os.mkdir(self.host(folder), 0o700)
+
+    def copy_into(self, dest: str, copy: str) -> None:
+        """Host path DEST copied (file or dangling link) to COPY: temp name, then rename."""
+        to = self.host(copy)
+        tmp = f"{os.path.dirname(to)}/{TMP}{os.path.basename(to)}"
+        self.step(undo=[self.save(to), ("f", tmp, "", "")])
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        copy_a(self.host(dest), tmp)
+        os.replace(tmp, to)
+
+    def install_file(self, content: bytes, dest: str, mode: int) -> None:
+        """CONTENT at DEST with MODE, root's; unchanged: nothing written. What was there is kept first: a
+        user's own file (or symlink) as a backup uninstall puts back, an admin's edit as a copy it names."""
+        self.ensure_dir(os.path.dirname(dest))
+        path = self.host(dest)
+        if os.path.isdir(path) and not os.path.islink(path):
+            raise die(f"{dest} is a directory: refused")
+        if is_file(path):
+            st = os.stat(path)
+            if (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (mode, 0, 0):
+                with open(path, "rb") as f:
+                    if f.read() == content:
+                        return
+        want = hashlib.sha256(content).hexdigest()
+        rec = self.find("file", dest) or self.find("backup", dest)
+        add, put = [("reload", "pending", "", "")], []
+        if rec is not None:
+            copy, hashes = (rec.a, rec.b) if rec.kind == "backup" else ("", rec.a)
+            # Neither what install wrote nor (a run killed before its write) the original it kept.
+            if (os.path.lexists(path) and not self.unedited(dest, hashes)
+                    and not (copy and same(path, self.host(copy)))):  # fmt: skip
+                self.keep_edited(dest)
+            # The new hash first, the previous one kept: a run killed between this record and the
+            # write leaves a file that is still "not edited".
+            if want not in hashes.split(","):
+                hashes = want + ("," + hashes.split(",")[0] if hashes else "")
+            put = [rec._replace(b=hashes) if copy else rec._replace(a=hashes)]
+        elif os.path.lexists(path):
+            self.backup(dest, want)
+        else:
+            add.insert(0, ("file", dest, want, ""))
+        self.changed = True
+        self.write_atomic(content, dest, mode, add, put)
+        log.info(f"installed {dest}")
+
+    def backup(self, dest: str, want: str) -> None:
+        """A user's own file at DEST: recorded as pending, copied, then recorded as the backup."""
+        copy = self.copy_path(BACKUP_DIR, dest)
+        self.state_subdir(BACKUP_DIR)
+        self.step(add=[("pending", dest, copy, "")])
+        self.copy_into(dest, copy)
+        pending = self.find("pending", dest)
+        assert pending is not None
+        self.step(put=[Rec(pending.id, "backup", dest, copy, want)])
+
+    def keep_edited(self, dest: str) -> None:
+        copy = self.copy_path(EDITED_DIR, dest, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
+        self.state_subdir(EDITED_DIR)
+        self.step(add=[("edited", dest, copy, "")])
+        self.copy_into(dest, copy)
+        warn(f"{dest} was edited since install: your version is kept at {copy}")
+
+    def remove_file(self, dest: str) -> None:
+        """Removes DEST (and a temp file a killed run left beside it)."""
+        self.root_dir(os.path.dirname(dest))
+        path = self.host(dest)
+        tmp = f"{os.path.dirname(path)}/{TMP}{os.path.basename(path)}"
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        if not os.path.lexists(path):
+            return
+        self.step(undo=[self.save(path)])
+        os.unlink(path)
+        self.changed = True
+        log.info(f"removed {dest}")
+
+    def uninstall_file(self, dest: str, hashes: str) -> None:
+        if os.path.lexists(self.host(dest)) and not self.unedited(dest, hashes):
+            warn(f"{dest} was edited since install: left in place")
+            return
+        self.remove_file(dest)
+        if dest.endswith(".py"):
+            # The bytecode Python wrote for it goes with it; the folder when empty.
+            cache = f"{os.path.dirname(dest)}/__pycache__"
+            if os.path.isdir(self.host(cache)) and not os.path.islink(self.host(cache)):
+                self.root_dir(cache)
+                stem = glob.escape(os.path.basename(dest)[:-3])
+                for pyc in glob.glob(f"{glob.escape(self.host(cache))}/{stem}.*.pyc"):
+                    if is_file(pyc):
+                        os.unlink(pyc)
+                if not os.listdir(self.host(cache)):
+                    os.rmdir(self.host(cache))
+
+    def restore_backup(self, dest: str, copy: str, hashes: str) -> None:
+        """A user's file install replaced: put back unless the installed one was edited since."""
+        path, kept = self.host(dest), self.host(copy)
+        if not os.path.lexists(kept):
+            warn(f"backup of {dest} is missing: left as it is")
+            return
+        if os.path.lexists(path) and not self.unedited(dest, hashes) and not same(path, kept):
+            warn(f"{dest} was edited since install: left in place; the original is kept at {copy}")
+            return
+        self.root_dir(os.path.dirname(dest))
+        tmp = f"{os.path.dirname(path)}/{TMP}{os.path.basename(path)}"
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        self.step(undo=[self.save(path), self.save(kept), ("f", tmp, "", "")])
+        try:
+            os.replace(kept, path)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+            # Another filesystem (a bind mount): a copy beside it, renamed over it, then the backup goes.
+            copy_a(kept, tmp)
+            os.replace(tmp, path)
+            os.unlink(kept)
+        self.changed = True
+        log.info(f"restored {dest}")
+
+    # ---- install -------------------------------------------------------------
+
+    def load_settings(self) -> Settings:
+        path = self.settings_file
+        if not (os.path.isfile(path) and os.access(path, os.R_OK)):
+            raise die(
+                f"settings file {path} not readable (install runs from a rendered bundle, or give --settings FILE)"
+            )
+        with open(path, "rb") as f:
+            data = f.read()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SettingsError(path, data[: exc.start].count(b"\n") + 1, "not UTF-8 text") from None
+        return parse(text, path)
+
+    def runtime_lines(self, part: str) -> list[str]:
+        """The files PART's programs write while running (`PROGRAM --runtime-files`), checked."""
+        out: list[str] = []
+        for src, _, mode in self.part_files(part):
+            if mode != 0o755 or src == "install":
+                continue
+            try:
+                run = subprocess.run([f"{self.bundle}/{src}", "--runtime-files"], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, timeout=10, check=True)  # fmt: skip
+            except (OSError, subprocess.SubprocessError):
+                raise die(f"{src} --runtime-files failed") from None
+            for line in run.stdout.decode("utf-8", "replace").splitlines():
+                if not RUNTIME_LINE.fullmatch(line):
+                    raise die(f"{src} --runtime-files: refused line '{line}': want message|state and a file in"
+                              f" {STATE} or {paths.SPOOL_PATH}")  # fmt: skip
+                out.append(line)
+        return out
+
+    def preflight(self) -> None:
+        """Everything that could fail for a reason other than the disk, before the first write."""
+        assert self.settings is not None
+        self.table()
+        self.root_dir(STATE)
+        for part in self.parts:
+            for src, dest, _ in self.part_files(part):
+                if not os.path.isfile(self.source_file(src, dest)):
+                    raise die(f"payload file {src} missing beside {self.bundle}/install")
+                self.root_dir(os.path.dirname(dest))
+                if os.path.isdir(self.host(dest)) and not os.path.islink(self.host(dest)):
+                    raise die(f"{dest} is a directory: refused")
+            for folder in (d for p, d, _ in DIRS if p == part):
+                self.root_dir(folder)
+            self.runtime[part] = self.runtime_lines(part)
+            if part == "web":
+                s = self.settings
+                if s.nginx_server_conf or s.app_properties:
+                    self.web_read(webedit.Web(self.root, time.time() + userio.TOTAL_SECONDS, plan=False))
+                if any(dest == REALIP_DROPIN for _, dest, _ in self.part_files("web")) and shutil.which("nginx"):
+                    run = subprocess.run(["nginx", "-V"], capture_output=True, timeout=10, check=False)
+                    if b"--with-http_realip_module" not in run.stdout + run.stderr:
+                        raise die(f"part web: trustedProxies needs nginx's realip module (ngx_http_realip_module)"
+                                  f" for {REALIP_DROPIN}, and this nginx was built without it (nginx -V); Debian's"
+                                  " and Ubuntu's nginx packages have it")  # fmt: skip
+
+    def web_read(self, web: webedit.Web) -> webedit.Web:
+        assert self.settings is not None
+        if self.settings.nginx_server_conf:
+            web.nginx(self.settings.nginx_server_conf)
+        if self.settings.app_properties:
+            web.props(self.settings.app_properties)
+        return web
+
+    def web_apply(self, web: webedit.Web, undo: bool) -> None:
+        """Records every change (install) and journal entry in one step, then writes each file."""
+        for level, text in web.notes:
+            log.log(level, text)
+        if not web.changes:
+            return
+        entries, records = [], []
+        for n, c in enumerate(web.changes):
+            with open(f"{self.work}/user.{n}", "wb") as f:
+                f.write(c.old)
+            entries.append(("u", c.label, c.real, f"{self.work}/user.{n}"))
+            records += [] if undo else [(c.kind, c.real, c.extra[0], "")]
+        include = any(c.kind == "include" for c in web.changes)
+        records += [("reload", "pending", "", "")] if include else []
+        self.step(add=[] if undo else records, undo=entries)
+        self.changed = self.changed or include
+        for c in web.changes:
+            web.write(c.label, c.real, c.new)
+        for c in web.changes:
+            if c.kind == "include":
+                added = f"added the deny include to {c.extra[1] if c.extra else 0} server and location block(s)"
+                log.info(f"removed the deny include from {c.real}" if undo else f"{added} of {c.real}")
+            else:
+                log.info(f"restored {PROP_KEY} in {c.real}" if undo else
+                         f"set {PROP_KEY}=false in {c.real}; restart the application to apply it")  # fmt: skip
+
+    def services_apply(self, part: str) -> None:
+        if self.changed and part in SERVICE:
+            services.apply(SERVICE[part], self.root)
+
+    def install_part(self, part: str) -> None:
+        assert self.settings is not None
+        self.begin(part)
+        # A backup pending (a crash between recording and copying): the original is still in place.
+        for rec in [r for r in self.m.values() if r.kind == "pending"][::-1]:
+            if os.path.lexists(self.host(rec.a)):
+                os.unlink(self.host(rec.a))
+            self.step(drop=[rec.id])
+        # A run killed after a change and before its reload: reload now.
+        self.changed = self.find("reload", "pending") is not None
+        for folder, mode in ((d, m) for p, d, m in DIRS if p == part):
+            self.ensure_dir(folder, mode)
+        # What the programs write while running, recorded before they are placed.
+        self.step(add=[("runtime", line.split(" ")[1], line.split(" ")[0], "") for line in self.runtime[part]])
+        for src, dest, mode in self.part_files(part):
+            with open(self.source_file(src, dest), "rb") as f:
+                self.install_file(f.read(), dest, mode)
+        self.remove_dropped(part)
+        if part == "monitors":
+            self.monitor_logs()
+        if part == "web" and (self.settings.nginx_server_conf or self.settings.app_properties):
+            self.web_apply(self.web_read(webedit.Web(self.root, time.time() + userio.TOTAL_SECONDS)), undo=False)
+        self.services_apply(part)
+        reload = self.find("reload", "pending")
+        self.step(drop=[reload.id] if reload else [])
+        self.commit()
+        self.close_work()
+
+    def remove_dropped(self, part: str) -> None:
+        """Files an earlier install of PART placed that its table no longer lists: undone as uninstall does
+        (a URL file set-webhook wrote, kept without a hash, is no row and stays)."""
+        listed = {dest for _, dest, _ in self.part_files(part)}
+        for rec in list(self.m.values())[::-1]:
+            if rec.path in listed or rec.kind not in ("file", "backup") or (rec.kind, rec.a) == ("file", "-"):
+                continue
+            self.uninstall_file(rec.path, rec.a) if rec.kind == "file" else self.restore_backup(rec.path, rec.a, rec.b)
+            self.step(drop=[rec.id])
+
+    def monitor_logs(self) -> None:
+        """Logs exist before cron's first append (0640, not cron's umask); uninstall removes them while empty."""
+        assert self.settings is not None
+        for name in MONITOR_LOGS:
+            if name == "container-monitor" and not self.settings.container_monitor:
+                continue
+            dest = f"{paths.LOG_PATH}/{name}.log"
+            if not os.path.lexists(self.host(dest)):
+                self.step(add=[("log", dest, "", "")], undo=[("f", self.host(dest), "", "")])
+                # Created 0640 at once: a run killed before a chmod would leave a 0600 log the next run keeps.
+                old = os.umask(0o137)
+                try:
+                    fd = os.open(self.host(dest), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o640)
+                finally:
+                    os.umask(old)
+                os.fchown(fd, 0, 0)
+                os.close(fd)
+
+    # ---- uninstall -----------------------------------------------------------
+
+    def uninstall_part(self, part: str) -> None:
+        if self.store is None or not self.store.records(part):
+            log.info(f"part {part}: nothing installed")
+            return
+        self.begin(part)
+        # Users' files first (their records are the part's newest), in one step.
+        web = [r for r in self.m.values() if r.kind in WEB_KINDS]
+        if web:
+            edit = webedit.Web(self.root, time.time() + userio.TOTAL_SECONDS)
+            for rec in web:
+                edit.undo(rec.kind, rec.path, [rec.a, rec.b])
+            self.web_apply(edit, undo=True)
+            self.step(drop=[r.id for r in web])
+        # Newest first; each record goes once undone, so a run killed midway leaves exactly what is left to undo.
+        for rec in list(self.m.values())[::-1]:
+            kind, path = rec.kind, self.host(rec.path)
+            if kind in ("dir", "runtime"):
+                continue
+            if kind == "file":
+                self.uninstall_file(rec.path, rec.a)
+            elif kind == "log":
+                if not (os.path.isfile(path) and os.path.getsize(path) > 0):
+                    self.remove_file(rec.path)
+            elif kind == "backup":
+                self.restore_backup(rec.path, rec.a, rec.b)
+            elif kind == "pending":
+                if os.path.lexists(self.host(rec.a)):
+                    os.unlink(self.host(rec.a))
+            elif kind == "edited":
+                warn(f"the edited version of {rec.path} install kept stays at {rec.a}")
+            elif kind == "mode" and os.path.isdir(path) and not os.path.islink(path):
+                st = os.stat(path)
+                self.step(undo=[("m", path, f"{stat.S_IMODE(st.st_mode):o}", f"{st.st_uid}:{st.st_gid}")])
+                os.chmod(path, int(rec.a, 8))
+                os.chown(path, *map(int, rec.b.split(":")))
+            elif kind == "reload":
+                self.changed = True
+            elif kind != "mode":
+                warn(f"{txnstore.DB_NAME}: unknown record {kind}: skipped")
+            self.step(drop=[rec.id])
+        self.remove_runtime_files()
+        self.services_apply(part)
+        self.commit()
+        self.close_uninstall()
+        log.info(f"part {part} uninstalled")
+
+    def remove_runtime_files(self) -> None:
+        """What the part's programs wrote while running; undelivered messages go with the service (counted)."""
+        dropped = 0
+        for rec in [r for r in self.m.values() if r.kind == "runtime"][::-1]:
+            for path in glob.glob(glob.escape(self.root) + rec.path):
+                if not (os.path.isfile(path) or os.path.islink(path)):
+                    continue
+                if rec.a == "message":
+                    with contextlib.suppress(Exception):  # an unreadable spool counts 0
+                        dropped += spool.undelivered(path) if path.endswith(".db") else 1
+                self.remove_file(path[len(self.root) :])
+            self.step(drop=[rec.id])
+        if dropped:
+            warn(f"dropped {dropped} undelivered message(s) from the spool")
+
+    def close_uninstall(self) -> None:
+        """The part's directories go (deepest first, when empty); when no part is left, the store and the
+        state directories it made go in one rename (then a removal recover finishes after a crash)."""
+        assert self.store is not None
+        for rec in list(self.m.values())[::-1]:
+            if rec.kind != "dir":
+                continue
+            path = self.host(rec.path)
+            if os.path.isdir(path) and not os.path.islink(path):
+                if os.listdir(path):
+                    log.info(f"kept {rec.path}: not empty")
+                else:
+                    os.rmdir(path)
+            self.step(drop=[rec.id])
+        self.close_work()
+        self.drop_store()
+
+    def drop_store(self) -> None:
+        """backup/ and edited/ go once empty; with no part left, the store goes, with the state directories
+        it made (if nothing else is there)."""
+        for folder in (BACKUP_DIR, EDITED_DIR):
+            if os.path.isdir(self.host(folder)) and not os.listdir(self.host(folder)):
+                os.rmdir(self.host(folder))
+        if self.store is None or self.store.parts() - {""}:
+            return
+        chain = [r.path for r in self.store.records("") if r.kind == "dir"]
+        db = self.store.path
+        self.close_store()
+        top = next((d for d in chain if self.chain_only(d)), "")
+        if top:
+            stage = self.host(f"{os.path.dirname(top)}/{TMP}{os.path.basename(top)}")
+            os.rename(self.host(top), stage)
+            shutil.rmtree(stage)
+        else:
+            for suffix in ("", "-wal", "-shm"):
+                if os.path.lexists(db + suffix):
+                    os.unlink(db + suffix)
+
+    def chain_only(self, folder: str) -> bool:
+        """Every directory from FOLDER down to the state directory holds only the next (the last, the store)."""
+        while folder != STATE:
+            if os.listdir(self.host(folder)) != [STATE[len(folder) + 1 :].split("/")[0]]:
+                return False
+            folder = f"{folder}/{STATE[len(folder) + 1 :].split('/')[0]}"
+        rest = set(os.listdir(self.host(STATE))) - {txnstore.DB_NAME + s for s in ("", "-wal", "-shm")}
+        return not rest
+
+    # ---- secret URLs (webhook, heartbeat) --------------------------------------
+
+    def base_installed(self) -> bool:
+        return self.store is not None and bool(self.store.records("base"))
+
+    def set_url_file(self, what: str, dest: str) -> bool:
+        """The https URL on stdin to DEST as a curl config line, root 0600, recorded in base's manifest;
+        only inside /etc/hostguard (fixed temp name there, then a rename; never copied elsewhere, even
+        for undo). False when DEST already held exactly that URL."""
+        url = read_url(sys.stdin.buffer.read(1 << 16))
+        if not url.isascii() or not re.match(URL_RE, url) or "\n" in url:
+            raise die(f"set-{what}: refused: the {what} must be one https:// URL: a host name or [IPv6] address,"
+                      " an optional port, path and query of RFC 3986 characters; no fragment (#), quote, space,"
+                      " { } [ ] | ^ ` < > or control character (value not shown)")  # fmt: skip
+        if not os.path.isdir(self.host(paths.CONF_PATH)) or not self.base_installed():
+            raise die(f"set-{what}: {self.host(paths.CONF_PATH)} missing; run install --part base first")
+        self.root_dir(paths.CONF_PATH)
+        line = f'url = "{url}"\n'.encode()
+        path = self.host(dest)
+        if is_file(path):
+            st = os.stat(path)
+            with open(path, "rb") as f:
+                if f.read() == line and (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (0o600, 0, 0):
+                    log.info(f"{what} unchanged")
+                    return False
+        self.part = "base"
+        self.m = {r.id: r for r in self.store.records("base")} if self.store else {}
+        if not any(self.find(k, dest) for k in ("file", "backup", "log")):
+            self.step(add=[("file", dest, "-", "")])
+        tmp = f"{self.host(paths.CONF_PATH)}/{TMP}{os.path.basename(dest)}"
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        log.info(f"{what} written to {dest}")
+        return True
+
+    def remove_heartbeat(self) -> None:
+        if not self.base_installed():
+            return
+        self.root_dir(paths.CONF_PATH)
+        if os.path.lexists(self.host(paths.HEARTBEAT_PATH)):
+            os.unlink(self.host(paths.HEARTBEAT_PATH))
+        self.part = "base"
+        self.m = {r.id: r for r in self.store.records("base")} if self.store else {}
+        rec = self.find("file", paths.HEARTBEAT_PATH)
+        self.step(drop=[rec.id] if rec else [])
+        log.info(f"heartbeat removed: {paths.HEARTBEAT_PATH}")
+
+    # ---- commands ------------------------------------------------------------
+
+    def run(self) -> None:
+        if self.command == "list":
+            self.table()
+            for part in self.parts:
+                for src, dest, mode in self.part_files(part):
+                    print(f"{part}|{src}|{dest}|0{mode:o}")
+            return
+        if os.geteuid() != 0:
+            raise die("install must run as root")
+        if self.command == "install":
+            # A part whose programs are missing changes nothing, not even a killed run's clean-up.
+            self.settings = self.load_settings()
+            s = self.settings
+            missing = programs.check(self.parts, self.root, self.bundle, s.container_runtime, s.container_monitor)
+            if missing:
+                raise die(f"install refused before any change: {missing} program(s) missing (above); install the"
+                          " package(s) named and run it again")  # fmt: skip
+        self.lock()
+        self.recover()
+        if self.command == "install":
+            self.preflight()
+            for part in self.parts:
+                self.install_part(part)
+            log.info(f"install done (root {self.root or '/'})")
+        elif self.command == "uninstall":
+            for part in self.parts[::-1]:
+                self.uninstall_part(part)
+            # A run killed after its last part's records went and before the store did.
+            self.drop_store()
+        elif self.command == "set-webhook":
+            # A running fail2ban reloads: its action reads the new file.
+            if self.set_url_file("webhook", paths.WEBHOOK_PATH):
+                services.reload_if_running(self.root)
+        elif self.remove:
+            self.remove_heartbeat()
+        else:
+            self.set_url_file("heartbeat", paths.HEARTBEAT_PATH)
+
+    def finish(self) -> None:
+        """The end of every run: no store open, no work dir; a run that recorded nothing leaves the state
+        directory's mtime as it found it."""
+        self.close_store()
+        self.close_work()
+        state = self.host(STATE)
+        if self.state_mtime and not self.written and os.path.isdir(state):
+            os.utime(state, ns=(os.stat(state).st_atime_ns, self.state_mtime))
+
+
+def parse_args(argv: list[str]) -> Installer:
+    if not argv:
+        raise Usage
+    command, rest, opts, remove = argv[0], argv[1:], {}, False
+    while rest:
+        arg = rest.pop(0)
+        if arg in ("--part", "--root", "--settings"):
+            if not rest:
+                raise Usage
+            opts[arg] = rest.pop(0)
+        elif arg == "--remove":
+            remove = True
+        else:
+            raise Usage
+    root = opts.get("--root", os.environ.get("HOSTGUARD_ROOT") or "/")
+    if not root.startswith("/"):
+        raise HostguardError("--root must be an absolute path", EX_USAGE)
+    if not os.path.isdir(root):
+        raise HostguardError(f"--root {root} is not a directory", EX_USAGE)
+    root = os.path.realpath(root).rstrip("/")
+    part, settings = opts.get("--part", ""), opts.get("--settings", "")
+    if part and part not in PARTS:
+        raise HostguardError(f"unknown part {part}", EX_USAGE)
+    if command not in ("install", "uninstall", "list", "set-webhook", "set-heartbeat"):
+        raise Usage
+    if (command.startswith("set-") and (part or settings)) or (remove and command != "set-heartbeat"):
+        raise Usage
+    if settings and command != "install":
+        raise Usage
+    return Installer(command, part, root, settings, remove)
+
+
+def _interrupted(signum: int, _frame: FrameType | None) -> None:
+    raise HostguardError(f"stopped by signal {signum}")
+
+
+def main(argv: list[str]) -> int:
+    os.umask(0o077)
+    try:
+        inst = parse_args(argv)
+    except Usage:
+        sys.stderr.write(USAGE)
+        return EX_USAGE
+    except HostguardError as exc:
+        sys.stderr.write(log.die_line(str(exc)) + "\n")
+        return exc.code
+    paths.ROOT = inst.root
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, _interrupted)
+    code = 0
+    try:
+        inst.run()
+    except HostguardError as exc:
+        sys.stderr.write(log.die_line(str(exc)) + "\n")
+        code = exc.code
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename else ""
+        sys.stderr.write(log.die_line(f"{exc.strerror or exc}{where}") + "\n")
+        code = 1
+    except Exception as exc:  # any failure rolls the part back, named
+        sys.stderr.write(log.die_line(f"{type(exc).__name__}: {exc}") + "\n")
+        code = 1
+    try:
+        if code and inst.active:
+            inst.rollback()
+            sys.stderr.write("hostguard: failed; the changes of this part were rolled back\n")
+    finally:
+        inst.finish()
+    return code

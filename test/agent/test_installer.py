@@ -1,0 +1,204 @@
+"""hostguard.installer end to end in a temporary root: the upgrade from the bash installer, and a crash
+(SIGKILL) after every step of the transaction store, for install and for uninstall.
+
+Each run is a real `install` process (the module's main in a child interpreter, as the shim runs it);
+the killed ones kill themselves right after the Nth transaction of the store commits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "bash-install.tar.gz"
+# Runs main() of the installer in the package at argv[1]; with KILL_AFTER=N it SIGKILLs itself once the
+# Nth step of the store committed; it prints how many steps committed on stderr at the end.
+RUNNER = """
+import os, signal, sys
+sys.path.insert(0, sys.argv[1])
+from hostguard import installer, txnstore
+kill_after = int(os.environ.get("KILL_AFTER", "0"))
+done = [0]
+step = txnstore.Store.step
+def counted(self, *args, **kwargs):
+    out = step(self, *args, **kwargs)
+    done[0] += 1
+    if done[0] == kill_after:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return out
+txnstore.Store.step = counted
+code = installer.main(sys.argv[2:])
+sys.stderr.write(f"steps {done[0]}\\n")
+sys.exit(code)
+"""
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the installer runs as root")
+
+
+def run(package: Path, *args: str, kill_after: int = 0) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "KILL_AFTER": str(kill_after)}
+    return subprocess.run(
+        [sys.executable, "-I", "-S", "-B", "-c", RUNNER, str(package), *args],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def steps(result: subprocess.CompletedProcess[str]) -> int:
+    return int(result.stderr.rsplit("steps ", 1)[1].split()[0])
+
+
+def listing(root: Path) -> list[tuple[str, ...]]:
+    """Every path but /run and the store's bytes: type, mode, owner, content or link target."""
+    out: list[tuple[str, ...]] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not (Path(folder) == root and d == "run"))
+        for name in sorted(dirs + files):
+            path = Path(folder, name)
+            st = path.lstat()
+            if path.is_symlink():
+                what = "-> " + os.readlink(path)
+            elif path.is_dir():
+                what = "dir"
+            elif name.startswith("install.db"):
+                what = "store"
+            else:
+                what = hashlib.sha256(path.read_bytes()).hexdigest()
+            out.append((str(path.relative_to(root)), oct(st.st_mode), str(st.st_uid), str(st.st_gid), what))
+    return out
+
+
+def records(root: Path) -> list[tuple[str, ...]]:
+    import sqlite3
+
+    db = root / "var/lib/hostguard/install.db"
+    if not db.exists():
+        return []
+    with sqlite3.connect(db) as conn:
+        return list(conn.execute("SELECT part, kind, path, a, b FROM record ORDER BY part, id"))
+
+
+def test_upgrade_from_the_bash_installer_restores_everything(tmp_path: Path) -> None:
+    """A root the bash installer (22dd334) installed parts bantool and web on (a user's own filter backed up,
+    an nginx site through a symlink, a properties file of another owner with two lines install made equal)."""
+    subprocess.run(["tar", "-xpzf", str(FIXTURE), "--numeric-owner", "-C", str(tmp_path)], check=True)
+    pristine, installed = tmp_path / "pristine", tmp_path / "installed"
+    assert sorted(p.name for p in (installed / "var/lib/hostguard").glob("*.manifest")) == [
+        "install-bantool.manifest",
+        "install-web.manifest",
+    ]
+    result = run(SCRIPTS, "uninstall", "--root", str(installed))
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert "imported the bash installer's manifests: install-bantool.manifest install-web.manifest" in result.stdout
+    assert "restored /etc/fail2ban/filter.d/nginx-bad-request.local" in result.stdout
+    assert listing(installed) == listing(pristine)
+    # Byte for byte, owner and mode included (the listing's hashes): the two lines install made equal
+    # come back each as it was.
+    props = (installed / "opt/app/application.properties").read_bytes()
+    assert props == b"a=1\nspring.web.resources.add-mappings=off\nb=2\nspring.web.resources.add-mappings=true\n"
+
+
+def test_upgrade_then_install_then_uninstall_still_restores_everything(tmp_path: Path) -> None:
+    """The Python installer installs over the imported state (the same site and properties), then uninstalls."""
+    subprocess.run(["tar", "-xpzf", str(FIXTURE), "--numeric-owner", "-C", str(tmp_path)], check=True)
+    pristine, installed = tmp_path / "pristine", tmp_path / "installed"
+    bundle = make_bundle(tmp_path / "bundle")
+    settings = tmp_path / "web.conf"
+    settings.write_text(
+        "NGINX_SERVER_CONF=/etc/nginx/sites-enabled/site\nAPP_PROPERTIES=/opt/app/application.properties\n"
+    )
+    # No nginx here: part web's own file is not in this bundle's table, so only the users' files are edited
+    # (already edited: nothing to do), and the old snippet record stays the part's.
+    (bundle / "files.table").write_text(TABLE + "web deny.conf /etc/nginx/snippets/hostguard-deny.conf 0644\n")
+    (bundle / "deny.conf").write_bytes((installed / "etc/nginx/snippets/hostguard-deny.conf").read_bytes())
+    env_path = os.environ.get("PATH", "")
+    if shutil.which("nginx", path=env_path) is None:
+        pytest.skip("nginx missing (.ci/run installs it): part web's programs check refuses")
+    result = run(bundle, "install", "--part", "web", "--root", str(installed), "--settings", str(settings))
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert "every server block nginx loads from /etc/nginx/sites-enabled/site has the deny include" in result.stdout
+    result = run(bundle, "uninstall", "--root", str(installed))
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert listing(installed) == listing(pristine)
+
+
+TABLE = """# an expanded table, as a bundle carries it
+base hostguard.conf /etc/hostguard/hostguard.conf 0644
+base tool /usr/local/lib/hostguard/tool 0755
+base a.conf /etc/demo/a.conf 0644
+base b.conf /etc/demo/sub/b.conf 0644
+"""
+
+
+def make_bundle(where: Path) -> Path:
+    """A bundle of part base: the agent's package, a program declaring a runtime file, two files."""
+    shutil.copytree(SCRIPTS / "hostguard", where / "hostguard", ignore=shutil.ignore_patterns("__pycache__"))
+    (where / "files.table").write_text(TABLE)
+    (where / "hostguard.conf").write_text("SLACK_CHANNEL=ops\n")
+    (where / "tool").write_text('#!/bin/sh\necho "state /var/lib/hostguard/tool.state"\n')
+    (where / "tool").chmod(0o755)
+    (where / "a.conf").write_text("ours\n")
+    (where / "b.conf").write_text("b\n")
+    return where
+
+
+def fresh_root(where: Path) -> Path:
+    """A root with a user's own file where install places a.conf (kept as a backup) and a lock dir."""
+    if where.exists():
+        shutil.rmtree(where)
+    (where / "etc/demo").mkdir(parents=True)
+    (where / "run").mkdir()
+    (where / "etc/demo/a.conf").write_text("the admin's own\n")
+    (where / "etc/demo/a.conf").chmod(0o640)
+    return where
+
+
+def test_install_killed_after_any_step_converges(tmp_path: Path) -> None:
+    bundle = make_bundle(tmp_path / "bundle")
+    root = fresh_root(tmp_path / "root")
+    pristine = listing(root)
+    whole = run(bundle, "install", "--root", str(root), "--part", "base")
+    assert whole.returncode == 0, whole.stderr
+    total = steps(whole)
+    installed, installed_records = listing(root), records(root)
+    assert total > 5
+    for k in range(1, total + 1):
+        root = fresh_root(tmp_path / "root")
+        killed = run(bundle, "install", "--root", str(root), "--part", "base", kill_after=k)
+        assert killed.returncode == -9, f"step {k}: {killed.stderr}"
+        if k % 2:
+            # Resumed: the same tree and records as an install never killed.
+            again = run(bundle, "install", "--root", str(root), "--part", "base")
+            assert again.returncode == 0, f"step {k}: {again.stderr}"
+            assert listing(root) == installed, f"killed after step {k}"
+            assert [r[:3] for r in records(root)] == [r[:3] for r in installed_records], f"killed after step {k}"
+        gone = run(bundle, "uninstall", "--root", str(root))
+        assert gone.returncode == 0, f"step {k}: {gone.stderr}"
+        assert listing(root) == pristine, f"killed after step {k}"
+
+
+def test_uninstall_killed_after_any_step_converges(tmp_path: Path) -> None:
+    bundle = make_bundle(tmp_path / "bundle")
+    root = fresh_root(tmp_path / "root")
+    pristine = listing(root)
+    assert run(bundle, "install", "--root", str(root), "--part", "base").returncode == 0
+    whole = run(bundle, "uninstall", "--root", str(root))
+    assert whole.returncode == 0, whole.stderr
+    assert listing(root) == pristine
+    total = steps(whole)
+    assert total > 5
+    for k in range(1, total + 1):
+        root = fresh_root(tmp_path / "root")
+        assert run(bundle, "install", "--root", str(root), "--part", "base").returncode == 0
+        killed = run(bundle, "uninstall", "--root", str(root), kill_after=k)
+        assert killed.returncode == -9, f"step {k}: {killed.stderr}"
+        gone = run(bundle, "uninstall", "--root", str(root))
+        assert gone.returncode == 0, f"step {k}: {gone.stderr}"
+        assert listing(root) == pristine, f"killed after step {k}"
+        assert (root / "etc/demo/a.conf").read_text() == "the admin's own\n"
