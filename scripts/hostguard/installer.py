@@ -137,6 +137,8 @@ class Installer:
         self.store: txnstore.Store | None = None
         self.part = ""
         self.m: dict[int, Rec] = {}
+        self.keys: set[tuple[str, str, str, str]] = set()
+        self.index: dict[tuple[str, str], int] | None = None
         self.found: list[Rec] = []
         self.active = self.changed = self.written = self.journaled = False
         self.state_mtime: int | None = None
@@ -187,21 +189,39 @@ class Installer:
              drop: list[int] = [], undo: list[tuple[str, str, str, str]] = []) -> None:  # noqa: B006  # fmt: skip
         """One transaction of the store: the part's record changes and the journal entries, before acting."""
         assert self.store is not None
-        add = [r for r in dict.fromkeys(add) if r not in {(x.kind, x.path, x.a, x.b) for x in self.m.values()}]
+        add = [r for r in dict.fromkeys(add) if r not in self.keys]
         if not (add or put or drop or undo):
             return
         ids = self.store.step(self.part, add, put, drop, undo if self.active else [])
         for i in drop:
-            del self.m[i]
-        for rec in put:
-            self.m[rec.id] = rec
-        for i, new in zip(ids, add):
-            self.m[i] = Rec(i, *new)
+            self.keys.discard(self.m.pop(i)[1:])
+        self.index = None if drop or put else self.index
+        for rec in [*put, *(Rec(i, *new) for i, new in zip(ids, add))]:
+            self.keys.discard(self.m.get(rec.id, rec)[1:])
+            self.m[rec.id] = rec  # a record replaced keeps its place
+            self.keys.add(rec[1:])
+            if self.index is not None:
+                self.index.setdefault((rec.kind, rec.path), rec.id)
         self.written = self.written or bool(add or put or drop)
         self.journaled = self.journaled or (self.active and bool(undo))
 
+    def load(self, part: str) -> None:
+        """The part's manifest in memory, with the sets that keep every look-up constant in time."""
+        assert self.store is not None
+        self.part = part
+        self.found = self.store.records(part)
+        self.m = {r.id: r for r in self.found}
+        self.keys = {r[1:] for r in self.found}
+        self.index = None
+
     def find(self, kind: str, path: str) -> Rec | None:
-        return next((r for r in self.m.values() if r.kind == kind and r.path == path), None)
+        """The part's first record of KIND for PATH (the index is rebuilt after a record goes or changes)."""
+        if self.index is None:
+            self.index = {}
+            for r in self.m.values():
+                self.index.setdefault((r.kind, r.path), r.id)
+        i = self.index.get((kind, path))
+        return self.m.get(i) if i is not None else None
 
     def save(self, path: str) -> tuple[str, str, str, str]:
         """The journal entry that puts host PATH back as it is now (a copy in the work directory, or nothing)."""
@@ -233,9 +253,7 @@ class Installer:
         shutil.rmtree(self.work, ignore_errors=True)
         os.mkdir(self.work, 0o700)
         self.open_store(create=True)
-        assert self.store is not None
-        self.found = self.store.records(part)
-        self.m = {r.id: r for r in self.found}
+        self.load(part)
 
     def make_state_dir(self) -> None:
         """Built under a temp name beside its topmost missing ancestor, with the store recording it, then
@@ -712,8 +730,8 @@ class Installer:
             log.info(f"part {part}: nothing installed")
             return
         self.begin(part)
-        # Users' files first (their records are the part's newest), in one step.
-        web = [r for r in self.m.values() if r.kind in WEB_KINDS]
+        # Users' files first (their records are the part's newest), newest first, in one step.
+        web = [r for r in self.m.values() if r.kind in WEB_KINDS][::-1]
         if web:
             edit = webedit.Web(self.root, time.time() + userio.TOTAL_SECONDS)
             for rec in web:
@@ -840,8 +858,7 @@ class Installer:
                 if f.read() == line and (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (0o600, 0, 0):
                     log.info(f"{what} unchanged")
                     return False
-        self.part = "base"
-        self.m = {r.id: r for r in self.store.records("base")} if self.store else {}
+        self.load("base")
         if not any(self.find(k, dest) for k in ("file", "backup", "log")):
             self.step(add=[("file", dest, "-", "")])
         tmp = f"{self.host(paths.CONF_PATH)}/{TMP}{os.path.basename(dest)}"
@@ -862,8 +879,7 @@ class Installer:
         self.root_dir(paths.CONF_PATH)
         if os.path.lexists(self.host(paths.HEARTBEAT_PATH)):
             os.unlink(self.host(paths.HEARTBEAT_PATH))
-        self.part = "base"
-        self.m = {r.id: r for r in self.store.records("base")} if self.store else {}
+        self.load("base")
         rec = self.find("file", paths.HEARTBEAT_PATH)
         self.step(drop=[rec.id] if rec else [])
         log.info(f"heartbeat removed: {paths.HEARTBEAT_PATH}")

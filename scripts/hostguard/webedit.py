@@ -162,7 +162,11 @@ class Web:
             self.notes.append(("WARN", f"{real} is gone: {what}"))
             return
         target = safepath.resolve(label, real, self.root)
-        data = self.read(target)
+        # A file with two records (two installs' include tokens): the second undo works on the first's result.
+        planned = [c.new for c in self.changes if c.real == target.real]
+        if planned:
+            target.close()
+        data = planned[-1] if planned else self.read(target)
         warnings: list[str] = []
         if kind == "include":
             new: bytes | None

@@ -202,3 +202,30 @@ def test_uninstall_killed_after_any_step_converges(tmp_path: Path) -> None:
         assert gone.returncode == 0, f"step {k}: {gone.stderr}"
         assert listing(root) == pristine, f"killed after step {k}"
         assert (root / "etc/demo/a.conf").read_text() == "the admin's own\n"
+
+
+def test_two_include_records_of_one_file_are_undone_in_turn(tmp_path: Path) -> None:
+    """A server block added between two installs gets its own token: uninstall undoes both records, the second
+    on the first's result (each read afresh, the last write would bring the first token's lines back)."""
+    import time
+
+    from hostguard import webedit
+
+    (tmp_path / "etc/nginx").mkdir(parents=True)
+    site = tmp_path / "etc/nginx/site"
+    site.write_bytes(b"server { listen 80; }\n")
+    tokens = []
+    for extra in (b"", b"server { listen 81; }\n"):
+        site.write_bytes(site.read_bytes() + extra)
+        web = webedit.Web(str(tmp_path), time.time() + 60)
+        web.nginx("/etc/nginx/site")
+        (change,) = web.changes
+        tokens.append(change.extra[0])
+        web.write(change.label, change.real, change.new)
+    assert site.read_bytes().count(b"# hostguard") == 2 and tokens[0] != tokens[1]
+    web = webedit.Web(str(tmp_path), time.time() + 60)
+    for token in tokens[::-1]:
+        web.undo("include", "/etc/nginx/site", [token])
+    for change in web.changes:
+        web.write(change.label, change.real, change.new)
+    assert site.read_bytes() == b"server { listen 80; }\nserver { listen 81; }\n"
