@@ -54,15 +54,21 @@ hg_make_root() {
 # "mtime" the modification time in ns), then the sha256 of every file.
 # Directory sizes are left out: they depend on the filesystem's history.
 # /run is left out: the install lock lives there (a tmpfs on a host).
+# The transaction store is listed by its records (hg_store_records), not its
+# bytes: its pages and write-ahead log depend on the order of the writes and
+# on whether a killed run left a log for the next to replay.
 hg_listing() {
-  local root="$1" with_mtime="${2:-}" format='%p|%y|%m|%u|%g|%s|%l'
+  local root="$1" with_mtime="${2:-}" format='%p|%y|%m|%u|%g|%s|%l' db='./var/lib/hostguard/install.db'
   [[ -z "${with_mtime}" ]] || format+='|%T@'
   (
     cd "${root}" || exit 1
-    find . -path ./run -prune -o -printf "${format}\n" \
-      | awk -F'|' 'BEGIN { OFS = "|" } $2 == "d" { $6 = "-" } { print }' \
+    find . -path ./run -prune -o \( -path "${db}-wal" -o -path "${db}-shm" \) -o -printf "${format}\n" \
+      | awk -F'|' -v db="${db}" 'BEGIN { OFS = "|" } $2 == "d" || $1 == db { $6 = "-" } $1 == db && NF > 7 { $8 = "-" } { print }' \
       | LC_ALL=C sort
-    find . -path ./run -prune -o -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
+    find . -path ./run -prune -o -path "${db}*" -o -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
+    if [[ -f "${db}" ]]; then
+      hg_store_records . | sed 's/^/record|/'
+    fi
   )
 }
 
