@@ -73,11 +73,17 @@ hg_listing() {
 }
 
 # The manifests in ROOT's transaction store (scripts/hostguard/txnstore.py),
-# part by part, each in its order, without row ids: one record a line.
+# part by part, each in its order, without row ids: one record a line. Read
+# from a copy: opening the store in place would create its write-ahead log
+# and change the state directory that listings compare.
 hg_store_records() {
+  local copy
+  copy="$(mktemp -d)"
+  cp -p "$1"/var/lib/hostguard/install.db* "${copy}/"
   python3 -c 'import sqlite3, sys
 for row in sqlite3.connect(sys.argv[1]).execute("SELECT part, kind, path, a, b FROM record ORDER BY part, id"):
-    print("|".join(row))' "$1/var/lib/hostguard/install.db"
+    print("|".join(row))' "${copy}/install.db"
+  rm -rf "${copy}"
 }
 
 # Fails with both listings' diff when they differ.
