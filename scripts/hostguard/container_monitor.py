@@ -42,7 +42,7 @@ import subprocess
 import sys
 from typing import NamedTuple
 
-from . import alert_state, heartbeat, log, metrics, outbox, paths
+from . import alert_state, delivery, heartbeat, log, metrics, paths
 from . import settings as settings_module
 from .errors import EX_FAILURE, HostguardError
 from .settings import Settings
@@ -314,12 +314,12 @@ class Check:
         action = self.state.observe(key, over, once)
         if action == alert_state.POST:
             self.alerts += 1
-            if not outbox.send_alert(self.settings, PREFIX + text):
+            if not delivery.send_alert(self.settings, PREFIX + text):
                 log.error(f"{NAME}: alert lost ({key}): neither spooled nor delivered; the next run posts it again")
                 self.state.unfire(key)
         elif action == alert_state.RESOLVE:
             self.resolved += 1
-            outbox.send_alert(self.settings, PREFIX + resolved)
+            delivery.send_alert(self.settings, PREFIX + resolved)
         elif action == alert_state.HOLD:
             self.held += 1
         return action
@@ -504,19 +504,11 @@ def held(settings: Settings, path: str) -> int:
         f"Container monitor stuck: a run started at {started} has not finished;"
         " containers are not checked until it does"
     )
-    if outbox.send_alert(settings, PREFIX + text):
+    if delivery.send_alert(settings, PREFIX + text):
         with contextlib.suppress(OSError):
             alert_state.write_atomic(stuck_file, f"{since}\n".encode())
-    flush(settings)
+    alert_state.deliver(NAME, settings, ping=False)
     return EX_FAILURE
-
-
-def flush(settings: Settings) -> bool:
-    """Delivers the spool; True when nothing is left in it."""
-    status = outbox.flush(settings)
-    if status != 0:
-        log.warn(f"{NAME}: alerts stay spooled for the next run (notifier exit {status}); no heartbeat")
-    return status == 0
 
 
 def runtime_failed(settings: Settings, state: alert_state.AlertState, why: str) -> int:
@@ -526,12 +518,12 @@ def runtime_failed(settings: Settings, state: alert_state.AlertState, why: str) 
     log.error(f"{NAME}: {why}; nothing checked, previous state kept")
     if state.observe(RUNTIME_KEY, True, alert_state.LATCH) == alert_state.POST:
         text = f"Container check failed: {why}; containers are not checked until it works again"
-        if not outbox.send_alert(settings, PREFIX + text):
+        if not delivery.send_alert(settings, PREFIX + text):
             log.error(f"{NAME}: alert lost ({RUNTIME_KEY}): neither spooled nor delivered; the next run posts it again")
             state.unfire(RUNTIME_KEY)
     if not state.save():
         log.warn(f"{NAME}: cannot write {state.path}")
-    flush(settings)
+    alert_state.deliver(NAME, settings, ping=False)
     return EX_FAILURE
 
 
@@ -556,8 +548,7 @@ def monitor(settings: Settings) -> int:
     if not state.save():
         log.warn(f"{NAME}: cannot write {state.path}; alerts are still sent")
     log.info(check.summary())
-    if flush(settings):
-        heartbeat.ping(NAME, settings)
+    alert_state.deliver(NAME, settings)
     return 0
 
 

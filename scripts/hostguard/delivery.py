@@ -1,4 +1,5 @@
-"""Delivery of the spool to the chat webhook: one run at a time, oldest first, within a budget.
+"""How a program posts: `send_alert` spools a message, `flush_spool` delivers
+the spool to the chat webhook, one run at a time, oldest first, within a budget.
 
 `flush` holds an exclusive flock on /var/spool/hostguard/.lock while it
 delivers (it waits at most LOCK_WAIT seconds for another run's, or not at
@@ -27,10 +28,11 @@ import sqlite3
 import time
 from typing import NamedTuple
 
-from . import chat, log, urlfile
+from . import chat, log, paths, urlfile
 from .errors import EX_CONFIG, EX_NOPERM, EX_OK, EX_TEMPFAIL, ConfigError
+from .message import clean, labelled
 from .settings import Settings
-from .spool import Message, Spool, name_of
+from .spool import ALERTS, Message, Spool, SpoolFull, name_of
 
 # How long a foreground run waits for another run's lock before leaving its
 # messages to that run (which looks again after releasing it).
@@ -67,6 +69,50 @@ class HookState(NamedTuple):
 
 def now_stamp() -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S")
+
+
+# ---- posting --------------------------------------------------------------------
+
+_spool: Spool | None = None
+
+
+def own_spool(settings: Settings) -> Spool:
+    """This process's spool (one SQLite connection per process)."""
+    global _spool
+    if _spool is None:
+        _spool = Spool(settings.notify_spool_max)
+    return _spool
+
+
+def as_posted(settings: Settings, text: str) -> str:
+    """TEXT as it will be posted: cleaned, with the host label when ALERT_HOST_LABEL is on."""
+    return labelled(clean(text), settings.alert_host_label, settings.host_name)
+
+
+def send_alert(settings: Settings, text: str) -> bool:
+    """Spools TEXT in the alerts queue; True when it is kept or was delivered.
+
+    When the spool cannot be written even with its reserve (disk full), the
+    alert is delivered directly: never dropped for want of a spool. False
+    means it is lost: the caller must not count it as posted.
+    """
+    posted = as_posted(settings, text)
+    try:
+        own_spool(settings).enqueue(posted, None, ALERTS)
+        return True
+    except SpoolFull:
+        log.error(
+            f"cannot write the spool in {own_spool(settings).directory} (disk full?): delivering this alert directly"
+        )
+    return deliver_direct(settings, posted) == 0
+
+
+def flush_spool(settings: Settings) -> int:
+    """Delivers what is spooled (`flush`'s exit codes); a process that spooled
+    nothing and finds no hint of a waiting message opens no database."""
+    if _spool is None and not paths.spool_may_hold_messages():
+        return EX_OK
+    return flush(settings, own_spool(settings))
 
 
 # ---- the webhook --------------------------------------------------------------
@@ -375,7 +421,7 @@ def legacy_files(directory: str) -> list[str]:
         names = os.listdir(directory)
     except OSError:
         return []
-    return sorted(n for n in names if n.startswith(("msg-", ".sending-msg-", "dead-msg-")) and n.endswith(".json"))
+    return sorted(n for n in names if n.startswith(paths.LEGACY_PREFIXES) and n.endswith(".json"))
 
 
 def _legacy_key(name: str) -> tuple[int, str]:

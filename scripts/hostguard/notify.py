@@ -22,7 +22,7 @@ import os
 import re
 import sys
 
-from . import log, outbox, paths
+from . import delivery, log, paths
 from .errors import EX_CONFIG, EX_IOERR, EX_NOPERM, EX_OK, EX_TEMPFAIL, EX_USAGE, HostguardError, UsageError
 from .settings import Settings, load
 from .settings import runtime_files as settings_runtime_files
@@ -68,8 +68,8 @@ def runtime_files() -> list[str]:
 
 def send_text(settings: Settings, text: str) -> int:
     """Spools TEXT and flushes; 0 only when this message was delivered (merged into one that was counts)."""
-    spool = outbox.spool(settings)
-    posted = outbox.as_posted(settings, text)
+    spool = delivery.own_spool(settings)
+    posted = delivery.as_posted(settings, text)
     try:
         message_id = spool.enqueue(posted)
     except SpoolFull:
@@ -77,7 +77,7 @@ def send_text(settings: Settings, text: str) -> int:
         from .delivery import deliver_direct
 
         return deliver_direct(settings, posted)
-    rc = outbox.flush(settings)
+    rc = delivery.flush_spool(settings)
     outcome = spool.outcome(message_id)
     if outcome == "delivered":
         return EX_OK
@@ -162,9 +162,9 @@ def spool_event(settings: Settings, text: str, channel: str | None) -> int:
     for the chat service. When the lock is held, its holder delivers this
     message (it looks again after releasing the lock).
     """
-    spool = outbox.spool(settings)
+    spool = delivery.own_spool(settings)
     try:
-        spool.enqueue(outbox.as_posted(settings, text), channel, EVENTS)
+        spool.enqueue(delivery.as_posted(settings, text), channel, EVENTS)
     except SpoolFull:
         log.error(
             f"cannot write the spool in {spool.directory} (disk full?): this ban-tool message is LOST"
@@ -237,7 +237,7 @@ def status_lines(settings: Settings) -> list[str]:
 
     from .delivery import check_webhook, hook_state
 
-    spool = outbox.spool(settings)
+    spool = delivery.own_spool(settings)
     oldest = spool.oldest_created()
     since = "" if oldest is None else time.strftime(", oldest spooled %Y-%m-%d %H:%M:%S", time.localtime(oldest))
     lines = [f"spool: {spool.pending()} message(s) waiting (limit {settings.notify_spool_max}){since}"]
@@ -290,11 +290,11 @@ def connectivity_test(settings: Settings) -> int:
 
     from . import chat, delivery
 
-    spool = outbox.spool(settings)
+    spool = delivery.own_spool(settings)
     hook = delivery.load_hook(settings)
     if hook is None:
         return EX_CONFIG
-    text = outbox.as_posted(settings, f"[Server Alert] \nConnectivity test from {_host_name()}: webhook OK")
+    text = delivery.as_posted(settings, f"[Server Alert] \nConnectivity test from {_host_name()}: webhook OK")
     deadline = time.monotonic() + settings.notify_budget
     delivery.pace(spool, deadline)
     left = max(1, int(deadline - time.monotonic()))
@@ -353,7 +353,7 @@ def run(argv: list[str]) -> int:
 def _flush(settings: Settings, wait: bool) -> int:
     from .delivery import flush
 
-    return flush(settings, outbox.spool(settings), wait=wait)
+    return flush(settings, delivery.own_spool(settings), wait=wait)
 
 
 def main(argv: list[str]) -> int:

@@ -27,11 +27,11 @@ run), so the spool keeps a hint, `.pending`, beside the database: every
 writer creates it before and again after its transaction, and only the
 delivery run (under the delivery lock) removes it, when it finds nothing
 to claim, counting again after the removal (and putting it back if a writer
-got in between). `may_hold_messages` reads only the directory: no hint and
+got in between). `paths.spool_may_hold_messages` reads only the directory: no hint and
 no bash-era spool file means nothing to deliver. A writer killed exactly
 between its commit and its second touch while a delivery run settles the
 hint leaves its message without one: the next message, any `flush`, or the
-hourly full look of `may_hold_messages` (the first ten minutes of every
+hourly full look of `spool_may_hold_messages` (the first ten minutes of every
 hour) delivers it.
 """
 
@@ -60,13 +60,8 @@ MERGE_CHARS = 30000
 # that moment are still kept (made again by the next delivery run).
 RESERVE_BYTES = 65536
 RESERVE_NAME = ".reserve"
-DB_NAME = "spool.db"
-HINT_NAME = ".pending"
-# Names of the bash notifier's spool files (an upgrade's first flush imports them).
-LEGACY_PREFIXES = ("msg-", ".sending-msg-", "dead-msg-")
-# may_hold_messages looks at the database itself in this part of every hour.
-FULL_LOOK_EVERY = 3600
-FULL_LOOK_FOR = 600
+DB_NAME = paths.SPOOL_DB_NAME
+HINT_NAME = paths.SPOOL_HINT_NAME
 # A writer waits this long for another's transaction (they take milliseconds).
 BUSY_SECONDS = 10.0
 
@@ -149,20 +144,6 @@ class SpoolFull(Exception):
 
 def spool_dir() -> str:
     return paths.under(paths.SPOOL_PATH)
-
-
-def may_hold_messages(directory: str | None = None, now: float | None = None) -> bool:
-    """Whether a delivery run has anything to do, from the directory alone (see the module's doc)."""
-    try:
-        names = os.listdir(directory if directory is not None else spool_dir())
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True
-    if HINT_NAME in names or any(name.startswith(LEGACY_PREFIXES) for name in names):
-        return True
-    moment = time.time() if now is None else now
-    return DB_NAME in names and int(moment) % FULL_LOOK_EVERY < FULL_LOOK_FOR
 
 
 def undelivered(path: str) -> int:

@@ -1,6 +1,6 @@
 """The notifier under concurrency, against the real HTTPS test receiver (loopback only).
 
-6 writers (3 monitors spooling alerts through outbox.send_alert, 3 ban
+6 writers (3 monitors spooling alerts through delivery.send_alert, 3 ban
 tools running `hostguard-notify event ban`, each of which may fork a
 detached flush), 2 flushers running `hostguard-notify flush` over and over,
 one of them killed with SIGKILL 3 times; the receiver in chaos mode (500,
@@ -99,10 +99,10 @@ def make_root(root: Path, receiver: Receiver) -> dict[str, str]:
 ALERT_WRITER = """
 import random, sys, time
 sys.path.insert(0, sys.argv[1])
-from hostguard import outbox, settings
+from hostguard import delivery, settings
 loaded = settings.load()
 for i in range(int(sys.argv[3])):
-    assert outbox.send_alert(loaded, f"alert-{sys.argv[2]}-{i}")
+    assert delivery.send_alert(loaded, f"alert-{sys.argv[2]}-{i}")
     time.sleep(random.uniform(0.2, 0.5))
 """
 

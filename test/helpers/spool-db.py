@@ -54,12 +54,12 @@ def get(key: str) -> str:
 def main(argv: list[str]) -> int:
     verb = argv[0]
     if verb == "enqueue":
-        from hostguard import outbox, settings
+        from hostguard import delivery, settings
 
         loaded = settings.load()
         channel = argv[2] if len(argv) > 2 and argv[2] else None
         queue = int(argv[3]) if len(argv) > 3 else 0
-        outbox.spool(loaded).enqueue(outbox.as_posted(loaded, argv[1]), channel, queue)
+        delivery.own_spool(loaded).enqueue(delivery.as_posted(loaded, argv[1]), channel, queue)
     elif verb == "enqueue-many":
         from hostguard import settings, spool
 
