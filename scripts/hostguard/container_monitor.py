@@ -33,7 +33,6 @@ already reported) and the lock.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -168,9 +167,10 @@ def failed(settings: Settings, verb: str, answer: Answer) -> RuntimeFailed:
 class Check:
     """One run's view of the containers and the alert decisions on it."""
 
-    def __init__(self, settings: Settings, state: alert_state.AlertState) -> None:
+    def __init__(self, settings: Settings, run: alert_state.Run) -> None:
         self.settings = settings
-        self.state = state
+        self.run = run
+        self.state = run.state
         self.list_ids: list[str] = []
         self.list_state: dict[str, str] = {}
         self.name_id: dict[str, str] = {}
@@ -180,9 +180,6 @@ class Check:
         self.memory: dict[str, str] = {}
         self.watched_ids: set[str] = set()
         self.running: list[str] = []
-        self.alerts = 0
-        self.resolved = 0
-        self.held = 0
 
     # ---- what the runtime says ----------------------------------------------
 
@@ -311,18 +308,7 @@ class Check:
     # ---- decisions ------------------------------------------------------------
 
     def measure(self, key: str, over: bool, once: str, text: str, resolved: str) -> str:
-        action = self.state.observe(key, over, once)
-        if action == alert_state.POST:
-            self.alerts += 1
-            if not delivery.send_alert(self.settings, PREFIX + text):
-                log.error(f"{NAME}: alert lost ({key}): neither spooled nor delivered; the next run posts it again")
-                self.state.unfire(key)
-        elif action == alert_state.RESOLVE:
-            self.resolved += 1
-            delivery.send_alert(self.settings, PREFIX + resolved)
-        elif action == alert_state.HOLD:
-            self.held += 1
-        return action
+        return self.run.observe(key, over, text, resolved, once)
 
     def stopped(self, once: str, name: str, status: str, code: str, error: str) -> None:
         text = f"Container stopped: {name} (Status: {status})\nExit Code: {code}\nError: {error or NO_ERROR}"
@@ -437,14 +423,15 @@ class Check:
             log.warn(f"{NAME}: cannot write {paths.under(RUNNING_PATH)}: {error.strerror}")
 
     def summary(self) -> str:
+        run = self.run
         text = (
             f"{NAME}: containers={len(self.list_state)} running={len(self.running)}"
-            f" previously_running={len(self.previous)} alerts={self.alerts}"
+            f" previously_running={len(self.previous)} alerts={len(run.fired)}"
         )
-        if self.resolved:
-            text += f" resolved={self.resolved}"
-        if self.held:
-            text += f" held={self.held}"
+        if run.resolved:
+            text += f" resolved={len(run.resolved)}"
+        if run.held:
+            text += f" held={len(run.held)}"
         return text
 
 
@@ -463,22 +450,13 @@ def decoded_key(key: str) -> str | None:
 
 def take_lock(settings: Settings) -> int:
     """The lock's descriptor; runs never overlap. A run that finds the lock
-    held by a stuck run (started longer ago than any run can take) alerts once
-    for that run and exits 1: a hung monitor must not go quiet behind WARN
-    lines. Raises SystemExit with the run's exit code when it may not run."""
-    os.makedirs(paths.under(paths.STATE_PATH), mode=0o700, exist_ok=True)
+    held by a stuck run alerts once for that run and exits 1 (a hung monitor
+    must not go quiet behind WARN lines): SystemExit with the exit code."""
     path = paths.under(LOCK_PATH)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise SystemExit(held(settings, path)) from None
-    with contextlib.suppress(OSError):
-        # Its mtime says when this run started (how a stuck run is told).
-        os.utime(fd)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(paths.under(STUCK_PATH))
+    fd = alert_state.take_lock(path)
+    if fd is None:
+        raise SystemExit(held(settings, path))
+    alert_state.unlink_quietly(paths.under(STUCK_PATH))
     return fd
 
 
@@ -505,38 +483,32 @@ def held(settings: Settings, path: str) -> int:
         " containers are not checked until it does"
     )
     if delivery.send_alert(settings, PREFIX + text):
-        with contextlib.suppress(OSError):
-            alert_state.write_atomic(stuck_file, f"{since}\n".encode())
+        alert_state.write_small(stuck_file, f"{since}\n")
     alert_state.deliver(NAME, settings, ping=False)
     return EX_FAILURE
 
 
-def runtime_failed(settings: Settings, state: alert_state.AlertState, why: str) -> int:
+def runtime_failed(run: alert_state.Run, why: str) -> int:
     """The run cannot check the containers (WHY): alerts once (latched until
-    the runtime answers again), saves the alert state, delivers; exit 1. The
-    previous list is kept."""
+    the runtime answers again), delivers, exits 1; the previous list is kept."""
     log.error(f"{NAME}: {why}; nothing checked, previous state kept")
-    if state.observe(RUNTIME_KEY, True, alert_state.LATCH) == alert_state.POST:
-        text = f"Container check failed: {why}; containers are not checked until it works again"
-        if not delivery.send_alert(settings, PREFIX + text):
-            log.error(f"{NAME}: alert lost ({RUNTIME_KEY}): neither spooled nor delivered; the next run posts it again")
-            state.unfire(RUNTIME_KEY)
-    if not state.save():
-        log.warn(f"{NAME}: cannot write {state.path}")
-    alert_state.deliver(NAME, settings, ping=False)
+    text = f"Container check failed: {why}; containers are not checked until it works again"
+    run.observe(RUNTIME_KEY, True, text, "", alert_state.LATCH)
+    run.save("")
+    alert_state.deliver(NAME, run.settings, ping=False)
     return EX_FAILURE
 
 
 def monitor(settings: Settings) -> int:
-    state = alert_state.AlertState.load(paths.under(ALERT_STATE_PATH), settings)
-    check = Check(settings, state)
+    run = alert_state.Run(NAME, PREFIX, paths.under(ALERT_STATE_PATH), settings)
+    check = Check(settings, run)
     check.load_previous()
     try:
         check.list_containers()
         ids = check.interesting_ids()
         check.inspect(ids)
     except RuntimeFailed as failure:
-        return runtime_failed(settings, state, str(failure))
+        return runtime_failed(run, str(failure))
     # It answers (again): a latched "check failed" alert resolves.
     resolved = f"Container check works again: {settings.container_runtime} answers"
     check.measure(RUNTIME_KEY, False, "", "", resolved)
@@ -545,8 +517,7 @@ def monitor(settings: Settings) -> int:
     check.check_stopped()
     check.check_usage()
     check.save_running()
-    if not state.save():
-        log.warn(f"{NAME}: cannot write {state.path}; alerts are still sent")
+    run.save()
     log.info(check.summary())
     alert_state.deliver(NAME, settings)
     return 0

@@ -30,14 +30,13 @@ from typing import NamedTuple
 
 from . import chat, log, paths, urlfile
 from .errors import EX_CONFIG, EX_NOPERM, EX_OK, EX_TEMPFAIL, ConfigError
-from .message import clean, labelled
+from .message import as_posted
 from .settings import Settings
 from .spool import ALERTS, Message, Spool, SpoolFull, name_of
 
 # How long a foreground run waits for another run's lock before leaving its
 # messages to that run (which looks again after releasing it).
 LOCK_WAIT = 5.0
-LOCK_NAME = ".lock"
 # The chat service allows about one message per second.
 PACE = 1.05
 # A refused webhook is probed once per run, at most this often (doubling).
@@ -82,11 +81,6 @@ def own_spool(settings: Settings) -> Spool:
     if _spool is None:
         _spool = Spool(settings.notify_spool_max)
     return _spool
-
-
-def as_posted(settings: Settings, text: str) -> str:
-    """TEXT as it will be posted: cleaned, with the host label when ALERT_HOST_LABEL is on."""
-    return labelled(clean(text), settings.alert_host_label, settings.host_name)
 
 
 def send_alert(settings: Settings, text: str) -> bool:
@@ -318,36 +312,21 @@ def _flush_locked(settings: Settings, spool: Spool, hook: Hook, deadline: float)
             log.info("the webhook answers again: delivering the spool")
 
 
-def lock_path(spool: Spool) -> str:
-    return os.path.join(spool.directory, LOCK_NAME)
-
-
-def try_lock(spool: Spool, wait: float) -> int | None:
-    """The descriptor holding the delivery lock, waiting at most WAIT seconds; None when another run holds it."""
-    import fcntl
-
-    spool.db()  # makes the spool directory
-    fd = os.open(lock_path(spool), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    give_up = time.monotonic() + wait
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() >= give_up:
-                os.close(fd)
-                return None
-        # flock has no timed wait: poll (a run holds it for seconds, not milliseconds).
-        time.sleep(0.05)
-
-
 def flush(settings: Settings, spool: Spool, *, wait: bool = True) -> int:
     """Delivers the spool oldest first: 0 nothing left, 75 something left, 77 webhook refused, 78 bad webhook/CA."""
     return flush_holding(settings, spool, None, wait=wait)
 
 
 def flush_holding(settings: Settings, spool: Spool, held: int | None, *, wait: bool = False) -> int:
-    """`flush`, starting with the lock descriptor HELD when this process already holds it (a detached flush)."""
+    """`flush`, starting with the lock descriptor HELD when this process already holds it (a detached flush).
+
+    The hand-off: a writer commits its message, then tries the lock without
+    waiting, and starts no delivery when it is held. So after releasing the
+    lock a run looks at the spool again and takes the lock back when a
+    message waits: a writer that found it taken had committed before the
+    release, and that look sees its message (or another run holds the lock
+    by then and looks again after its own release).
+    """
     try:
         if held is None and spool.pending() == 0 and not legacy_files(spool.directory):
             return EX_OK
@@ -359,36 +338,34 @@ def flush_holding(settings: Settings, spool: Spool, held: int | None, *, wait: b
             os.close(held)
         return EX_CONFIG
     deadline = time.monotonic() + settings.notify_budget
-    again = False
     fd = held
-    while True:
+    if fd is None:
+        try:
+            fd = spool.try_lock(LOCK_WAIT if wait else 0.0)
+        except (sqlite3.Error, OSError) as error:
+            return _spool_failed(spool, error)
         if fd is None:
-            try:
-                fd = try_lock(spool, LOCK_WAIT if wait and not again else 0.0)
-            except (sqlite3.Error, OSError) as error:
-                return _spool_failed(spool, error)
-        if fd is None:
-            # After a pass of our own, the run that took the lock over sends the rest.
-            if again:
-                return EX_OK
             log.warn(
                 f"another delivery run holds the spool lock; {spool.pending()} message(s) left to it or the next run"
             )
             return EX_TEMPFAIL
+    while True:
         try:
             rc = _flush_locked(settings, spool, hook, deadline)
-            left = spool.pending()
         except (sqlite3.Error, OSError) as error:
             # What was claimed stays claimed; the next run puts it back and sends it.
             return _spool_failed(spool, error)
         finally:
             os.close(fd)
-            fd = None
-        if rc != EX_OK or left == 0:
-            return rc
-        # Spooled after our last claim by a run that found the lock taken: deliver it
-        # now, unless another run took the lock over meanwhile.
-        again = True
+        try:
+            if rc != EX_OK or spool.pending() == 0:
+                return rc
+            next_fd = spool.try_lock(0.0)
+        except (sqlite3.Error, OSError) as error:
+            return _spool_failed(spool, error)
+        if next_fd is None:
+            return EX_OK  # the run that holds it now looks again after its release
+        fd = next_fd
 
 
 def _spool_failed(spool: Spool, error: Exception) -> int:

@@ -9,6 +9,10 @@ escaping).
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .settings import Settings
+
 TEXT_MAX = 40000
 CUT_MARKER = "\n[... cut: the message was longer than 40,000 characters]"
 
@@ -30,6 +34,11 @@ def labelled(text: str, label: bool, host_name: str) -> str:
 
         host_name = socket.gethostname() or "unknown"
     return f"[{host_name}] {text}"
+
+
+def as_posted(settings: Settings, text: str) -> str:
+    """TEXT as it will be posted: cleaned, with the host label when ALERT_HOST_LABEL is on."""
+    return labelled(clean(text), settings.alert_host_label, settings.host_name)
 
 
 def payload(text: str, channel: str | None) -> str:

@@ -161,6 +161,7 @@ def _remember_valid(data: bytes) -> None:
     path = _cache_path()
     temp = path + ".tmp"
     try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             os.write(fd, TABLE_ID.encode() + b"\n" + data)

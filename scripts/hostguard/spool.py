@@ -61,6 +61,8 @@ MERGE_CHARS = 30000
 RESERVE_BYTES = 65536
 RESERVE_NAME = ".reserve"
 DB_NAME = paths.SPOOL_DB_NAME
+# The delivery lock: one delivery run at a time (delivery.py).
+LOCK_NAME = ".lock"
 HINT_NAME = paths.SPOOL_HINT_NAME
 # A writer waits this long for another's transaction (they take milliseconds).
 BUSY_SECONDS = 10.0
@@ -204,6 +206,26 @@ class Spool:
                 raise
             self._db = db
         return self._db
+
+    def try_lock(self, wait: float) -> int | None:
+        """The descriptor holding the delivery lock, waiting at most WAIT seconds; None when another run holds it."""
+        import fcntl
+
+        self.db()  # makes the spool directory
+        fd = os.open(
+            os.path.join(self.directory, LOCK_NAME), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
+        give_up = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                if time.monotonic() >= give_up:
+                    os.close(fd)
+                    return None
+            # flock has no timed wait: poll (a run holds it for seconds, not milliseconds).
+            time.sleep(0.05)
 
     def close(self) -> None:
         if self._db is not None:

@@ -58,7 +58,7 @@ def test_any_text_round_trips_through_the_log_form(text: str) -> None:
 
 def check() -> container_monitor.Check:
     loaded = settings.parse("", "test.conf")
-    return container_monitor.Check(loaded, alert_state.AlertState("/nonexistent", 1, 0, False))
+    return container_monitor.Check(loaded, alert_state.Run("container-monitor", "", "/nonexistent", loaded))
 
 
 ID = "a" * 64

@@ -15,6 +15,8 @@ message is spooled exactly as a monitor spools it; reads are plain sqlite3.
     spool-db.py set KEY VALUE                    sets one
     spool-db.py probe-due                        makes a refused webhook's next probe due now
     spool-db.py future-post SECONDS              stamps the last post SECONDS ahead on the monotonic clock
+    spool-db.py checkpoint                       moves the write-ahead log into spool.db and removes it (the
+                                                 programs end without closing the database: the log stays)
 """
 
 from __future__ import annotations
@@ -69,6 +71,12 @@ def main(argv: list[str]) -> int:
             queue.enqueue(f"{argv[3]}-{i}".ljust(int(argv[2]), "."))
             most = max(most, queue.pending())
         print(most)
+    elif verb == "checkpoint":
+        db = sqlite3.connect(database(), timeout=10)
+        try:
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            db.close()
     elif verb == "pending":
         print(query("SELECT count(*) FROM message WHERE merged_into IS NULL")[0][0])
     elif verb == "dead":
