@@ -15,7 +15,7 @@ readonly -a BASH_FILES=(
   scripts/lib/metrics.sh scripts/lib/alert-state.sh scripts/lib/heartbeat.sh scripts/lib/common.sh
 )
 readonly -a AGENT_MODULES=(
-  host_monitor container_monitor metrics alert_state heartbeat notify delivery spool chat urlfile
+  host_monitor container_monitor alert_state heartbeat notify delivery spool chat urlfile
   redact message settings settings_table log errors paths
 )
 readonly -a ENTRY_POINTS=(host-monitor container-monitor hostguard-notify hostguard-nginx-ban)

@@ -15,14 +15,11 @@ line that is not a record, or a file that cannot be read, only forgets: the
 next run may post again, never less.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 import time
 
 from . import log, paths
-from .metrics import decimal_gt, digits
 from .settings import Settings
 
 POST = "post"
@@ -36,13 +33,42 @@ EVENT = "once"
 LATCH = "latch"
 
 
+def digits(text: str, most: int) -> bool:
+    """Whether TEXT is 1 to MOST ASCII digits (str.isdigit alone takes any script's digits)."""
+    return 0 < len(text) <= most and text.isascii() and text.isdigit()
+
+
+def decimal_parts(text: str, whole_most: int, fraction_most: int) -> "tuple[str, str] | None":
+    """TEXT as `digits[.digits]` (whole part 1..WHOLE_MOST, fraction 1..FRACTION_MOST digits when present)."""
+    whole, dot, fraction = text.partition(".")
+    if not digits(whole, whole_most) or (dot and not digits(fraction, fraction_most)):
+        return None
+    return whole, fraction
+
+
+def decimal_gt(value: str, threshold: str) -> bool:
+    """Whether the decimal VALUE is strictly greater than THRESHOLD (digits,
+    an optional fraction): exact, no float rounding (80.001 > 80, 80.000 is not).
+    Raises ValueError for anything else."""
+    left = decimal_parts(value, 15, 1 << 20)
+    right = decimal_parts(threshold, 15, 1 << 20)
+    if left is None or right is None:
+        raise ValueError(f"not a decimal: {value!r} or {threshold!r}")
+    if int(left[0]) != int(right[0]):
+        return int(left[0]) > int(right[0])
+    fraction, other = left[1], right[1]
+    width = max(len(fraction), len(other))
+    # Same-length digit strings compare as their numbers.
+    return fraction.ljust(width, "0") > other.ljust(width, "0")
+
+
 def now() -> int:
     """The clock in epoch seconds; HOSTGUARD_NOW replaces it (tests only)."""
     fixed = os.environ.get("HOSTGUARD_NOW", "")
     return int(fixed) if digits(fixed, 12) else int(time.time())
 
 
-def read_text(path: str, most: int = 1 << 16) -> str | None:
+def read_text(path: str, most: int = 1 << 16) -> "str | None":
     """A small file's text in one read (the kernel's /proc files come whole;
     /proc/sys zeroes a buffer of the size asked); None when unreadable."""
     try:
@@ -91,7 +117,7 @@ def runtime_files(path: str) -> list[str]:
     return [f"state {path}", f"state {tmp_path(path)}"]
 
 
-def write_atomic(path: str, data: bytes, tmp: str | None = None) -> None:
+def write_atomic(path: str, data: bytes, tmp: "str | None" = None) -> None:
     """Replaces PATH with DATA through a 0600 temp file (TMP, default
     tmp_path(PATH)), fsync, rename, directory fsync: a crash leaves the old
     file or the new one."""
@@ -119,7 +145,7 @@ def write_atomic(path: str, data: bytes, tmp: str | None = None) -> None:
         os.close(fd)
 
 
-def take_lock(path: str) -> int | None:
+def take_lock(path: str) -> "int | None":
     """The run lock's descriptor, or None when another run holds it."""
     import fcntl
 
@@ -158,7 +184,7 @@ def deliver(name: str, settings: Settings, ping: bool = True) -> bool:
     return True
 
 
-def parse_record(line: str) -> tuple[str, list[int]] | None:
+def parse_record(line: str) -> "tuple[str, list[int]] | None":
     """KEY and [RUNS, LAST, FIRED] of a record line; None for anything else."""
     fields = line.split("\t")
     if len(fields) != 4 or not digits(fields[0], 3) or not digits(fields[1], 12) or fields[2] not in ("0", "1"):
@@ -179,7 +205,7 @@ class AlertState:
         self.loaded_text = ""
 
     @classmethod
-    def load(cls, path: str, settings: Settings) -> AlertState:
+    def load(cls, path: str, settings: Settings) -> "AlertState":
         state = cls(path, settings.alert_after_runs, settings.alert_repeat_seconds, settings.alert_send_resolved)
         state.read()
         return state

@@ -41,7 +41,7 @@ import subprocess
 import sys
 from typing import NamedTuple
 
-from . import alert_state, delivery, heartbeat, log, metrics, paths
+from . import alert_state, delivery, heartbeat, log, paths
 from . import settings as settings_module
 from .errors import EX_FAILURE, HostguardError
 from .settings import Settings
@@ -399,7 +399,7 @@ class Check:
             return "unknown"
         value = match.group(1)
         try:
-            over = metrics.decimal_gt(value, threshold)
+            over = alert_state.decimal_gt(value, threshold)
         except ValueError:
             over = False
         name = container.name

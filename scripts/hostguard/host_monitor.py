@@ -3,7 +3,10 @@ chat alert per measure strictly above its threshold, then the spool's
 delivery and the heartbeat.
 
 Everything is read in-process (/proc, statvfs): a quiet run forks one child
-and executes nothing, and imports neither SQLite nor the delivery code.
+and executes nothing, and imports neither SQLite nor the delivery code. Each
+figure is the one the tool the SPEC names prints (procps-ng 4's top us+sy,
+`free -m`, `uptime`, `uptime -p`, `ps aux | wc -l`; GNU df's Use%), computed
+in integers: a threshold compares the figure the operator sees.
 
 A disk check that fails or does not answer (a hung mount under / can block
 statvfs in the kernel for good) must not stop the run: statvfs runs in a
@@ -16,13 +19,11 @@ Test hooks (never set in production): HOSTGUARD_ROOT, HOSTGUARD_PROC
 (replaces /proc), HOSTGUARD_NOW, HOSTGUARD_DF_TIMEOUT, HOSTGUARD_DF_PATH.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 import time
 
-from . import alert_state, log, metrics, paths
+from . import alert_state, log, paths
 from . import settings as settings_module
 from .errors import HostguardError
 from .settings import Settings
@@ -36,6 +37,14 @@ DF_PID_PATH = paths.STATE_PATH + "/host-monitor.df-pid"
 FIRST_SAMPLE_SECONDS = 1.0
 DF_TIMEOUT_DEFAULT = "20"
 DISK_CHECK_KEY = "disk-check"
+# uptime -p's units, longest first, in seconds: (seconds, singular, plural).
+_UNITS = (
+    (60 * 60 * 24 * 365 * 10, "decade", "decades"),
+    (60 * 60 * 24 * 365, "year", "years"),
+    (60 * 60 * 24 * 7, "week", "weeks"),
+    (60 * 60 * 24, "day", "days"),
+    (60 * 60, "hour", "hours"),
+)
 
 
 def runtime_files() -> list[str]:
@@ -45,11 +54,144 @@ def runtime_files() -> list[str]:
 
 def first_line(path: str) -> str:
     text = alert_state.read_text(path)
-    return metrics.first_line(text).strip() if text else ""
+    return first_of(text).strip() if text else ""
+
+
+# ---- the figures (pure: each from one /proc-style text; None for a text the kernel does not write) ----
+
+
+def first_of(text: str) -> str:
+    return text.split("\n", 1)[0]
+
+
+def sample_text(sample: tuple[int, int]) -> str:
+    """A sample as cpu.sample stores it: `busy total`."""
+    return f"{sample[0]} {sample[1]}"
+
+
+def cpu_sample(stat: str) -> "tuple[int, int] | None":
+    """The (busy, total) jiffies of a /proc/stat text: busy is user+system
+    (top's us+sy), total user+nice+system+idle+iowait+irq+softirq+steal (guest
+    is inside user)."""
+    fields = first_of(stat).split()
+    if len(fields) < 8 or fields[0] != "cpu":
+        return None
+    # steal is absent on old kernels; everything before it must be there.
+    values = (fields[1:9] + ["0"])[:8]
+    if not all(alert_state.digits(value, 18) for value in values):
+        return None
+    user, nice, system, idle, iowait, irq, softirq, steal = (int(value) for value in values)
+    return user + system, user + nice + system + idle + iowait + irq + softirq + steal
+
+
+def parse_sample(text: str) -> "tuple[int, int] | None":
+    """A sample as cpu.sample stores it (`busy total`)."""
+    fields = text.split(" ")
+    if len(fields) != 2 or not all(alert_state.digits(field, 18) for field in fields):
+        return None
+    return int(fields[0]), int(fields[1])
+
+
+def cpu_percent(before: tuple[int, int], after: tuple[int, int]) -> "str | None":
+    """Busy percent between two (busy, total) samples, one decimal, half up;
+    None when the counters did not advance or went back (a reboot)."""
+    busy = after[0] - before[0]
+    total = after[1] - before[1]
+    if total <= 0 or busy < 0 or busy > total:
+        return None
+    tenths = (busy * 2000 // total + 1) // 2
+    return f"{tenths // 10}.{tenths % 10}"
+
+
+def mem_percent(meminfo: str) -> "str | None":
+    """used/total x 100 with two decimals, used and total the MiB `free -m` prints:
+    used = MemTotal - MemAvailable (MemFree when MemAvailable is missing, 0 or
+    above MemTotal, as in some containers), each truncated to MiB."""
+    found = {"MemTotal:": 0, "MemFree:": 0, "MemAvailable:": 0}
+    for line in meminfo.split("\n"):
+        fields = line.split(None, 2)
+        if len(fields) >= 2 and fields[0] in found and alert_state.digits(fields[1], 15):
+            found[fields[0]] = int(fields[1])
+    total, free, avail = found["MemTotal:"], found["MemFree:"], found["MemAvailable:"]
+    if avail == 0 or avail > total:
+        avail = free
+    # MemFree above MemTotal is no kernel's: counted as nothing used.
+    used_m = max(total - avail, 0) // 1024
+    total_m = total // 1024
+    if total_m <= 0:
+        return None
+    hundredths = (used_m * 20000 // total_m + 1) // 2
+    return f"{hundredths // 100}.{hundredths % 100:02d}"
+
+
+def load_average(loadavg: str) -> "str | None":
+    """The load averages as `uptime` prints them: `0.52, 0.58, 0.59`."""
+    fields = first_of(loadavg).split()[:3]
+    for field in fields:
+        parts = alert_state.decimal_parts(field, 20, 2)
+        if parts is None or len(parts[1]) != 2:
+            return None
+    if len(fields) != 3:
+        return None
+    return ", ".join(fields)
+
+
+def _uptime_part(text: str, count: int, singular: str, plural: str) -> str:
+    # procps says "minutes" for anything but exactly 1 (even 0), and the
+    # other units in the plural only above 1.
+    many = count != 1 if singular == "minute" else count > 1
+    return text + ("" if text == "up " else ", ") + f"{count} {plural if many else singular}"
+
+
+def uptime_pretty(uptime: str) -> "str | None":
+    """The uptime as `uptime -p` (procps-ng 4.0.x) prints it, its oddities
+    included: a unit counts only when the uptime is strictly above it (exactly
+    60 s prints `up `, exactly 1 h `up 60 minutes`). Hundredths kept, as
+    /proc/uptime gives them."""
+    fields = first_of(uptime).split()
+    parts = alert_state.decimal_parts(fields[0], 12, 2) if fields else None
+    if parts is None:
+        return None
+    centis = int(parts[0]) * 100 + int((parts[1] + "00")[:2])
+    text = "up "
+    for unit, singular, plural in _UNITS:
+        if centis > unit * 100:
+            count = centis // 100 // unit
+            centis -= count * unit * 100
+            text = _uptime_part(text, count, singular, plural)
+    minutes = 0
+    if centis > 6000:
+        minutes = centis // 100 // 60
+        centis -= minutes * 6000
+    if minutes != 0 or centis < 6000:
+        text = _uptime_part(text, minutes, "minute", "minutes")
+    return text
+
+
+def process_count(proc: str) -> "int | None":
+    """The line count of `ps aux`: one line per process (a /proc entry whose
+    name starts with a digit) plus the header; None when there is none."""
+    try:
+        with os.scandir(proc) as entries:
+            count = sum(1 for entry in entries if "0" <= entry.name[:1] <= "9")
+    except OSError:
+        return None
+    return count + 1 if count else None
+
+
+def disk_percent(blocks: int, bfree: int, bavail: int) -> "int | None":
+    """Use% of a file system as GNU df prints it: used/(used+available) x 100,
+    rounded up, where available is what a user may still write (f_bavail);
+    None when df would print `-`."""
+    used = blocks - bfree
+    total = used + bavail
+    if used < 0 or total <= 0:
+        return None
+    return (used * 100 + total - 1) // total
 
 
 def read_sample(proc: str) -> tuple[int, int]:
-    sample = metrics.cpu_sample(alert_state.read_text(f"{proc}/stat") or "")
+    sample = cpu_sample(alert_state.read_text(f"{proc}/stat") or "")
     if sample is None:
         raise HostguardError(f"cannot read {proc}/stat")
     return sample
@@ -62,16 +204,16 @@ def measure_cpu(proc: str) -> str:
     sample_file = paths.under(CPU_SAMPLE_PATH)
     current = read_sample(proc)
     saved_boot, _, saved = first_line(sample_file).partition(" ")
-    previous = metrics.parse_sample(saved.strip()) if saved_boot == boot else None
-    cpu = metrics.cpu_percent(previous, current) if previous else None
+    previous = parse_sample(saved.strip()) if saved_boot == boot else None
+    cpu = cpu_percent(previous, current) if previous else None
     if cpu is None:
         previous = current
         time.sleep(FIRST_SAMPLE_SECONDS)
         current = read_sample(proc)
-        cpu = metrics.cpu_percent(previous, current) or "0.0"
+        cpu = cpu_percent(previous, current) or "0.0"
     # Under the lock (a torn write costs the next run a short sample); a full
     # disk must not end the run before its alerts are sent.
-    if not alert_state.write_small(sample_file, f"{boot} {metrics.sample_text(current)}\n"):
+    if not alert_state.write_small(sample_file, f"{boot} {sample_text(current)}\n"):
         log.warn(f"{NAME}: cannot save the CPU sample in {sample_file} (disk full?)")
     return cpu
 
@@ -88,7 +230,7 @@ def df_timeout() -> tuple[float, str]:
     return seconds, text
 
 
-def start_time(pid: int) -> str | None:
+def start_time(pid: int) -> "str | None":
     """PID's start time (/proc/PID/stat field 22): with the pid it names one
     process, never a later one that reused the pid."""
     text = alert_state.read_text(f"/proc/{pid}/stat")
@@ -96,12 +238,12 @@ def start_time(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 else None
 
 
-def stuck_child() -> int | None:
+def stuck_child() -> "int | None":
     """The pid of an earlier run's statvfs child that did not answer, while that
     very process still runs: root's, with the start time noted (a user's
     process that got the pid since cannot hold the check off)."""
     pid_text, _, started = first_line(paths.under(DF_PID_PATH)).partition(" ")
-    if not metrics.digits(pid_text, 10) or not 0 < int(pid_text) < 1 << 31 or not started:
+    if not alert_state.digits(pid_text, 10) or not 0 < int(pid_text) < 1 << 31 or not started:
         return None
     pid = int(pid_text)
     try:
@@ -166,7 +308,7 @@ class DiskCheck:
             os.close(self.read_fd)
             self.read_fd = -1
 
-    def result(self) -> tuple[int | None, str]:
+    def result(self) -> "tuple[int | None, str]":
         """Use% (df's figure), or None and why not."""
         if self.read_fd < 0:
             return None, self.why
@@ -183,10 +325,10 @@ class DiskCheck:
         if answer.startswith("E "):
             return None, f"statvfs({self.path}) failed: {answer[2:]}"
         figures = answer.split()
-        disk = metrics.disk_percent(*(int(f) for f in figures)) if len(figures) == 3 else None
+        disk = disk_percent(*(int(f) for f in figures)) if len(figures) == 3 else None
         return (disk, "") if disk is not None else (None, f"statvfs({self.path}) gave no use figure")
 
-    def answer(self, seconds: float) -> str | None:
+    def answer(self, seconds: float) -> "str | None":
         """The child's line, or None after SECONDS: a non-blocking pipe polled
         with a growing pause (no select or signal import for it)."""
         os.set_blocking(self.read_fd, False)
@@ -215,10 +357,10 @@ class Figures:
         disk_check = DiskCheck()
         try:
             self.cpu = measure_cpu(proc)
-            self.memory = required(metrics.mem_percent(read(f"{proc}/meminfo")), f"cannot read {proc}/meminfo")
-            self.load = required(metrics.load_average(read(f"{proc}/loadavg")), f"cannot read {proc}/loadavg")
-            self.uptime = required(metrics.uptime_pretty(read(f"{proc}/uptime")), f"cannot read {proc}/uptime")
-            self.processes = required(metrics.process_count(proc), f"cannot list {proc}")
+            self.memory = required(mem_percent(read(f"{proc}/meminfo")), f"cannot read {proc}/meminfo")
+            self.load = required(load_average(read(f"{proc}/loadavg")), f"cannot read {proc}/loadavg")
+            self.uptime = required(uptime_pretty(read(f"{proc}/uptime")), f"cannot read {proc}/uptime")
+            self.processes = required(process_count(proc), f"cannot list {proc}")
             self.disk, self.disk_why = disk_check.result()
         finally:
             disk_check.close()
@@ -230,7 +372,7 @@ def read(path: str) -> str:
     return alert_state.read_text(path) or ""
 
 
-def required(value: str | int | None, why: str) -> str:
+def required(value: "str | int | None", why: str) -> str:
     if value is None:
         raise HostguardError(why)
     return str(value)

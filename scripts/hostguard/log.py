@@ -5,8 +5,6 @@ written (the log's disk is full) never ends the program: what it was doing
 (delivering an alert) matters more.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 import time

@@ -5,8 +5,6 @@
 the programs in a temporary root).
 """
 
-from __future__ import annotations
-
 import os
 
 ROOT = os.environ.get("HOSTGUARD_ROOT", "")
@@ -37,7 +35,7 @@ FULL_LOOK_EVERY = 3600
 FULL_LOOK_FOR = 600
 
 
-def spool_may_hold_messages(directory: str | None = None, now: float | None = None) -> bool:
+def spool_may_hold_messages(directory: "str | None" = None, now: "float | None" = None) -> bool:
     """Whether a delivery run has anything to do, from the spool directory's
     names alone: a quiet monitor run must not pay for SQLite (see spool.py)."""
     import time

@@ -13,8 +13,6 @@ bytes under the same rules is read without compiling anything; any other
 file, or other rules, is validated again.
 """
 
-from __future__ import annotations
-
 import os
 
 from . import paths
@@ -175,7 +173,7 @@ def _remember_valid(data: bytes) -> None:
             pass
 
 
-def load(file: str | None = None) -> Settings:
+def load(file: "str | None" = None) -> Settings:
     """The host's settings (hostguard.conf under HOSTGUARD_ROOT); defaults when it is missing."""
     path = file if file is not None else paths.under(paths.SETTINGS_PATH)
     try:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import delivery, host_monitor, metrics
+from hostguard import delivery, host_monitor
 
 CPU = "[Server Alert] \nHigh CPU Usage Detected: 12.3%\nLoad Average: 0.52, 0.58, 0.59"
 MEM = "[Server Alert] \nHigh Memory Usage Detected: 90.92%\nActive Processes: 42"
@@ -96,7 +96,7 @@ def run(root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
 
 def df_usage() -> int:
     info = os.statvfs("/")
-    usage = metrics.disk_percent(info.f_blocks, info.f_bfree, info.f_bavail)
+    usage = host_monitor.disk_percent(info.f_blocks, info.f_bfree, info.f_bavail)
     assert usage is not None
     return usage
 
