@@ -1,33 +1,23 @@
-"""Container monitor, run by cron every 10 minutes: a chat alert for every
-container that stopped (or went away) since the previous check or that is on
-the watch list (CONTAINER_WATCH) and not running, and for every running
-container above the CPU or memory threshold (strictly greater); then it
-delivers what is spooled and pings the heartbeat.
+"""Container monitor, run by cron every 10 minutes: an alert for every
+container that stopped (or went away) since the previous check, every
+watched one (CONTAINER_WATCH) not running, and every running one above the
+CPU or memory threshold; then delivery and the heartbeat.
 
-A container that stopped since the previous check is an event: it posts once
-(after ALERT_AFTER_RUNS runs still stopped) and never repeats; it stays
-tracked only while that debounce runs or, with ALERT_SEND_RESOLVED, until it
-runs again. A watched container not running is a condition, like a figure
-over its threshold: it repeats per ALERT_REPEAT_INTERVAL. A container the
-runtime no longer knows is reported with Status "removed" (it ran at the
-previous check) or "not found" (a watched name never seen), Exit Code
-"unknown" and Error "No such container".
+A stop since the previous check is an event: it posts once (after
+ALERT_AFTER_RUNS runs still stopped), never repeats, and stays tracked only
+for that debounce or, with ALERT_SEND_RESOLVED, until it runs again. A
+watched container not running is a condition that repeats per
+ALERT_REPEAT_INTERVAL. One the runtime no longer knows is "removed" (it ran
+at the previous check) or "not found" (watched, never seen).
 
-A run makes at most three runtime calls whatever the number of containers
-(`ps --all`, one `inspect` of the containers of interest, one
-`stats --no-stream` of the running ones), each ended after
-CONTAINER_RUNTIME_TIMEOUT seconds. Every untrusted field is asked for as a
-JSON string ({{json ...}}) and decoded with json, so names and error texts
-cannot break the parsing. A run that cannot check the containers (runtime
-missing, failing or hung) alerts once ("Container check failed", latched
-until the runtime answers) and exits 1; a run that finds the lock held by a
-stuck run alerts once for that run and exits 1: monitoring never goes quiet
-without saying so.
-
-State in /var/lib/hostguard: containers.running (the previous check's
-running containers, `ID<TAB>JSON name` lines), container-monitor.alerts
-(alert_state.py), container-monitor.stuck (the start of the stuck run
-already reported) and the lock.
+At most three runtime calls a run whatever the number of containers (`ps
+--all`, one `inspect`, one `stats --no-stream`), each ended after
+CONTAINER_RUNTIME_TIMEOUT; every untrusted field is asked for as a JSON
+string and decoded with json. A run that cannot check (runtime missing,
+failing, hung) alerts once, latched, and exits 1; so does a run that finds
+the lock held by a stuck run: monitoring never goes quiet without saying so.
+State: containers.running (`ID<TAB>JSON name`), container-monitor.alerts,
+container-monitor.stuck (the stuck run already reported) and the lock.
 """
 
 from __future__ import annotations

@@ -1,23 +1,15 @@
-"""How a program posts: `send_alert` spools a message, `flush_spool` delivers
-the spool to the chat webhook, one run at a time, oldest first, within a budget.
+"""How a program posts: `send_alert` spools a message; `flush` delivers the
+spool to the webhook, one run at a time (flock on the spool's .lock),
+oldest first, within NOTIFY_BUDGET: it puts back what a killed run had
+claimed, then claims, posts and acknowledges one message at a time. A
+transient failure stops the run (order kept), a message refused for good
+goes to the dead letters, a refused webhook keeps everything and is probed
+with a back-off until its file changes.
 
-`flush` holds an exclusive flock on /var/spool/hostguard/.lock while it
-delivers (it waits at most LOCK_WAIT seconds for another run's, or not at
-all), puts back what a killed run had claimed, then claims, posts and
-acknowledges one message at a time (spool.py: one transaction per step).
-A transient failure stops the run (the order is kept for the next one), a
-message refused for good goes to the dead letters and the next goes on, a
-refused webhook keeps everything and is probed again with a back-off until
-its file changes. After releasing the lock it looks once more: a message
-spooled by a run that found the lock taken is never stranded.
-
-A message is posted at least once and, but for one case, exactly once: a
-process killed between the service's 2xx and the commit that removes the
-message posts it again in the next run (as the bash notifier did).
-
-Exit codes: 0 nothing left, 75 something left (transient, budget spent, the
-lock held by another run), 77 the webhook is refused (messages kept), 78 a
-bad webhook or CA file.
+Exactly once but for one case: a process killed between the service's 2xx
+and the commit that removes the message posts it again in the next run.
+Exit codes: 0 nothing left, 75 something left (transient, budget spent,
+lock held), 77 the webhook refused (messages kept), 78 a bad webhook or CA file.
 """
 
 from __future__ import annotations

@@ -260,13 +260,7 @@ def statvfs_child(path: str, write_fd: int) -> None:
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
-        try:
-            fds = [int(name) for name in os.listdir("/proc/self/fd")]
-        except OSError:
-            fds = list(range(3, max(os.sysconf("SC_OPEN_MAX"), 1024)))
-        for fd in fds:
-            if fd > 2 and fd != write_fd:
-                os.closerange(fd, fd + 1)  # ignores the listing's own, already closed
+        alert_state.close_all_but(write_fd)
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             try:

@@ -1,13 +1,5 @@
-"""hostguard-notify: the notifier's command line (the ban tool's action, `text` by hand, status, --test).
-
-    hostguard-notify text TEXT
-    hostguard-notify event start|stop --jail NAME [--channel CHANNEL]
-    hostguard-notify event ban --jail NAME --ip IP --failures N --time UNIX
-    hostguard-notify event unban --jail NAME --ip IP
-    hostguard-notify flush [--detached]
-    hostguard-notify status
-    hostguard-notify --test
-    hostguard-notify --runtime-files
+"""hostguard-notify: the notifier's command line (USAGE): the ban tool's
+action, `text` by hand, `flush`, `status`, `--test`.
 
 Exit 0 delivered (an event: spooled for the detached flush), 64 bad usage,
 74 an event that could not be kept (disk full: logged as LOST), 75 left in
@@ -223,13 +215,9 @@ def _detach_descriptors(log_path: str, keep: int) -> None:
     os.dup2(null, 0)
     os.dup2(out, 1)
     os.dup2(out, 2)
-    try:
-        fds = [int(name) for name in os.listdir("/proc/self/fd")]
-    except OSError:
-        fds = list(range(3, 1024))
-    for fd in fds:
-        if fd > 2 and fd != keep:
-            os.closerange(fd, fd + 1)  # ignores the listing's own, already closed
+    from .alert_state import close_all_but
+
+    close_all_but(keep)
 
 
 # ---- status and the connectivity test ------------------------------------------------

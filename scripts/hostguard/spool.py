@@ -1,38 +1,23 @@
-"""The spool: every message not yet delivered, in one SQLite database.
+"""The spool: every message not yet delivered, in one SQLite database
+(spool.db in the root-only spool dir; WAL, a busy timeout, one short
+`BEGIN IMMEDIATE` transaction per step). No actor renames or replaces
+another's data, and a process killed at any line leaves a step done or not
+done (`synchronous=NORMAL`: a power loss may lose the last transactions).
 
-/var/spool/hostguard/spool.db (root's, 0600, in the root-only spool dir),
-WAL, a busy timeout, and one short `BEGIN IMMEDIATE` transaction per step:
-enqueue (with the bound), claim, deliver, release, bury. No actor renames or
-replaces another's data, so a writer and a delivery run cannot undo each
-other's work, and a process killed at any line leaves either the step done
-or not done.
+Two queues, posted in this order, each oldest first: 0 the monitors' alerts
+(and `text`), 1 the ban tool's messages. Over NOTIFY_SPOOL_MAX waiting in a
+queue, ban-tool messages are dropped (counted; the next delivered message
+says how many) and alerts merged, never dropped (a full merged message
+starts a new one; when no two fit the newer part is cut with a marker, so
+the bound holds whatever the sizes). Merged parts stay as rows pointing at
+their message, so `outcome(id)` can tell a writer what became of its part.
 
-Two queues, posted in this order: 0 the monitors' alerts (and `text`), 1 the
-ban tool's messages; each oldest first. Over NOTIFY_SPOOL_MAX waiting
-messages in a queue, ban-tool messages are dropped (oldest first, counted;
-the next delivered message says how many) and alerts are merged (oldest
-first, a blank line apart, never dropped: a full merged message starts a new
-one, and when no two fit, the newer part is cut with a marker, so the bound
-holds whatever the sizes).
-
-A merged message keeps its parts as rows pointing at it (`merged_into`,
-their text emptied), so `outcome(id)` can tell the program that spooled a
-part whether it was delivered, is pending or went to the dead letters.
-
-Durability: `synchronous=NORMAL` in WAL mode survives any process crash
-(kill -9) at any point; a power loss may lose the last transactions.
-
-A quiet monitor run must not pay for SQLite (importing it is a third of the
-run), so the spool keeps a hint, `.pending`, beside the database: every
-writer creates it before and again after its transaction, and only the
-delivery run (under the delivery lock) removes it, when it finds nothing
-to claim, counting again after the removal (and putting it back if a writer
-got in between). `paths.spool_may_hold_messages` reads only the directory: no hint and
-no bash-era spool file means nothing to deliver. A writer killed exactly
-between its commit and its second touch while a delivery run settles the
-hint leaves its message without one: the next message, any `flush`, or the
-hourly full look of `spool_may_hold_messages` (the first ten minutes of every
-hour) delivers it.
+The hint `.pending` spares a quiet monitor run SQLite: writers create it
+before and after their transaction; only the delivery run removes it, when
+it finds nothing to claim, and counts again afterwards (putting it back if a
+writer got in). A writer killed between its commit and its second touch
+while the hint is settled leaves its message without one: the next message,
+any `flush` or the hourly full look of paths.spool_may_hold_messages sends it.
 """
 
 from __future__ import annotations
@@ -96,7 +81,7 @@ CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
 
 class Message:
-    """One waiting (or claimed) message (a plain class: typing is not imported on a quiet run)."""
+    """One waiting (or claimed) message (not a NamedTuple: a ban imports no typing)."""
 
     __slots__ = ("channel", "created", "id", "parts", "queue", "text")
 
@@ -119,12 +104,9 @@ class DeadLetter:
 
 
 class _Transaction:
-    """One short write step: COMMIT when the block ends, ROLLBACK on any exception.
-
-    Every writer goes through it, so a failed statement (a full disk, a
-    locked database past the busy timeout) never leaves the process's one
-    connection inside an open transaction for its next step.
-    """
+    """One write step, committed, or rolled back on any exception: a failed
+    statement (disk full, busy past the timeout) never leaves the connection
+    inside a transaction for its next step."""
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
