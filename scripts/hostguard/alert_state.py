@@ -158,7 +158,6 @@ def write_atomic(path: str, data: bytes, tmp: "str | None" = None) -> None:
 
 
 def take_lock(path: str) -> "int | None":
-    """The run lock's descriptor, or None when another run holds it."""
     import fcntl
 
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
@@ -205,8 +204,6 @@ def parse_record(line: str) -> "tuple[str, list[int]] | None":
 
 
 class AlertState:
-    """The records of one monitor's state file, and the policy's decisions on them."""
-
     def __init__(self, path: str, after_runs: int, repeat_seconds: int, send_resolved: bool) -> None:
         self.path = path
         self.after_runs = after_runs
@@ -304,7 +301,6 @@ class Run:
         self.held: list[str] = []
 
     def check(self, key: str, value: str, threshold: str, alert: str, resolved: str) -> None:
-        """One measure: strictly greater than THRESHOLD fires."""
         self.observe(key, decimal_gt(value, threshold), alert, resolved)
 
     def observe(self, key: str, over: bool, alert: str, resolved: str, once: str = "") -> str:

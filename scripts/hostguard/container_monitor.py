@@ -94,8 +94,6 @@ class Answer(NamedTuple):
 
 
 class Container(NamedTuple):
-    """One container as inspect described it."""
-
     status: str
     exit_code: str
     name: str
@@ -123,7 +121,6 @@ def end_group(process: subprocess.Popen[bytes]) -> None:
 
 
 def call(settings: Settings, *args: str) -> Answer:
-    """One runtime call, ended after CONTAINER_RUNTIME_TIMEOUT seconds."""
     runtime = settings.container_runtime
     try:
         process = subprocess.Popen(
@@ -155,8 +152,6 @@ def failed(settings: Settings, verb: str, answer: Answer) -> RuntimeFailed:
 
 
 class Check:
-    """One run's view of the containers and the alert decisions on it."""
-
     def __init__(self, settings: Settings, run: alert_state.Run) -> None:
         self.settings = settings
         self.run = run
@@ -379,7 +374,6 @@ class Check:
                 self.state.forget(key)
 
     def usage(self, container_id: str, key: str, label: str, figures: dict[str, str], threshold: str) -> str:
-        """One figure of one container, measured; as the log line shows it."""
         container = self.info[container_id]
         given = figures.get(container_id, "")
         match = _USAGE.fullmatch(given)
@@ -405,7 +399,6 @@ class Check:
         return value + "%"
 
     def save_running(self) -> None:
-        """The running containers for the next check, replaced atomically."""
         text = "".join(f"{i}\t{self.info[i].key_name}\n" for i in self.running)
         try:
             alert_state.write_atomic(paths.under(RUNNING_PATH), text.encode("utf-8"), paths.under(RUNNING_TMP_PATH))
@@ -451,7 +444,6 @@ def take_lock(settings: Settings) -> int:
 
 
 def held(settings: Settings, path: str) -> int:
-    """What a run that finds the lock held does; its exit code."""
     since = heartbeat.lock_stuck(path, settings)
     if since is None:
         log.warn(f"{NAME}: another run holds {path}; exiting", err=False)

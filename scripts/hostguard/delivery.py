@@ -68,7 +68,6 @@ _spool: Spool | None = None
 
 
 def own_spool(settings: Settings) -> Spool:
-    """This process's spool (one SQLite connection per process)."""
     global _spool
     if _spool is None:
         _spool = Spool(settings.notify_spool_max)
@@ -126,7 +125,6 @@ def load_hook(settings: Settings) -> Hook | None:
 
 
 def hook_state(spool: Spool) -> HookState | None:
-    """The refused-webhook state, None when the webhook is not refused."""
     words = (spool.get("webhook") or "").split(" ", 5)
     if len(words) != 6 or words[0] != "refused" or not all(w.isdigit() for w in words[2:5]):
         return None
@@ -280,7 +278,6 @@ def _bury(spool: Spool, message_id: int, why: str) -> None:
 
 
 def _flush_locked(settings: Settings, spool: Spool, hook: Hook, deadline: float) -> int:
-    """The body of a run, the lock held."""
     spool.unclaim_all()
     import_legacy(spool)
     plan = _webhook_plan(spool, hook)

@@ -65,7 +65,6 @@ def first_of(text: str) -> str:
 
 
 def sample_text(sample: tuple[int, int]) -> str:
-    """A sample as cpu.sample stores it: `busy total`."""
     return f"{sample[0]} {sample[1]}"
 
 
@@ -85,7 +84,6 @@ def cpu_sample(stat: str) -> "tuple[int, int] | None":
 
 
 def parse_sample(text: str) -> "tuple[int, int] | None":
-    """A sample as cpu.sample stores it (`busy total`)."""
     fields = text.split(" ")
     if len(fields) != 2 or not all(alert_state.digits(field, 18) for field in fields):
         return None
@@ -219,7 +217,6 @@ def measure_cpu(proc: str) -> str:
 
 
 def df_timeout() -> tuple[float, str]:
-    """HOSTGUARD_DF_TIMEOUT (tests only) as seconds, and as the log says it."""
     text = os.environ.get("HOSTGUARD_DF_TIMEOUT", "") or DF_TIMEOUT_DEFAULT
     try:
         seconds = float(text)
@@ -303,7 +300,6 @@ class DiskCheck:
             self.read_fd = -1
 
     def result(self) -> "tuple[int | None, str]":
-        """Use% (df's figure), or None and why not."""
         if self.read_fd < 0:
             return None, self.why
         seconds, shown = df_timeout()
@@ -345,8 +341,6 @@ class DiskCheck:
 
 
 class Figures:
-    """One run's measures, as the texts and the log line show them."""
-
     def __init__(self, proc: str) -> None:
         disk_check = DiskCheck()
         try:

@@ -7,8 +7,6 @@ the spool after a transient failure, 77 refused for good (dead letter, or
 the webhook itself refused: kept), 78 a bad webhook or CA file.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 
@@ -107,7 +105,7 @@ def valid_ip(ip: str) -> bool:
     return True
 
 
-def event_text(settings: Settings, kind: str, options: dict[str, str]) -> tuple[str, str | None]:
+def event_text(settings: Settings, kind: str, options: dict[str, str]) -> "tuple[str, str | None]":
     """The SPEC's text of event KIND (and the channel of start/stop); UsageError when an option is wrong."""
     jail = options.get("jail", "")
     if not jail or any(char < " " or char == "\x7f" for char in jail):
@@ -152,7 +150,7 @@ def event(settings: Settings, args: list[str]) -> int:
     return spool_event(settings, text, channel)
 
 
-def spool_event(settings: Settings, text: str, channel: str | None) -> int:
+def spool_event(settings: Settings, text: str, channel: "str | None") -> int:
     """Spools a ban-tool message and returns at once; a detached flush delivers it.
 
     The ban tool runs a jail's actions one after another and must never wait
@@ -310,7 +308,7 @@ def connectivity_test(settings: Settings) -> int:
 # ---- main ---------------------------------------------------------------------
 
 
-def usage(problem: str | None = None) -> int:
+def usage(problem: "str | None" = None) -> int:
     if problem:
         sys.stderr.write(f"hostguard-notify: {problem}\n")
     sys.stderr.write(USAGE)
@@ -349,7 +347,6 @@ def _flush(settings: Settings, wait: bool) -> int:
 
 
 def main(argv: list[str]) -> int:
-    """The notifier: argv without the program name; the exit code."""
     os.umask(0o077)
     try:
         return run(argv)

@@ -20,8 +20,6 @@ while the hint is settled leaves its message without one: the next message,
 any `flush` or the hourly full look of paths.spool_may_hold_messages sends it.
 """
 
-from __future__ import annotations
-
 import os
 import time
 
@@ -85,7 +83,7 @@ class Message:
 
     __slots__ = ("channel", "created", "id", "parts", "queue", "text")
 
-    def __init__(self, id: int, queue: int, text: str, channel: str | None, parts: int, created: float) -> None:
+    def __init__(self, id: int, queue: int, text: str, channel: "str | None", parts: int, created: float) -> None:
         self.id = id
         self.queue = queue
         self.text = text
@@ -108,10 +106,10 @@ class _Transaction:
     statement (disk full, busy past the timeout) never leaves the connection
     inside a transaction for its next step."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: "sqlite3.Connection") -> None:
         self.db = db
 
-    def __enter__(self) -> sqlite3.Connection:
+    def __enter__(self) -> "sqlite3.Connection":
         self.db.execute("BEGIN IMMEDIATE")
         return self.db
 
@@ -143,7 +141,6 @@ def undelivered(path: str) -> int:
 
 
 def name_of(message_id: int) -> str:
-    """How logs and `status` name a message."""
     return f"msg-{message_id}"
 
 
@@ -162,14 +159,14 @@ def _is_full(error: Exception) -> bool:
 class Spool:
     """The spool database of this host (one connection per process)."""
 
-    def __init__(self, spool_max: int, directory: str | None = None) -> None:
+    def __init__(self, spool_max: int, directory: "str | None" = None) -> None:
         self.directory = directory if directory is not None else spool_dir()
         self.spool_max = spool_max
-        self._db: sqlite3.Connection | None = None
+        self._db: "sqlite3.Connection | None" = None  # noqa: UP037 - mypy for 3.9 needs the quotes
 
     # ---- connection ---------------------------------------------------------
 
-    def db(self) -> sqlite3.Connection:
+    def db(self) -> "sqlite3.Connection":
         import sqlite3
 
         if self._db is None:
@@ -189,7 +186,7 @@ class Spool:
             self._db = db
         return self._db
 
-    def try_lock(self, wait: float) -> int | None:
+    def try_lock(self, wait: float) -> "int | None":
         """The descriptor holding the delivery lock, waiting at most WAIT seconds; None when another run holds it."""
         import fcntl
 
@@ -215,12 +212,11 @@ class Spool:
             self._db = None
 
     def _transaction(self) -> _Transaction:
-        """`with self._transaction() as db:` one BEGIN IMMEDIATE step, committed or rolled back."""
         return _Transaction(self.db())
 
     # ---- writers ------------------------------------------------------------
 
-    def enqueue(self, text: str, channel: str | None = None, queue: int = ALERTS) -> int:
+    def enqueue(self, text: str, channel: "str | None" = None, queue: int = ALERTS) -> int:
         """Spools one message and bounds its queue, in one transaction; its id.
 
         Raises SpoolFull when the spool cannot be written even after giving
@@ -246,7 +242,7 @@ class Spool:
         )
         os.close(fd)
 
-    def _settle_hint(self, db: sqlite3.Connection) -> bool:
+    def _settle_hint(self, db: "sqlite3.Connection") -> bool:
         """The delivery run found nothing to claim: removes the hint; True when a writer got in meanwhile."""
         try:  # noqa: SIM105 - contextlib is one import more on every quiet run
             os.unlink(os.path.join(self.directory, HINT_NAME))
@@ -258,7 +254,7 @@ class Spool:
         self.touch_hint()
         return True
 
-    def _enqueue(self, text: str, channel: str | None, queue: int) -> int:
+    def _enqueue(self, text: str, channel: "str | None", queue: int) -> int:
         transaction = self._transaction()  # opens the database, making the spool directory first
         self.touch_hint()
         with transaction as db:
@@ -272,13 +268,13 @@ class Spool:
         self.touch_hint()
         return message_id
 
-    def _waiting(self, db: sqlite3.Connection, queue: int) -> int:
+    def _waiting(self, db: "sqlite3.Connection", queue: int) -> int:
         row = db.execute(
             "SELECT count(*) FROM message WHERE queue = ? AND merged_into IS NULL AND claimed = 0", (queue,)
         ).fetchone()
         return int(row[0])
 
-    def _bound(self, db: sqlite3.Connection, queue: int) -> None:
+    def _bound(self, db: "sqlite3.Connection", queue: int) -> None:
         over = self._waiting(db, queue) - self.spool_max
         if over <= 0:
             return
@@ -287,7 +283,7 @@ class Spool:
         else:
             self._merge_oldest(db, over)
 
-    def _drop_oldest(self, db: sqlite3.Connection, count: int) -> None:
+    def _drop_oldest(self, db: "sqlite3.Connection", count: int) -> None:
         rows = db.execute(
             "SELECT id, parts FROM message WHERE queue = ? AND merged_into IS NULL AND claimed = 0 ORDER BY id LIMIT ?",
             (EVENTS, count),
@@ -304,7 +300,7 @@ class Spool:
             f"{total} dropped since the last delivery"
         )
 
-    def _merge_oldest(self, db: sqlite3.Connection, count: int) -> None:
+    def _merge_oldest(self, db: "sqlite3.Connection", count: int) -> None:
         """Merges alerts, oldest first, until COUNT fewer wait (never drops one)."""
         rows = db.execute(
             "SELECT id, length(text) FROM message WHERE queue = ? AND merged_into IS NULL AND claimed = 0"
@@ -338,7 +334,7 @@ class Spool:
                 " into fewer messages (alerts are never dropped)"
             )
 
-    def _merge_pair(self, db: sqlite3.Connection, first: int, second: int, limit: int) -> None:
+    def _merge_pair(self, db: "sqlite3.Connection", first: int, second: int, limit: int) -> None:
         """Appends message SECOND to FIRST (a blank line apart, within LIMIT characters)."""
         (text1, parts1), (text2, parts2) = (
             db.execute("SELECT text, parts FROM message WHERE id = ?", (first,)).fetchone(),
@@ -360,7 +356,7 @@ class Spool:
         with self._transaction() as db:
             db.execute("UPDATE message SET claimed = 0 WHERE claimed != 0")
 
-    def claim_next(self) -> Message | None:
+    def claim_next(self) -> "Message | None":
         """Claims the next message to post: alerts first, each queue oldest first.
 
         When it is a ban-tool message and a burst waits (BURST or more), the
@@ -383,7 +379,7 @@ class Spool:
             return self.claim_next() if self._settle_hint(self.db()) else None
         return Message(*row)
 
-    def _merge_burst(self, db: sqlite3.Connection) -> None:
+    def _merge_burst(self, db: "sqlite3.Connection") -> None:
         rows = db.execute(
             "SELECT id, length(text), channel FROM message WHERE queue = ? AND merged_into IS NULL AND claimed = 0"
             " ORDER BY id LIMIT ?",
@@ -444,7 +440,7 @@ class Spool:
                 ).fetchall()
                 db.executemany("DELETE FROM dead WHERE id = ? OR merged_into = ?", [(r[0], r[0]) for r in old])
 
-    def add_dead(self, text: str, channel: str | None, queue: int, reason: str) -> int:
+    def add_dead(self, text: str, channel: "str | None", queue: int, reason: str) -> int:
         """Records a dead letter directly (a message that can never be sent: an upgrade's bad spool file).
 
         Its id comes from the message table's sequence, as a buried message's
@@ -472,7 +468,7 @@ class Spool:
         row = self.db().execute("SELECT count(*) FROM message WHERE merged_into IS NULL").fetchone()
         return int(row[0])
 
-    def oldest_created(self) -> float | None:
+    def oldest_created(self) -> "float | None":
         row = self.db().execute("SELECT min(created) FROM message").fetchone()
         return None if row[0] is None else float(row[0])
 
@@ -497,18 +493,18 @@ class Spool:
 
     # ---- small state (delivery bookkeeping) -----------------------------------
 
-    def _state_int(self, db: sqlite3.Connection, key: str) -> int:
+    def _state_int(self, db: "sqlite3.Connection", key: str) -> int:
         row = db.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
         return int(row[0]) if row is not None and str(row[0]).isdigit() else 0
 
-    def _set_state(self, db: sqlite3.Connection, key: str, value: str) -> None:
+    def _set_state(self, db: "sqlite3.Connection", key: str, value: str) -> None:
         db.execute("INSERT OR REPLACE INTO state(key, value) VALUES (?, ?)", (key, value))
 
-    def get(self, key: str) -> str | None:
+    def get(self, key: str) -> "str | None":
         row = self.db().execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
-    def put(self, key: str, value: str | None) -> None:
+    def put(self, key: str, value: "str | None") -> None:
         """Sets (or with None removes) one state value; never fatal (disk full is logged by the caller)."""
         with self._transaction() as db:
             if value is None:
