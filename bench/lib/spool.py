@@ -3,7 +3,7 @@
 
     spool.py enqueue [--events]   texts on stdin, NUL-separated, spooled in order
                                   (the alerts' queue, or the ban tool's), as
-                                  outbox.send_alert does, with the settings of
+                                  delivery.send_alert does, with the settings of
                                   HOSTGUARD_ROOT (its NOTIFY_SPOOL_MAX)
     spool.py report               JSON: {"pending": N, "dead": [reason, ...]}
 
@@ -18,7 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "scripts"))
 
-from hostguard import outbox, settings, spool  # noqa: E402
+from hostguard import delivery, settings, spool  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
@@ -26,12 +26,12 @@ def main(argv: list[str]) -> int:
         print("spool.py: HOSTGUARD_ROOT must be set (never the host's own spool)", file=sys.stderr)
         return 64
     loaded = settings.load()
-    box = outbox.spool(loaded)
+    box = delivery.own_spool(loaded)
     if argv[:1] == ["enqueue"] and argv[1:] in ([], ["--events"]):
         queue = spool.EVENTS if argv[1:] else spool.ALERTS
         for text in sys.stdin.buffer.read().decode("utf-8", "surrogateescape").split("\0"):
             if text:
-                box.enqueue(outbox.as_posted(loaded, text), None, queue)
+                box.enqueue(delivery.as_posted(loaded, text), None, queue)
         return 0
     if argv == ["report"]:
         print(json.dumps({"pending": box.pending(), "dead": [d.reason for d in box.dead_letters()]}))

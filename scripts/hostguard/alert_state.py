@@ -1,56 +1,125 @@
-"""Per-measure alert state of one monitor, and the alert policy built on it.
+"""What both monitors share: the alert policy on a per-measure state file, the
+run lock, small state files, and the end of a run (delivery, heartbeat).
 
 ALERT_AFTER_RUNS: a measure fires only after N consecutive runs over its
 threshold. ALERT_REPEAT_INTERVAL: a measure that stays over posts again at
 most once per interval (0: every run). ALERT_SEND_RESOLVED: a measure that
-fired and is back to or under its threshold posts one resolved message. With
-the defaults (1, 0, false) every run over posts and nothing else does: the
-SPEC's behaviour.
+fired and is back to or under its threshold posts one resolved message. The
+defaults (1, 0, false) are the SPEC's behaviour: every run over posts.
 
-The file sits in the root-only state dir under the monitor's lock, one record
-a line, `RUNS<TAB>LAST<TAB>FIRED<TAB>KEY` (the bash monitors' format, so a
-host keeps its state across the upgrade): RUNS the consecutive runs over
-(capped at ALERT_AFTER_RUNS), LAST the epoch second of the last post (0 when
-the repeat interval is 0), FIRED 1 while its alert waits for its resolution,
-KEY the measure (callers JSON-encode untrusted names: no tab or newline). A
-measure under that never fired has no record. It is replaced atomically, and
-only when its text changed (a quiet run writes nothing); a line that is not a
-record, or a file that cannot be read, only forgets: the next run may post
-again, never less.
+The state file (root-only state dir, under the monitor's lock) has one
+record a line, `RUNS<TAB>LAST<TAB>FIRED<TAB>KEY` (the bash monitors' format,
+so a host keeps its state across the upgrade); a measure under that never
+fired has none. It is replaced atomically, only when its text changed; a
+line that is not a record, or a file that cannot be read, only forgets: the
+next run may post again, never less.
 """
 
-from __future__ import annotations
-
 import os
+import sys
 import time
 
-from .metrics import digits
+from . import log, paths
 from .settings import Settings
 
 POST = "post"
 RESOLVE = "resolve"
 HOLD = "hold"
 NONE = "none"
-# observe()'s ONCE: an event (a container that stopped since the previous
-# check) posts once and never repeats; a latched condition (a runtime or a
-# disk check that does not answer) posts once and stays fired, silent, until
-# it is under again.
+# observe()'s ONCE: an event (a container that stopped) posts once and never
+# repeats; a latched condition (a runtime or a disk check that does not
+# answer) posts once and stays fired, silent, until it is under again.
 EVENT = "once"
 LATCH = "latch"
 
-_READ_MAX = 1 << 20
+
+def digits(text: str, most: int) -> bool:
+    """Whether TEXT is 1 to MOST ASCII digits (str.isdigit alone takes any script's digits)."""
+    return 0 < len(text) <= most and text.isascii() and text.isdigit()
+
+
+def decimal_parts(text: str, whole_most: int, fraction_most: int) -> "tuple[str, str] | None":
+    """TEXT as `digits[.digits]` (whole part 1..WHOLE_MOST, fraction 1..FRACTION_MOST digits when present)."""
+    whole, dot, fraction = text.partition(".")
+    if not digits(whole, whole_most) or (dot and not digits(fraction, fraction_most)):
+        return None
+    return whole, fraction
+
+
+def decimal_gt(value: str, threshold: str) -> bool:
+    """Whether the decimal VALUE is strictly greater than THRESHOLD (digits,
+    an optional fraction): exact, no float rounding (80.001 > 80, 80.000 is not).
+    Raises ValueError for anything else."""
+    left = decimal_parts(value, 15, 1 << 20)
+    right = decimal_parts(threshold, 15, 1 << 20)
+    if left is None or right is None:
+        raise ValueError(f"not a decimal: {value!r} or {threshold!r}")
+    if int(left[0]) != int(right[0]):
+        return int(left[0]) > int(right[0])
+    fraction, other = left[1], right[1]
+    width = max(len(fraction), len(other))
+    # Same-length digit strings compare as their numbers.
+    return fraction.ljust(width, "0") > other.ljust(width, "0")
 
 
 def now() -> int:
     """The clock in epoch seconds; HOSTGUARD_NOW replaces it (tests only)."""
     fixed = os.environ.get("HOSTGUARD_NOW", "")
-    if digits(fixed, 12):
-        return int(fixed)
-    return int(time.time())
+    return int(fixed) if digits(fixed, 12) else int(time.time())
+
+
+def read_text(path: str, most: int = 1 << 16) -> "str | None":
+    """A small file's text in one read (the kernel's /proc files come whole;
+    /proc/sys zeroes a buffer of the size asked); None when unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, most).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def write_small(path: str, text: str) -> bool:
+    """Rewrites PATH (0600, no link followed) in place: written, then cut to
+    its length (O_TRUNC makes ext4 flush the file on close, a fifth of a
+    quiet run). False when it cannot be written."""
+    data = text.encode()
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, data)
+            os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
+    except OSError:
+        return False
+    return True
+
+
+def close_all_but(*keep: int) -> None:
+    """Closes every descriptor above 2 but KEEP (listed: closing every possible
+    one is 20,000 system calls where the limit is that high)."""
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = list(range(3, max(os.sysconf("SC_OPEN_MAX"), 1024)))
+    for fd in fds:
+        if fd > 2 and fd not in keep:
+            os.closerange(fd, fd + 1)  # ignores the listing's own, already closed
+
+
+def unlink_quietly(path: str) -> None:
+    try:  # noqa: SIM105 - contextlib is one import more on every quiet run
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def tmp_path(path: str) -> str:
-    """The temp file save() writes before renaming it over PATH."""
     directory, name = os.path.split(path)
     return os.path.join(directory, f".{name}.tmp")
 
@@ -60,10 +129,10 @@ def runtime_files(path: str) -> list[str]:
     return [f"state {path}", f"state {tmp_path(path)}"]
 
 
-def write_atomic(path: str, data: bytes, tmp: str | None = None) -> None:
-    """Replaces PATH with DATA: a 0600 temp file in the same directory (TMP,
-    default tmp_path(PATH)), fsync, rename, fsync of the directory; a crash
-    leaves the old file or the new one."""
+def write_atomic(path: str, data: bytes, tmp: "str | None" = None) -> None:
+    """Replaces PATH with DATA through a 0600 temp file (TMP, default
+    tmp_path(PATH)), fsync, rename, directory fsync: a crash leaves the old
+    file or the new one."""
     tmp = tmp if tmp is not None else tmp_path(path)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -81,53 +150,80 @@ def write_atomic(path: str, data: bytes, tmp: str | None = None) -> None:
         if os.path.isfile(tmp) and not os.path.islink(tmp):
             os.unlink(tmp)
         raise
-    fsync_dir(os.path.dirname(path) or ".")
-
-
-def fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
 
 
-def parse_record(line: str) -> tuple[str, list[int]] | None:
+def take_lock(path: str) -> "int | None":
+    import fcntl
+
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    # Its mtime says when this run started: how a stuck run is told. No disk space needed.
+    try:  # noqa: SIM105 - contextlib is one import more on every quiet run
+        os.utime(fd)
+    except OSError:
+        pass
+    return fd
+
+
+def deliver(name: str, settings: Settings, ping: bool = True) -> bool:
+    """The end of a run: delivers the spool; True, and the heartbeat pinged
+    (PING), when nothing is left in it. A run that posted nothing (the delivery code
+    is not loaded) and finds no hint of a waiting message loads neither the
+    delivery code nor SQLite."""
+    status = 0
+    if "hostguard.delivery" in sys.modules or paths.spool_may_hold_messages():
+        from . import delivery
+
+        status = delivery.flush_spool(settings)
+    if status != 0:
+        log.warn(f"{name}: alerts stay spooled for the next run (notifier exit {status}); no heartbeat")
+        return False
+    if ping and os.path.lexists(paths.under(paths.HEARTBEAT_PATH)):
+        from . import heartbeat
+
+        heartbeat.ping(name, settings)
+    return True
+
+
+def parse_record(line: str) -> "tuple[str, list[int]] | None":
     """KEY and [RUNS, LAST, FIRED] of a record line; None for anything else."""
     fields = line.split("\t")
     if len(fields) != 4 or not digits(fields[0], 3) or not digits(fields[1], 12) or fields[2] not in ("0", "1"):
         return None
-    if not fields[3]:
-        return None
-    return fields[3], [int(fields[0]), int(fields[1]), int(fields[2])]
+    return (fields[3], [int(fields[0]), int(fields[1]), int(fields[2])]) if fields[3] else None
 
 
 class AlertState:
-    """The records of one monitor's state file, and the policy's decisions on them."""
-
     def __init__(self, path: str, after_runs: int, repeat_seconds: int, send_resolved: bool) -> None:
         self.path = path
         self.after_runs = after_runs
         self.repeat_seconds = repeat_seconds
         self.send_resolved = send_resolved
-        # key -> [runs, last, fired]; dicts keep file order, new keys last,
-        # so an unchanged state gives the same text.
+        # key -> [runs, last, fired], in file order (an unchanged state gives the same text).
         self.records: dict[str, list[int]] = {}
         self.loaded_text = ""
 
     @classmethod
-    def load(cls, path: str, settings: Settings) -> AlertState:
+    def load(cls, path: str, settings: Settings) -> "AlertState":
         state = cls(path, settings.alert_after_runs, settings.alert_repeat_seconds, settings.alert_send_resolved)
         state.read()
         return state
 
     def read(self) -> None:
-        try:
-            with open(self.path, "rb") as handle:
-                data = handle.read(_READ_MAX)
-        except OSError:
+        text = read_text(self.path, 1 << 20)
+        if text is None:
             return
-        for line in data.decode("utf-8", "replace").split("\n"):
+        for line in text.split("\n"):
             record = parse_record(line)
             if record is not None:
                 self.records[record[0]] = record[1]
@@ -148,7 +244,9 @@ class AlertState:
         action = HOLD
         if runs >= self.after_runs:
             clock = now()
-            if not fired or (once not in (EVENT, LATCH) and self._repeat_due(last, clock)):
+            # A clock stepped back counts as due: it must not mute an alert for hours.
+            due = self.repeat_seconds == 0 or clock < last or clock - last >= self.repeat_seconds
+            if not fired or (once not in (EVENT, LATCH) and due):
                 action = POST
                 fired = 1
                 last = clock if self.repeat_seconds else 0
@@ -159,13 +257,8 @@ class AlertState:
         self.records[key] = [runs, last, fired]
         return action
 
-    def _repeat_due(self, last: int, clock: int) -> bool:
-        # A clock stepped back counts as due: it must not mute an alert for hours.
-        return self.repeat_seconds == 0 or clock < last or clock - last >= self.repeat_seconds
-
     def unfire(self, key: str) -> None:
-        """Undoes the post observe() just decided for KEY: its message was lost
-        (neither spooled nor delivered), so the next run posts it again."""
+        """Undoes the post observe() just decided: its message was lost, so the next run posts it again."""
         self.records[key] = [self.after_runs, 0, 0]
 
     def forget(self, key: str) -> None:
@@ -179,9 +272,8 @@ class AlertState:
         return [key for key in self.records if key.startswith(prefix)]
 
     def save(self) -> bool:
-        """Writes the records when they changed; False (nothing changed on
-        disk) when that fails, a full disk for one: the caller logs it and
-        still delivers its alerts."""
+        """Writes the records when they changed; False when that fails (a full
+        disk): the caller logs it and still delivers its alerts."""
         text = self.text()
         if text == self.loaded_text:
             return True
@@ -194,3 +286,51 @@ class AlertState:
             return False
         self.loaded_text = text
         return True
+
+
+class Run:
+    """One monitor run's alert decisions, what they posted, and the keys for its log line."""
+
+    def __init__(self, name: str, prefix: str, path: str, settings: Settings) -> None:
+        self.name = name
+        self.prefix = prefix
+        self.settings = settings
+        self.state = AlertState.load(path, settings)
+        self.fired: list[str] = []
+        self.resolved: list[str] = []
+        self.held: list[str] = []
+
+    def check(self, key: str, value: str, threshold: str, alert: str, resolved: str) -> None:
+        self.observe(key, decimal_gt(value, threshold), alert, resolved)
+
+    def observe(self, key: str, over: bool, alert: str, resolved: str, once: str = "") -> str:
+        action = self.state.observe(key, over, once)
+        if action == POST:
+            from . import delivery
+
+            self.fired.append(key)
+            if not delivery.send_alert(self.settings, self.prefix + alert):
+                log.error(
+                    f"{self.name}: alert lost ({key}): neither spooled nor delivered; the next run posts it again"
+                )
+                self.state.unfire(key)
+        elif action == RESOLVE:
+            from . import delivery
+
+            self.resolved.append(key)
+            delivery.send_alert(self.settings, self.prefix + resolved)
+        elif action == HOLD:
+            self.held.append(key)
+        return action
+
+    def save(self, why: str = "; alerts are still sent") -> None:
+        if not self.state.save():
+            log.warn(f"{self.name}: cannot write {self.state.path}{why}")
+
+    def summary(self) -> str:
+        text = "alerts=" + (" ".join(self.fired) or "none")
+        if self.resolved:
+            text += " resolved=" + ",".join(self.resolved)
+        if self.held:
+            text += " held=" + ",".join(self.held)
+        return text

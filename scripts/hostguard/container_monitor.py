@@ -1,39 +1,28 @@
-"""Container monitor, run by cron every 10 minutes: a chat alert for every
-container that stopped (or went away) since the previous check or that is on
-the watch list (CONTAINER_WATCH) and not running, and for every running
-container above the CPU or memory threshold (strictly greater); then it
-delivers what is spooled and pings the heartbeat.
+"""Container monitor, run by cron every 10 minutes: an alert for every
+container that stopped (or went away) since the previous check, every
+watched one (CONTAINER_WATCH) not running, and every running one above the
+CPU or memory threshold; then delivery and the heartbeat.
 
-A container that stopped since the previous check is an event: it posts once
-(after ALERT_AFTER_RUNS runs still stopped) and never repeats; it stays
-tracked only while that debounce runs or, with ALERT_SEND_RESOLVED, until it
-runs again. A watched container not running is a condition, like a figure
-over its threshold: it repeats per ALERT_REPEAT_INTERVAL. A container the
-runtime no longer knows is reported with Status "removed" (it ran at the
-previous check) or "not found" (a watched name never seen), Exit Code
-"unknown" and Error "No such container".
+A stop since the previous check is an event: it posts once (after
+ALERT_AFTER_RUNS runs still stopped), never repeats, and stays tracked only
+for that debounce or, with ALERT_SEND_RESOLVED, until it runs again. A
+watched container not running is a condition that repeats per
+ALERT_REPEAT_INTERVAL. One the runtime no longer knows is "removed" (it ran
+at the previous check) or "not found" (watched, never seen).
 
-A run makes at most three runtime calls whatever the number of containers
-(`ps --all`, one `inspect` of the containers of interest, one
-`stats --no-stream` of the running ones), each ended after
-CONTAINER_RUNTIME_TIMEOUT seconds. Every untrusted field is asked for as a
-JSON string ({{json ...}}) and decoded with json, so names and error texts
-cannot break the parsing. A run that cannot check the containers (runtime
-missing, failing or hung) alerts once ("Container check failed", latched
-until the runtime answers) and exits 1; a run that finds the lock held by a
-stuck run alerts once for that run and exits 1: monitoring never goes quiet
-without saying so.
-
-State in /var/lib/hostguard: containers.running (the previous check's
-running containers, `ID<TAB>JSON name` lines), container-monitor.alerts
-(alert_state.py), container-monitor.stuck (the start of the stuck run
-already reported) and the lock.
+At most three runtime calls a run whatever the number of containers (`ps
+--all`, one `inspect`, one `stats --no-stream`), each ended after
+CONTAINER_RUNTIME_TIMEOUT; every untrusted field is asked for as a JSON
+string and decoded with json. A run that cannot check (runtime missing,
+failing, hung) alerts once, latched, and exits 1; so does a run that finds
+the lock held by a stuck run: monitoring never goes quiet without saying so.
+State: containers.running (`ID<TAB>JSON name`), container-monitor.alerts,
+container-monitor.stuck (the stuck run already reported) and the lock.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -42,7 +31,7 @@ import subprocess
 import sys
 from typing import NamedTuple
 
-from . import alert_state, heartbeat, log, metrics, outbox, paths
+from . import alert_state, delivery, heartbeat, log, paths
 from . import settings as settings_module
 from .errors import EX_FAILURE, HostguardError
 from .settings import Settings
@@ -105,8 +94,6 @@ class Answer(NamedTuple):
 
 
 class Container(NamedTuple):
-    """One container as inspect described it."""
-
     status: str
     exit_code: str
     name: str
@@ -134,7 +121,6 @@ def end_group(process: subprocess.Popen[bytes]) -> None:
 
 
 def call(settings: Settings, *args: str) -> Answer:
-    """One runtime call, ended after CONTAINER_RUNTIME_TIMEOUT seconds."""
     runtime = settings.container_runtime
     try:
         process = subprocess.Popen(
@@ -166,11 +152,10 @@ def failed(settings: Settings, verb: str, answer: Answer) -> RuntimeFailed:
 
 
 class Check:
-    """One run's view of the containers and the alert decisions on it."""
-
-    def __init__(self, settings: Settings, state: alert_state.AlertState) -> None:
+    def __init__(self, settings: Settings, run: alert_state.Run) -> None:
         self.settings = settings
-        self.state = state
+        self.run = run
+        self.state = run.state
         self.list_ids: list[str] = []
         self.list_state: dict[str, str] = {}
         self.name_id: dict[str, str] = {}
@@ -180,9 +165,6 @@ class Check:
         self.memory: dict[str, str] = {}
         self.watched_ids: set[str] = set()
         self.running: list[str] = []
-        self.alerts = 0
-        self.resolved = 0
-        self.held = 0
 
     # ---- what the runtime says ----------------------------------------------
 
@@ -311,18 +293,7 @@ class Check:
     # ---- decisions ------------------------------------------------------------
 
     def measure(self, key: str, over: bool, once: str, text: str, resolved: str) -> str:
-        action = self.state.observe(key, over, once)
-        if action == alert_state.POST:
-            self.alerts += 1
-            if not outbox.send_alert(self.settings, PREFIX + text):
-                log.error(f"{NAME}: alert lost ({key}): neither spooled nor delivered; the next run posts it again")
-                self.state.unfire(key)
-        elif action == alert_state.RESOLVE:
-            self.resolved += 1
-            outbox.send_alert(self.settings, PREFIX + resolved)
-        elif action == alert_state.HOLD:
-            self.held += 1
-        return action
+        return self.run.observe(key, over, text, resolved, once)
 
     def stopped(self, once: str, name: str, status: str, code: str, error: str) -> None:
         text = f"Container stopped: {name} (Status: {status})\nExit Code: {code}\nError: {error or NO_ERROR}"
@@ -403,7 +374,6 @@ class Check:
                 self.state.forget(key)
 
     def usage(self, container_id: str, key: str, label: str, figures: dict[str, str], threshold: str) -> str:
-        """One figure of one container, measured; as the log line shows it."""
         container = self.info[container_id]
         given = figures.get(container_id, "")
         match = _USAGE.fullmatch(given)
@@ -413,7 +383,7 @@ class Check:
             return "unknown"
         value = match.group(1)
         try:
-            over = metrics.decimal_gt(value, threshold)
+            over = alert_state.decimal_gt(value, threshold)
         except ValueError:
             over = False
         name = container.name
@@ -429,7 +399,6 @@ class Check:
         return value + "%"
 
     def save_running(self) -> None:
-        """The running containers for the next check, replaced atomically."""
         text = "".join(f"{i}\t{self.info[i].key_name}\n" for i in self.running)
         try:
             alert_state.write_atomic(paths.under(RUNNING_PATH), text.encode("utf-8"), paths.under(RUNNING_TMP_PATH))
@@ -437,14 +406,15 @@ class Check:
             log.warn(f"{NAME}: cannot write {paths.under(RUNNING_PATH)}: {error.strerror}")
 
     def summary(self) -> str:
+        run = self.run
         text = (
             f"{NAME}: containers={len(self.list_state)} running={len(self.running)}"
-            f" previously_running={len(self.previous)} alerts={self.alerts}"
+            f" previously_running={len(self.previous)} alerts={len(run.fired)}"
         )
-        if self.resolved:
-            text += f" resolved={self.resolved}"
-        if self.held:
-            text += f" held={self.held}"
+        if run.resolved:
+            text += f" resolved={len(run.resolved)}"
+        if run.held:
+            text += f" held={len(run.held)}"
         return text
 
 
@@ -463,27 +433,17 @@ def decoded_key(key: str) -> str | None:
 
 def take_lock(settings: Settings) -> int:
     """The lock's descriptor; runs never overlap. A run that finds the lock
-    held by a stuck run (started longer ago than any run can take) alerts once
-    for that run and exits 1: a hung monitor must not go quiet behind WARN
-    lines. Raises SystemExit with the run's exit code when it may not run."""
-    os.makedirs(paths.under(paths.STATE_PATH), mode=0o700, exist_ok=True)
+    held by a stuck run alerts once for that run and exits 1 (a hung monitor
+    must not go quiet behind WARN lines): SystemExit with the exit code."""
     path = paths.under(LOCK_PATH)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise SystemExit(held(settings, path)) from None
-    with contextlib.suppress(OSError):
-        # Its mtime says when this run started (how a stuck run is told).
-        os.utime(fd)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(paths.under(STUCK_PATH))
+    fd = alert_state.take_lock(path)
+    if fd is None:
+        raise SystemExit(held(settings, path))
+    alert_state.unlink_quietly(paths.under(STUCK_PATH))
     return fd
 
 
 def held(settings: Settings, path: str) -> int:
-    """What a run that finds the lock held does; its exit code."""
     since = heartbeat.lock_stuck(path, settings)
     if since is None:
         log.warn(f"{NAME}: another run holds {path}; exiting", err=False)
@@ -504,47 +464,33 @@ def held(settings: Settings, path: str) -> int:
         f"Container monitor stuck: a run started at {started} has not finished;"
         " containers are not checked until it does"
     )
-    if outbox.send_alert(settings, PREFIX + text):
-        with contextlib.suppress(OSError):
-            alert_state.write_atomic(stuck_file, f"{since}\n".encode())
-    flush(settings)
+    if delivery.send_alert(settings, PREFIX + text):
+        alert_state.write_small(stuck_file, f"{since}\n")
+    alert_state.deliver(NAME, settings, ping=False)
     return EX_FAILURE
 
 
-def flush(settings: Settings) -> bool:
-    """Delivers the spool; True when nothing is left in it."""
-    status = outbox.flush(settings)
-    if status != 0:
-        log.warn(f"{NAME}: alerts stay spooled for the next run (notifier exit {status}); no heartbeat")
-    return status == 0
-
-
-def runtime_failed(settings: Settings, state: alert_state.AlertState, why: str) -> int:
+def runtime_failed(run: alert_state.Run, why: str) -> int:
     """The run cannot check the containers (WHY): alerts once (latched until
-    the runtime answers again), saves the alert state, delivers; exit 1. The
-    previous list is kept."""
+    the runtime answers again), delivers, exits 1; the previous list is kept."""
     log.error(f"{NAME}: {why}; nothing checked, previous state kept")
-    if state.observe(RUNTIME_KEY, True, alert_state.LATCH) == alert_state.POST:
-        text = f"Container check failed: {why}; containers are not checked until it works again"
-        if not outbox.send_alert(settings, PREFIX + text):
-            log.error(f"{NAME}: alert lost ({RUNTIME_KEY}): neither spooled nor delivered; the next run posts it again")
-            state.unfire(RUNTIME_KEY)
-    if not state.save():
-        log.warn(f"{NAME}: cannot write {state.path}")
-    flush(settings)
+    text = f"Container check failed: {why}; containers are not checked until it works again"
+    run.observe(RUNTIME_KEY, True, text, "", alert_state.LATCH)
+    run.save("")
+    alert_state.deliver(NAME, run.settings, ping=False)
     return EX_FAILURE
 
 
 def monitor(settings: Settings) -> int:
-    state = alert_state.AlertState.load(paths.under(ALERT_STATE_PATH), settings)
-    check = Check(settings, state)
+    run = alert_state.Run(NAME, PREFIX, paths.under(ALERT_STATE_PATH), settings)
+    check = Check(settings, run)
     check.load_previous()
     try:
         check.list_containers()
         ids = check.interesting_ids()
         check.inspect(ids)
     except RuntimeFailed as failure:
-        return runtime_failed(settings, state, str(failure))
+        return runtime_failed(run, str(failure))
     # It answers (again): a latched "check failed" alert resolves.
     resolved = f"Container check works again: {settings.container_runtime} answers"
     check.measure(RUNTIME_KEY, False, "", "", resolved)
@@ -553,11 +499,9 @@ def monitor(settings: Settings) -> int:
     check.check_stopped()
     check.check_usage()
     check.save_running()
-    if not state.save():
-        log.warn(f"{NAME}: cannot write {state.path}; alerts are still sent")
+    run.save()
     log.info(check.summary())
-    if flush(settings):
-        heartbeat.ping(NAME, settings)
+    alert_state.deliver(NAME, settings)
     return 0
 
 

@@ -1,22 +1,15 @@
-"""Delivery of the spool to the chat webhook: one run at a time, oldest first, within a budget.
+"""How a program posts: `send_alert` spools a message; `flush` delivers the
+spool to the webhook, one run at a time (flock on the spool's .lock),
+oldest first, within NOTIFY_BUDGET: it puts back what a killed run had
+claimed, then claims, posts and acknowledges one message at a time. A
+transient failure stops the run (order kept), a message refused for good
+goes to the dead letters, a refused webhook keeps everything and is probed
+with a back-off until its file changes.
 
-`flush` holds an exclusive flock on /var/spool/hostguard/.lock while it
-delivers (it waits at most LOCK_WAIT seconds for another run's, or not at
-all), puts back what a killed run had claimed, then claims, posts and
-acknowledges one message at a time (spool.py: one transaction per step).
-A transient failure stops the run (the order is kept for the next one), a
-message refused for good goes to the dead letters and the next goes on, a
-refused webhook keeps everything and is probed again with a back-off until
-its file changes. After releasing the lock it looks once more: a message
-spooled by a run that found the lock taken is never stranded.
-
-A message is posted at least once and, but for one case, exactly once: a
-process killed between the service's 2xx and the commit that removes the
-message posts it again in the next run (as the bash notifier did).
-
-Exit codes: 0 nothing left, 75 something left (transient, budget spent, the
-lock held by another run), 77 the webhook is refused (messages kept), 78 a
-bad webhook or CA file.
+Exactly once but for one case: a process killed between the service's 2xx
+and the commit that removes the message posts it again in the next run.
+Exit codes: 0 nothing left, 75 something left (transient, budget spent,
+lock held), 77 the webhook refused (messages kept), 78 a bad webhook or CA file.
 """
 
 from __future__ import annotations
@@ -27,15 +20,15 @@ import sqlite3
 import time
 from typing import NamedTuple
 
-from . import chat, log, urlfile
+from . import chat, log, paths, urlfile
 from .errors import EX_CONFIG, EX_NOPERM, EX_OK, EX_TEMPFAIL, ConfigError
+from .message import as_posted
 from .settings import Settings
-from .spool import Message, Spool, name_of
+from .spool import ALERTS, Message, Spool, SpoolFull, name_of
 
 # How long a foreground run waits for another run's lock before leaving its
 # messages to that run (which looks again after releasing it).
 LOCK_WAIT = 5.0
-LOCK_NAME = ".lock"
 # The chat service allows about one message per second.
 PACE = 1.05
 # A refused webhook is probed once per run, at most this often (doubling).
@@ -69,6 +62,44 @@ def now_stamp() -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S")
 
 
+# ---- posting --------------------------------------------------------------------
+
+_spool: Spool | None = None
+
+
+def own_spool(settings: Settings) -> Spool:
+    global _spool
+    if _spool is None:
+        _spool = Spool(settings.notify_spool_max)
+    return _spool
+
+
+def send_alert(settings: Settings, text: str) -> bool:
+    """Spools TEXT in the alerts queue; True when it is kept or was delivered.
+
+    When the spool cannot be written even with its reserve (disk full), the
+    alert is delivered directly: never dropped for want of a spool. False
+    means it is lost: the caller must not count it as posted.
+    """
+    posted = as_posted(settings, text)
+    try:
+        own_spool(settings).enqueue(posted, None, ALERTS)
+        return True
+    except SpoolFull:
+        log.error(
+            f"cannot write the spool in {own_spool(settings).directory} (disk full?): delivering this alert directly"
+        )
+    return deliver_direct(settings, posted) == 0
+
+
+def flush_spool(settings: Settings) -> int:
+    """Delivers what is spooled (`flush`'s exit codes); a process that spooled
+    nothing and finds no hint of a waiting message opens no database."""
+    if _spool is None and not paths.spool_may_hold_messages():
+        return EX_OK
+    return flush(settings, own_spool(settings))
+
+
 # ---- the webhook --------------------------------------------------------------
 
 
@@ -94,7 +125,6 @@ def load_hook(settings: Settings) -> Hook | None:
 
 
 def hook_state(spool: Spool) -> HookState | None:
-    """The refused-webhook state, None when the webhook is not refused."""
     words = (spool.get("webhook") or "").split(" ", 5)
     if len(words) != 6 or words[0] != "refused" or not all(w.isdigit() for w in words[2:5]):
         return None
@@ -248,7 +278,6 @@ def _bury(spool: Spool, message_id: int, why: str) -> None:
 
 
 def _flush_locked(settings: Settings, spool: Spool, hook: Hook, deadline: float) -> int:
-    """The body of a run, the lock held."""
     spool.unclaim_all()
     import_legacy(spool)
     plan = _webhook_plan(spool, hook)
@@ -272,36 +301,21 @@ def _flush_locked(settings: Settings, spool: Spool, hook: Hook, deadline: float)
             log.info("the webhook answers again: delivering the spool")
 
 
-def lock_path(spool: Spool) -> str:
-    return os.path.join(spool.directory, LOCK_NAME)
-
-
-def try_lock(spool: Spool, wait: float) -> int | None:
-    """The descriptor holding the delivery lock, waiting at most WAIT seconds; None when another run holds it."""
-    import fcntl
-
-    spool.db()  # makes the spool directory
-    fd = os.open(lock_path(spool), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    give_up = time.monotonic() + wait
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() >= give_up:
-                os.close(fd)
-                return None
-        # flock has no timed wait: poll (a run holds it for seconds, not milliseconds).
-        time.sleep(0.05)
-
-
 def flush(settings: Settings, spool: Spool, *, wait: bool = True) -> int:
     """Delivers the spool oldest first: 0 nothing left, 75 something left, 77 webhook refused, 78 bad webhook/CA."""
     return flush_holding(settings, spool, None, wait=wait)
 
 
 def flush_holding(settings: Settings, spool: Spool, held: int | None, *, wait: bool = False) -> int:
-    """`flush`, starting with the lock descriptor HELD when this process already holds it (a detached flush)."""
+    """`flush`, starting with the lock descriptor HELD when this process already holds it (a detached flush).
+
+    The hand-off: a writer commits its message, then tries the lock without
+    waiting, and starts no delivery when it is held. So after releasing the
+    lock a run looks at the spool again and takes the lock back when a
+    message waits: a writer that found it taken had committed before the
+    release, and that look sees its message (or another run holds the lock
+    by then and looks again after its own release).
+    """
     try:
         if held is None and spool.pending() == 0 and not legacy_files(spool.directory):
             return EX_OK
@@ -313,36 +327,34 @@ def flush_holding(settings: Settings, spool: Spool, held: int | None, *, wait: b
             os.close(held)
         return EX_CONFIG
     deadline = time.monotonic() + settings.notify_budget
-    again = False
     fd = held
-    while True:
+    if fd is None:
+        try:
+            fd = spool.try_lock(LOCK_WAIT if wait else 0.0)
+        except (sqlite3.Error, OSError) as error:
+            return _spool_failed(spool, error)
         if fd is None:
-            try:
-                fd = try_lock(spool, LOCK_WAIT if wait and not again else 0.0)
-            except (sqlite3.Error, OSError) as error:
-                return _spool_failed(spool, error)
-        if fd is None:
-            # After a pass of our own, the run that took the lock over sends the rest.
-            if again:
-                return EX_OK
             log.warn(
                 f"another delivery run holds the spool lock; {spool.pending()} message(s) left to it or the next run"
             )
             return EX_TEMPFAIL
+    while True:
         try:
             rc = _flush_locked(settings, spool, hook, deadline)
-            left = spool.pending()
         except (sqlite3.Error, OSError) as error:
             # What was claimed stays claimed; the next run puts it back and sends it.
             return _spool_failed(spool, error)
         finally:
             os.close(fd)
-            fd = None
-        if rc != EX_OK or left == 0:
-            return rc
-        # Spooled after our last claim by a run that found the lock taken: deliver it
-        # now, unless another run took the lock over meanwhile.
-        again = True
+        try:
+            if rc != EX_OK or spool.pending() == 0:
+                return rc
+            next_fd = spool.try_lock(0.0)
+        except (sqlite3.Error, OSError) as error:
+            return _spool_failed(spool, error)
+        if next_fd is None:
+            return EX_OK  # the run that holds it now looks again after its release
+        fd = next_fd
 
 
 def _spool_failed(spool: Spool, error: Exception) -> int:
@@ -375,7 +387,7 @@ def legacy_files(directory: str) -> list[str]:
         names = os.listdir(directory)
     except OSError:
         return []
-    return sorted(n for n in names if n.startswith(("msg-", ".sending-msg-", "dead-msg-")) and n.endswith(".json"))
+    return sorted(n for n in names if n.startswith(paths.LEGACY_PREFIXES) and n.endswith(".json"))
 
 
 def _legacy_key(name: str) -> tuple[int, str]:

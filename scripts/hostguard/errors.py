@@ -1,7 +1,5 @@
 """Exit codes (sysexits.h, as the bash programs had them) and the agent's errors."""
 
-from __future__ import annotations
-
 EX_OK = 0
 EX_FAILURE = 1
 EX_USAGE = 64

@@ -1,13 +1,9 @@
 """The heartbeat: after a monitor run that completed and left the spool empty,
-one HTTPS GET to the URL in heartbeat.curlrc (a dead man's switch outside
-then notices a host, a cron or a notifier that stopped, which no alert of the
-host itself can report). No file, no heartbeat (the default).
-
-The URL is a secret like the webhook: root's file, 0600, one
-`url = "https://..."` line, and NOTIFY_CA_FILE root's only (urlfile.py checks
-both); it is never in argv, the environment or a log line. The ping says "the monitors complete their runs":
-none is sent while the other monitor's run is stuck, so the service outside
-notices a hung container runtime too.
+one HTTPS GET to the URL in heartbeat.curlrc, for a dead man's switch outside
+(it notices a host, cron or notifier that stopped, which no alert can
+report). No file, no heartbeat. The URL is a secret like the webhook (root's
+0600 file, urlfile.py), never in argv, the environment or a log line. None is
+sent while the other monitor's run is stuck: the service notices that too.
 """
 
 from __future__ import annotations

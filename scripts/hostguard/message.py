@@ -7,7 +7,9 @@ body `payload=<JSON>` form-encoded (json and urllib.parse: no hand-made
 escaping).
 """
 
-from __future__ import annotations
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .settings import Settings
 
 TEXT_MAX = 40000
 CUT_MARKER = "\n[... cut: the message was longer than 40,000 characters]"
@@ -32,7 +34,12 @@ def labelled(text: str, label: bool, host_name: str) -> str:
     return f"[{host_name}] {text}"
 
 
-def payload(text: str, channel: str | None) -> str:
+def as_posted(settings: "Settings", text: str) -> str:
+    """TEXT as it will be posted: cleaned, with the host label when ALERT_HOST_LABEL is on."""
+    return labelled(clean(text), settings.alert_host_label, settings.host_name)
+
+
+def payload(text: str, channel: "str | None") -> str:
     """The JSON object of one message: `{"text":...}` plus `"channel":"#x"` for the ban tool's start/stop."""
     import json
 

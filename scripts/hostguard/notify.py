@@ -1,13 +1,5 @@
-"""hostguard-notify: the notifier's command line (the ban tool's action, `text` by hand, status, --test).
-
-    hostguard-notify text TEXT
-    hostguard-notify event start|stop --jail NAME [--channel CHANNEL]
-    hostguard-notify event ban --jail NAME --ip IP --failures N --time UNIX
-    hostguard-notify event unban --jail NAME --ip IP
-    hostguard-notify flush [--detached]
-    hostguard-notify status
-    hostguard-notify --test
-    hostguard-notify --runtime-files
+"""hostguard-notify: the notifier's command line (USAGE): the ban tool's
+action, `text` by hand, `flush`, `status`, `--test`.
 
 Exit 0 delivered (an event: spooled for the detached flush), 64 bad usage,
 74 an event that could not be kept (disk full: logged as LOST), 75 left in
@@ -15,18 +7,14 @@ the spool after a transient failure, 77 refused for good (dead letter, or
 the webhook itself refused: kept), 78 a bad webhook or CA file.
 """
 
-from __future__ import annotations
-
-import contextlib
 import os
-import re
 import sys
 
-from . import log, outbox, paths
+from . import log, paths
 from .errors import EX_CONFIG, EX_IOERR, EX_NOPERM, EX_OK, EX_TEMPFAIL, EX_USAGE, HostguardError, UsageError
+from .message import as_posted
 from .settings import Settings, load
 from .settings import runtime_files as settings_runtime_files
-from .settings_table import PATTERNS
 from .spool import EVENTS, HINT_NAME, RESERVE_NAME, Spool, SpoolFull
 
 USAGE = """usage: hostguard-notify text TEXT
@@ -39,10 +27,9 @@ USAGE = """usage: hostguard-notify text TEXT
        hostguard-notify --runtime-files
 """
 FLUSH_LOG = ".flush.log"
-_JAIL = re.compile(r"[^\x00-\x1f\x7f]+")
-_IP_CHARS = re.compile(r"[0-9A-Fa-f.:/]+")
-_FAILURES = re.compile(r"[0-9]+")
-_TIME = re.compile(r"[0-9]+(\.[0-9]+)?")
+# The ban tool runs the action once per ban, one after another: an event
+# imports neither re nor the delivery code (string methods check its options).
+_IP_CHARS = frozenset("0123456789abcdefABCDEF.:/")
 
 
 def runtime_files() -> list[str]:
@@ -68,16 +55,16 @@ def runtime_files() -> list[str]:
 
 def send_text(settings: Settings, text: str) -> int:
     """Spools TEXT and flushes; 0 only when this message was delivered (merged into one that was counts)."""
-    spool = outbox.spool(settings)
-    posted = outbox.as_posted(settings, text)
+    from . import delivery
+
+    spool = delivery.own_spool(settings)
+    posted = as_posted(settings, text)
     try:
         message_id = spool.enqueue(posted)
     except SpoolFull:
         log.error(f"cannot write the spool in {spool.directory} (disk full?): delivering this alert directly")
-        from .delivery import deliver_direct
-
-        return deliver_direct(settings, posted)
-    rc = outbox.flush(settings)
+        return delivery.deliver_direct(settings, posted)
+    rc = delivery.flush_spool(settings)
     outcome = spool.outcome(message_id)
     if outcome == "delivered":
         return EX_OK
@@ -106,7 +93,7 @@ def valid_ip(ip: str) -> bool:
     """An address or an address with a /prefix, as fail2ban's <ip> can be (no scope, no name)."""
     import ipaddress
 
-    if not _IP_CHARS.fullmatch(ip):
+    if not ip or not set(ip) <= _IP_CHARS:
         return False
     try:
         if "/" in ip:
@@ -118,12 +105,16 @@ def valid_ip(ip: str) -> bool:
     return True
 
 
-def event_text(settings: Settings, kind: str, options: dict[str, str]) -> tuple[str, str | None]:
+def event_text(settings: Settings, kind: str, options: dict[str, str]) -> "tuple[str, str | None]":
     """The SPEC's text of event KIND (and the channel of start/stop); UsageError when an option is wrong."""
     jail = options.get("jail", "")
-    if not _JAIL.fullmatch(jail):
+    if not jail or any(char < " " or char == "\x7f" for char in jail):
         raise UsageError("--jail NAME is required")
     if kind in ("start", "stop"):
+        import re
+
+        from .settings_table import PATTERNS
+
         channel = options.get("channel", "")
         channel = channel[1:] if channel.startswith("#") else channel
         channel = channel or settings.slack_channel
@@ -138,13 +129,17 @@ def event_text(settings: Settings, kind: str, options: dict[str, str]) -> tuple[
     if kind == "unban":
         return f"Ban Alert({jail})\n Unbanned IP: *{ip}*", None
     failures, when = options.get("failures", ""), options.get("time", "")
-    if not _FAILURES.fullmatch(failures):
+    if not _digits(failures):
         raise UsageError("--failures N is required")
-    if not _TIME.fullmatch(when):
-        raise UsageError("--time UNIX is required")
     # A manual banip gives a fractional time; the message shows whole seconds.
-    when = when.split(".", 1)[0]
+    when, dot, fraction = when.partition(".")
+    if not _digits(when) or (dot and not _digits(fraction)):
+        raise UsageError("--time UNIX is required")
     return f"Ban Alert({jail})\n Banned IP: *{ip}*\n Failures: {failures} failure(s)\n Timestap: {when}", None
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
 
 
 def event(settings: Settings, args: list[str]) -> int:
@@ -155,25 +150,25 @@ def event(settings: Settings, args: list[str]) -> int:
     return spool_event(settings, text, channel)
 
 
-def spool_event(settings: Settings, text: str, channel: str | None) -> int:
+def spool_event(settings: Settings, text: str, channel: "str | None") -> int:
     """Spools a ban-tool message and returns at once; a detached flush delivers it.
 
     The ban tool runs a jail's actions one after another and must never wait
     for the chat service. When the lock is held, its holder delivers this
     message (it looks again after releasing the lock).
     """
-    spool = outbox.spool(settings)
+    spool = Spool(settings.notify_spool_max)
     try:
-        spool.enqueue(outbox.as_posted(settings, text), channel, EVENTS)
+        spool.enqueue(as_posted(settings, text), channel, EVENTS)
     except SpoolFull:
         log.error(
             f"cannot write the spool in {spool.directory} (disk full?): this ban-tool message is LOST"
             " (not kept, not sent: a ban never waits for the chat service)"
         )
         return EX_IOERR
-    from .delivery import try_lock
-
-    fd = try_lock(spool, 0.0)
+    # Committed first, then the lock tried without waiting: when a delivery run
+    # holds it, that run looks at the spool after its release (delivery.flush_holding).
+    fd = spool.try_lock(0.0)
     if fd is not None:
         start_detached_flush(settings, spool, fd)
     return EX_OK
@@ -218,14 +213,9 @@ def _detach_descriptors(log_path: str, keep: int) -> None:
     os.dup2(null, 0)
     os.dup2(out, 1)
     os.dup2(out, 2)
-    try:
-        fds = [int(name) for name in os.listdir("/proc/self/fd")]
-    except OSError:
-        fds = list(range(3, 1024))
-    for fd in fds:
-        if fd > 2 and fd != keep:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+    from .alert_state import close_all_but
+
+    close_all_but(keep)
 
 
 # ---- status and the connectivity test ------------------------------------------------
@@ -235,9 +225,9 @@ def status_lines(settings: Settings) -> list[str]:
     """The spool depth, dropped ban messages, dead letters, last delivery and error, the webhook's state."""
     import time
 
-    from .delivery import check_webhook, hook_state
+    from .delivery import check_webhook, hook_state, own_spool
 
-    spool = outbox.spool(settings)
+    spool = own_spool(settings)
     oldest = spool.oldest_created()
     since = "" if oldest is None else time.strftime(", oldest spooled %Y-%m-%d %H:%M:%S", time.localtime(oldest))
     lines = [f"spool: {spool.pending()} message(s) waiting (limit {settings.notify_spool_max}){since}"]
@@ -290,11 +280,11 @@ def connectivity_test(settings: Settings) -> int:
 
     from . import chat, delivery
 
-    spool = outbox.spool(settings)
+    spool = delivery.own_spool(settings)
     hook = delivery.load_hook(settings)
     if hook is None:
         return EX_CONFIG
-    text = outbox.as_posted(settings, f"[Server Alert] \nConnectivity test from {_host_name()}: webhook OK")
+    text = as_posted(settings, f"[Server Alert] \nConnectivity test from {_host_name()}: webhook OK")
     deadline = time.monotonic() + settings.notify_budget
     delivery.pace(spool, deadline)
     left = max(1, int(deadline - time.monotonic()))
@@ -318,7 +308,7 @@ def connectivity_test(settings: Settings) -> int:
 # ---- main ---------------------------------------------------------------------
 
 
-def usage(problem: str | None = None) -> int:
+def usage(problem: "str | None" = None) -> int:
     if problem:
         sys.stderr.write(f"hostguard-notify: {problem}\n")
     sys.stderr.write(USAGE)
@@ -351,13 +341,12 @@ def run(argv: list[str]) -> int:
 
 
 def _flush(settings: Settings, wait: bool) -> int:
-    from .delivery import flush
+    from .delivery import flush, own_spool
 
-    return flush(settings, outbox.spool(settings), wait=wait)
+    return flush(settings, own_spool(settings), wait=wait)
 
 
 def main(argv: list[str]) -> int:
-    """The notifier: argv without the program name; the exit code."""
     os.umask(0o077)
     try:
         return run(argv)

@@ -5,8 +5,6 @@
 the programs in a temporary root).
 """
 
-from __future__ import annotations
-
 import os
 
 ROOT = os.environ.get("HOSTGUARD_ROOT", "")
@@ -24,3 +22,31 @@ LOG_PATH = "/var/log/hostguard"
 def under(path: str) -> str:
     """PATH as the programs open it: under HOSTGUARD_ROOT in tests, as is on a host."""
     return ROOT + path
+
+
+# The spool's files (spool.py) that say, without opening the database, whether
+# a delivery run has anything to do.
+SPOOL_DB_NAME = "spool.db"
+SPOOL_HINT_NAME = ".pending"
+# The bash notifier's message files (an upgrade's first flush imports them).
+LEGACY_PREFIXES = ("msg-", ".sending-msg-", "dead-msg-")
+# spool_may_hold_messages looks at the database itself in this part of every hour.
+FULL_LOOK_EVERY = 3600
+FULL_LOOK_FOR = 600
+
+
+def spool_may_hold_messages(directory: "str | None" = None, now: "float | None" = None) -> bool:
+    """Whether a delivery run has anything to do, from the spool directory's
+    names alone: a quiet monitor run must not pay for SQLite (see spool.py)."""
+    import time
+
+    try:
+        names = os.listdir(directory if directory is not None else under(SPOOL_PATH))
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    if SPOOL_HINT_NAME in names or any(name.startswith(LEGACY_PREFIXES) for name in names):
+        return True
+    moment = time.time() if now is None else now
+    return SPOOL_DB_NAME in names and int(moment) % FULL_LOOK_EVERY < FULL_LOOK_FOR

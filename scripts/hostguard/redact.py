@@ -8,8 +8,6 @@ alone, its secret segments (the last one, and any of 16 characters or more),
 each also percent-encoded (either case) and JSON-escaped.
 """
 
-from __future__ import annotations
-
 from . import paths
 
 REDACTED = "[secret URL redacted]"
@@ -21,8 +19,8 @@ _URL_END = frozenset("\"' \t\r\n\f\v")
 # The plain pieces (and their JSON-escaped forms) and, made only for a text
 # holding a % (urllib.parse costs an import of re on every quiet run), their
 # percent-encoded forms.
-_pieces: list[str] | None = None
-_encoded: list[str] | None = None
+_pieces: "list[str] | None" = None
+_encoded: "list[str] | None" = None
 _raw: list[str] = []
 
 
@@ -85,7 +83,7 @@ def pieces_of(url: str) -> list[str]:
     return _longest_first(set(plain_forms(raw)) | set(encoded_forms(raw)))
 
 
-def load(files: tuple[str, ...] | None = None) -> list[str]:
+def load(files: "tuple[str, ...] | None" = None) -> list[str]:
     """The plain pieces of the URLs in the webhook and heartbeat files (those this process can read)."""
     names = files if files is not None else (paths.under(paths.WEBHOOK_PATH), paths.under(paths.HEARTBEAT_PATH))
     raw: list[str] = []

@@ -13,8 +13,6 @@ bytes under the same rules is read without compiling anything; any other
 file, or other rules, is validated again.
 """
 
-from __future__ import annotations
-
 import os
 
 from . import paths
@@ -161,6 +159,7 @@ def _remember_valid(data: bytes) -> None:
     path = _cache_path()
     temp = path + ".tmp"
     try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             os.write(fd, TABLE_ID.encode() + b"\n" + data)
@@ -174,7 +173,7 @@ def _remember_valid(data: bytes) -> None:
             pass
 
 
-def load(file: str | None = None) -> Settings:
+def load(file: "str | None" = None) -> Settings:
     """The host's settings (hostguard.conf under HOSTGUARD_ROOT); defaults when it is missing."""
     path = file if file is not None else paths.under(paths.SETTINGS_PATH)
     try:

@@ -4,8 +4,6 @@ Do not edit the block below by hand: `npm run settings:gen` writes it, and a
 unit test fails when it differs from the TypeScript table.
 """
 
-from __future__ import annotations
-
 # BEGIN settings table (generated from components/settings.ts by `npm run settings:gen`; do not edit)
 # Defaults of every setting; settings.load refuses keys not listed here.
 DEFAULTS: dict[str, str] = {

@@ -1,41 +1,24 @@
-"""The spool: every message not yet delivered, in one SQLite database.
+"""The spool: every message not yet delivered, in one SQLite database
+(spool.db in the root-only spool dir; WAL, a busy timeout, one short
+`BEGIN IMMEDIATE` transaction per step). No actor renames or replaces
+another's data, and a process killed at any line leaves a step done or not
+done (`synchronous=NORMAL`: a power loss may lose the last transactions).
 
-/var/spool/hostguard/spool.db (root's, 0600, in the root-only spool dir),
-WAL, a busy timeout, and one short `BEGIN IMMEDIATE` transaction per step:
-enqueue (with the bound), claim, deliver, release, bury. No actor renames or
-replaces another's data, so a writer and a delivery run cannot undo each
-other's work, and a process killed at any line leaves either the step done
-or not done.
+Two queues, posted in this order, each oldest first: 0 the monitors' alerts
+(and `text`), 1 the ban tool's messages. Over NOTIFY_SPOOL_MAX waiting in a
+queue, ban-tool messages are dropped (counted; the next delivered message
+says how many) and alerts merged, never dropped (a full merged message
+starts a new one; when no two fit the newer part is cut with a marker, so
+the bound holds whatever the sizes). Merged parts stay as rows pointing at
+their message, so `outcome(id)` can tell a writer what became of its part.
 
-Two queues, posted in this order: 0 the monitors' alerts (and `text`), 1 the
-ban tool's messages; each oldest first. Over NOTIFY_SPOOL_MAX waiting
-messages in a queue, ban-tool messages are dropped (oldest first, counted;
-the next delivered message says how many) and alerts are merged (oldest
-first, a blank line apart, never dropped: a full merged message starts a new
-one, and when no two fit, the newer part is cut with a marker, so the bound
-holds whatever the sizes).
-
-A merged message keeps its parts as rows pointing at it (`merged_into`,
-their text emptied), so `outcome(id)` can tell the program that spooled a
-part whether it was delivered, is pending or went to the dead letters.
-
-Durability: `synchronous=NORMAL` in WAL mode survives any process crash
-(kill -9) at any point; a power loss may lose the last transactions.
-
-A quiet monitor run must not pay for SQLite (importing it is a third of the
-run), so the spool keeps a hint, `.pending`, beside the database: every
-writer creates it before and again after its transaction, and only the
-delivery run (under the delivery lock) removes it, when it finds nothing
-to claim, counting again after the removal (and putting it back if a writer
-got in between). `may_hold_messages` reads only the directory: no hint and
-no bash-era spool file means nothing to deliver. A writer killed exactly
-between its commit and its second touch while a delivery run settles the
-hint leaves its message without one: the next message, any `flush`, or the
-hourly full look of `may_hold_messages` (the first ten minutes of every
-hour) delivers it.
+The hint `.pending` spares a quiet monitor run SQLite: writers create it
+before and after their transaction; only the delivery run removes it, when
+it finds nothing to claim, and counts again afterwards (putting it back if a
+writer got in). A writer killed between its commit and its second touch
+while the hint is settled leaves its message without one: the next message,
+any `flush` or the hourly full look of paths.spool_may_hold_messages sends it.
 """
-
-from __future__ import annotations
 
 import os
 import time
@@ -60,13 +43,10 @@ MERGE_CHARS = 30000
 # that moment are still kept (made again by the next delivery run).
 RESERVE_BYTES = 65536
 RESERVE_NAME = ".reserve"
-DB_NAME = "spool.db"
-HINT_NAME = ".pending"
-# Names of the bash notifier's spool files (an upgrade's first flush imports them).
-LEGACY_PREFIXES = ("msg-", ".sending-msg-", "dead-msg-")
-# may_hold_messages looks at the database itself in this part of every hour.
-FULL_LOOK_EVERY = 3600
-FULL_LOOK_FOR = 600
+DB_NAME = paths.SPOOL_DB_NAME
+# The delivery lock: one delivery run at a time (delivery.py).
+LOCK_NAME = ".lock"
+HINT_NAME = paths.SPOOL_HINT_NAME
 # A writer waits this long for another's transaction (they take milliseconds).
 BUSY_SECONDS = 10.0
 
@@ -99,11 +79,11 @@ CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
 
 class Message:
-    """One waiting (or claimed) message (a plain class: typing is not imported on a quiet run)."""
+    """One waiting (or claimed) message (not a NamedTuple: a ban imports no typing)."""
 
     __slots__ = ("channel", "created", "id", "parts", "queue", "text")
 
-    def __init__(self, id: int, queue: int, text: str, channel: str | None, parts: int, created: float) -> None:
+    def __init__(self, id: int, queue: int, text: str, channel: "str | None", parts: int, created: float) -> None:
         self.id = id
         self.queue = queue
         self.text = text
@@ -122,17 +102,14 @@ class DeadLetter:
 
 
 class _Transaction:
-    """One short write step: COMMIT when the block ends, ROLLBACK on any exception.
+    """One write step, committed, or rolled back on any exception: a failed
+    statement (disk full, busy past the timeout) never leaves the connection
+    inside a transaction for its next step."""
 
-    Every writer goes through it, so a failed statement (a full disk, a
-    locked database past the busy timeout) never leaves the process's one
-    connection inside an open transaction for its next step.
-    """
-
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: "sqlite3.Connection") -> None:
         self.db = db
 
-    def __enter__(self) -> sqlite3.Connection:
+    def __enter__(self) -> "sqlite3.Connection":
         self.db.execute("BEGIN IMMEDIATE")
         return self.db
 
@@ -151,20 +128,6 @@ def spool_dir() -> str:
     return paths.under(paths.SPOOL_PATH)
 
 
-def may_hold_messages(directory: str | None = None, now: float | None = None) -> bool:
-    """Whether a delivery run has anything to do, from the directory alone (see the module's doc)."""
-    try:
-        names = os.listdir(directory if directory is not None else spool_dir())
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True
-    if HINT_NAME in names or any(name.startswith(LEGACY_PREFIXES) for name in names):
-        return True
-    moment = time.time() if now is None else now
-    return DB_NAME in names and int(moment) % FULL_LOOK_EVERY < FULL_LOOK_FOR
-
-
 def undelivered(path: str) -> int:
     """Messages waiting in the spool database PATH, each merged part counted (read-only; install's uninstall)."""
     import sqlite3
@@ -178,7 +141,6 @@ def undelivered(path: str) -> int:
 
 
 def name_of(message_id: int) -> str:
-    """How logs and `status` name a message."""
     return f"msg-{message_id}"
 
 
@@ -197,14 +159,14 @@ def _is_full(error: Exception) -> bool:
 class Spool:
     """The spool database of this host (one connection per process)."""
 
-    def __init__(self, spool_max: int, directory: str | None = None) -> None:
+    def __init__(self, spool_max: int, directory: "str | None" = None) -> None:
         self.directory = directory if directory is not None else spool_dir()
         self.spool_max = spool_max
-        self._db: sqlite3.Connection | None = None
+        self._db: "sqlite3.Connection | None" = None  # noqa: UP037 - mypy for 3.9 needs the quotes
 
     # ---- connection ---------------------------------------------------------
 
-    def db(self) -> sqlite3.Connection:
+    def db(self) -> "sqlite3.Connection":
         import sqlite3
 
         if self._db is None:
@@ -224,18 +186,37 @@ class Spool:
             self._db = db
         return self._db
 
+    def try_lock(self, wait: float) -> "int | None":
+        """The descriptor holding the delivery lock, waiting at most WAIT seconds; None when another run holds it."""
+        import fcntl
+
+        self.db()  # makes the spool directory
+        fd = os.open(
+            os.path.join(self.directory, LOCK_NAME), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
+        give_up = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                if time.monotonic() >= give_up:
+                    os.close(fd)
+                    return None
+            # flock has no timed wait: poll (a run holds it for seconds, not milliseconds).
+            time.sleep(0.05)
+
     def close(self) -> None:
         if self._db is not None:
             self._db.close()
             self._db = None
 
     def _transaction(self) -> _Transaction:
-        """`with self._transaction() as db:` one BEGIN IMMEDIATE step, committed or rolled back."""
         return _Transaction(self.db())
 
     # ---- writers ------------------------------------------------------------
 
-    def enqueue(self, text: str, channel: str | None = None, queue: int = ALERTS) -> int:
+    def enqueue(self, text: str, channel: "str | None" = None, queue: int = ALERTS) -> int:
         """Spools one message and bounds its queue, in one transaction; its id.
 
         Raises SpoolFull when the spool cannot be written even after giving
@@ -261,7 +242,7 @@ class Spool:
         )
         os.close(fd)
 
-    def _settle_hint(self, db: sqlite3.Connection) -> bool:
+    def _settle_hint(self, db: "sqlite3.Connection") -> bool:
         """The delivery run found nothing to claim: removes the hint; True when a writer got in meanwhile."""
         try:  # noqa: SIM105 - contextlib is one import more on every quiet run
             os.unlink(os.path.join(self.directory, HINT_NAME))
@@ -273,7 +254,7 @@ class Spool:
         self.touch_hint()
         return True
 
-    def _enqueue(self, text: str, channel: str | None, queue: int) -> int:
+    def _enqueue(self, text: str, channel: "str | None", queue: int) -> int:
         transaction = self._transaction()  # opens the database, making the spool directory first
         self.touch_hint()
         with transaction as db:
@@ -287,13 +268,13 @@ class Spool:
         self.touch_hint()
         return message_id
 
-    def _waiting(self, db: sqlite3.Connection, queue: int) -> int:
+    def _waiting(self, db: "sqlite3.Connection", queue: int) -> int:
         row = db.execute(
             "SELECT count(*) FROM message WHERE queue = ? AND merged_into IS NULL AND claimed = 0", (queue,)
         ).fetchone()
         return int(row[0])
 
-    def _bound(self, db: sqlite3.Connection, queue: int) -> None:
+    def _bound(self, db: "sqlite3.Connection", queue: int) -> None:
         over = self._waiting(db, queue) - self.spool_max
         if over <= 0:
             return
@@ -302,7 +283,7 @@ class Spool:
         else:
             self._merge_oldest(db, over)
 
-    def _drop_oldest(self, db: sqlite3.Connection, count: int) -> None:
+    def _drop_oldest(self, db: "sqlite3.Connection", count: int) -> None:
         rows = db.execute(
             "SELECT id, parts FROM message WHERE queue = ? AND merged_into IS NULL AND claimed = 0 ORDER BY id LIMIT ?",
             (EVENTS, count),
@@ -319,7 +300,7 @@ class Spool:
             f"{total} dropped since the last delivery"
         )
 
-    def _merge_oldest(self, db: sqlite3.Connection, count: int) -> None:
+    def _merge_oldest(self, db: "sqlite3.Connection", count: int) -> None:
         """Merges alerts, oldest first, until COUNT fewer wait (never drops one)."""
         rows = db.execute(
             "SELECT id, length(text) FROM message WHERE queue = ? AND merged_into IS NULL AND claimed = 0"
@@ -353,7 +334,7 @@ class Spool:
                 " into fewer messages (alerts are never dropped)"
             )
 
-    def _merge_pair(self, db: sqlite3.Connection, first: int, second: int, limit: int) -> None:
+    def _merge_pair(self, db: "sqlite3.Connection", first: int, second: int, limit: int) -> None:
         """Appends message SECOND to FIRST (a blank line apart, within LIMIT characters)."""
         (text1, parts1), (text2, parts2) = (
             db.execute("SELECT text, parts FROM message WHERE id = ?", (first,)).fetchone(),
@@ -375,7 +356,7 @@ class Spool:
         with self._transaction() as db:
             db.execute("UPDATE message SET claimed = 0 WHERE claimed != 0")
 
-    def claim_next(self) -> Message | None:
+    def claim_next(self) -> "Message | None":
         """Claims the next message to post: alerts first, each queue oldest first.
 
         When it is a ban-tool message and a burst waits (BURST or more), the
@@ -398,7 +379,7 @@ class Spool:
             return self.claim_next() if self._settle_hint(self.db()) else None
         return Message(*row)
 
-    def _merge_burst(self, db: sqlite3.Connection) -> None:
+    def _merge_burst(self, db: "sqlite3.Connection") -> None:
         rows = db.execute(
             "SELECT id, length(text), channel FROM message WHERE queue = ? AND merged_into IS NULL AND claimed = 0"
             " ORDER BY id LIMIT ?",
@@ -459,7 +440,7 @@ class Spool:
                 ).fetchall()
                 db.executemany("DELETE FROM dead WHERE id = ? OR merged_into = ?", [(r[0], r[0]) for r in old])
 
-    def add_dead(self, text: str, channel: str | None, queue: int, reason: str) -> int:
+    def add_dead(self, text: str, channel: "str | None", queue: int, reason: str) -> int:
         """Records a dead letter directly (a message that can never be sent: an upgrade's bad spool file).
 
         Its id comes from the message table's sequence, as a buried message's
@@ -487,7 +468,7 @@ class Spool:
         row = self.db().execute("SELECT count(*) FROM message WHERE merged_into IS NULL").fetchone()
         return int(row[0])
 
-    def oldest_created(self) -> float | None:
+    def oldest_created(self) -> "float | None":
         row = self.db().execute("SELECT min(created) FROM message").fetchone()
         return None if row[0] is None else float(row[0])
 
@@ -512,18 +493,18 @@ class Spool:
 
     # ---- small state (delivery bookkeeping) -----------------------------------
 
-    def _state_int(self, db: sqlite3.Connection, key: str) -> int:
+    def _state_int(self, db: "sqlite3.Connection", key: str) -> int:
         row = db.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
         return int(row[0]) if row is not None and str(row[0]).isdigit() else 0
 
-    def _set_state(self, db: sqlite3.Connection, key: str, value: str) -> None:
+    def _set_state(self, db: "sqlite3.Connection", key: str, value: str) -> None:
         db.execute("INSERT OR REPLACE INTO state(key, value) VALUES (?, ?)", (key, value))
 
-    def get(self, key: str) -> str | None:
+    def get(self, key: str) -> "str | None":
         row = self.db().execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
-    def put(self, key: str, value: str | None) -> None:
+    def put(self, key: str, value: "str | None") -> None:
         """Sets (or with None removes) one state value; never fatal (disk full is logged by the caller)."""
         with self._transaction() as db:
             if value is None:

@@ -1,6 +1,6 @@
 """The notifier under concurrency, against the real HTTPS test receiver (loopback only).
 
-6 writers (3 monitors spooling alerts through outbox.send_alert, 3 ban
+6 writers (3 monitors spooling alerts through delivery.send_alert, 3 ban
 tools running `hostguard-notify event ban`, each of which may fork a
 detached flush), 2 flushers running `hostguard-notify flush` over and over,
 one of them killed with SIGKILL 3 times; the receiver in chaos mode (500,
@@ -99,10 +99,10 @@ def make_root(root: Path, receiver: Receiver) -> dict[str, str]:
 ALERT_WRITER = """
 import random, sys, time
 sys.path.insert(0, sys.argv[1])
-from hostguard import outbox, settings
+from hostguard import delivery, settings
 loaded = settings.load()
 for i in range(int(sys.argv[3])):
-    assert outbox.send_alert(loaded, f"alert-{sys.argv[2]}-{i}")
+    assert delivery.send_alert(loaded, f"alert-{sys.argv[2]}-{i}")
     time.sleep(random.uniform(0.2, 0.5))
 """
 
@@ -199,7 +199,9 @@ def test_writers_flushers_kills_and_chaos_lose_nothing(tmp_path: Path, receiver:
     check_deliveries(receiver.records(), kills, int(row[0]) if row else 0)
 
 
-def check_deliveries(records: list[dict[str, object]], kills: list[float], unannounced: int) -> None:
+def check_deliveries(
+    records: list[dict[str, object]], kills: list[float], unannounced: int, *, alerts: bool = True
+) -> None:
     seen: dict[str, float] = {}
     parts: collections.Counter[str] = collections.Counter()
     announced = repeats = 0
@@ -218,12 +220,48 @@ def check_deliveries(records: list[dict[str, object]], kills: list[float], unann
             announced += int(note.group(1))
             text = text[: note.start()]
         parts.update(text.split("\n\n"))
-    alerts = {f"alert-{w}-{i}" for w in range(3) for i in range(WRITES)}
+    sent = {f"alert-{w}-{i}" for w in range(3) for i in range(WRITES)} if alerts else set()
     bans = {ban_text(w, i) for w in range(3, 6) for i in range(WRITES)}
-    assert set(parts) <= alerts | bans, set(parts) - alerts - bans
-    assert {a: parts[a] for a in alerts if parts[a] != 1} == {}, "every alert exactly once"
+    assert set(parts) <= sent | bans, set(parts) - sent - bans
+    assert {a: parts[a] for a in sent if parts[a] != 1} == {}, "every alert exactly once"
     assert all(parts[b] <= 1 for b in bans), "no ban message twice"
     missing = [b for b in bans if parts[b] == 0]
     assert len(missing) == announced + unannounced, (len(missing), announced, unannounced)
     assert repeats <= len(kills)
     print(f"{len(seen)} messages, {len(kills)} kills, {repeats} repeats, {len(missing)} bans dropped and counted")
+
+
+def test_detached_flushes_alone_deliver_every_ban(tmp_path: Path, receiver: Receiver) -> None:
+    """The hand-off in real processes: three ban tools, the receiver healthy, no
+    flush but the detached ones the bans start. When the last of them has
+    released the lock, nothing is left in the spool: a ban spooled while a
+    flush was ending was taken over, never stranded until the next run."""
+    root = tmp_path / "root"
+    env = make_root(root, receiver)
+    (root / "etc/hostguard/hostguard.conf").write_text(
+        f"NOTIFY_CA_FILE={receiver.directory}/ca.pem\nNOTIFY_MAX_TIME=5\nNOTIFY_BUDGET=55\n"
+    )
+    receiver.set_mode("ok")
+    writers = [
+        subprocess.Popen(
+            [
+                "bash",
+                "-c",
+                "; ".join(
+                    f"{NOTIFY} event ban --jail j1 --ip 2001:db8::{w}:{i} --failures 1 --time 1700000000"
+                    f" >/dev/null 2>&1; sleep 0.0{random.randint(0, 9)}"
+                    for i in range(WRITES)
+                ),
+            ],
+            env=env,
+        )
+        for w in range(3, 6)
+    ]
+    for writer in writers:
+        assert writer.wait(timeout=120) == 0
+    wait_for_lock(root, 90)
+    db = sqlite3.connect(root / "var/spool/hostguard/spool.db")
+    left = db.execute("SELECT count(*) FROM message").fetchone()[0]
+    db.close()
+    assert left == 0, f"{left} message(s) stranded in the spool"
+    check_deliveries(receiver.records(), [], 0, alerts=False)

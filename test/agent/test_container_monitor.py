@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hostguard import alert_state, container_monitor, outbox, settings
+from hostguard import alert_state, container_monitor, delivery, settings
 from hostguard.container_monitor import Answer, RuntimeFailed
 
 FAKE_DOCKER = Path(__file__).resolve().parents[1] / "helpers" / "fake-docker"
@@ -58,7 +58,7 @@ def test_any_text_round_trips_through_the_log_form(text: str) -> None:
 
 def check() -> container_monitor.Check:
     loaded = settings.parse("", "test.conf")
-    return container_monitor.Check(loaded, alert_state.AlertState("/nonexistent", 1, 0, False))
+    return container_monitor.Check(loaded, alert_state.Run("container-monitor", "", "/nonexistent", loaded))
 
 
 ID = "a" * 64
@@ -162,8 +162,8 @@ def posts(monkeypatch: pytest.MonkeyPatch) -> Posts:
         stub.texts.append(text)
         return True
 
-    monkeypatch.setattr(outbox, "send_alert", send_alert)
-    monkeypatch.setattr(outbox, "flush", lambda _settings: 0)
+    monkeypatch.setattr(delivery, "send_alert", send_alert)
+    monkeypatch.setattr(delivery, "flush_spool", lambda _settings: 0)
     return stub
 
 

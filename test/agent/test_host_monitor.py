@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import host_monitor, metrics, outbox
+from hostguard import delivery, host_monitor
 
 CPU = "[Server Alert] \nHigh CPU Usage Detected: 12.3%\nLoad Average: 0.52, 0.58, 0.59"
 MEM = "[Server Alert] \nHigh Memory Usage Detected: 90.92%\nActive Processes: 42"
@@ -23,7 +23,7 @@ UPTIME = "up 2 weeks, 6 hours, 56 minutes"
 
 
 class Posts:
-    """What the run handed to outbox, and what outbox answers."""
+    """What the run handed to delivery, and what it answers."""
 
     def __init__(self) -> None:
         self.texts: list[str] = []
@@ -43,8 +43,8 @@ def posts(monkeypatch: pytest.MonkeyPatch) -> Posts:
         stub.texts.append(text)
         return stub.kept
 
-    monkeypatch.setattr(outbox, "send_alert", send_alert)
-    monkeypatch.setattr(outbox, "flush", lambda _settings: stub.flush_status)
+    monkeypatch.setattr(delivery, "send_alert", send_alert)
+    monkeypatch.setattr(delivery, "flush_spool", lambda _settings: stub.flush_status)
     return stub
 
 
@@ -96,7 +96,7 @@ def run(root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
 
 def df_usage() -> int:
     info = os.statvfs("/")
-    usage = metrics.disk_percent(info.f_blocks, info.f_bfree, info.f_bavail)
+    usage = host_monitor.disk_percent(info.f_blocks, info.f_bfree, info.f_bavail)
     assert usage is not None
     return usage
 

@@ -15,6 +15,8 @@ message is spooled exactly as a monitor spools it; reads are plain sqlite3.
     spool-db.py set KEY VALUE                    sets one
     spool-db.py probe-due                        makes a refused webhook's next probe due now
     spool-db.py future-post SECONDS              stamps the last post SECONDS ahead on the monotonic clock
+    spool-db.py checkpoint                       moves the write-ahead log into spool.db and removes it (the
+                                                 programs end without closing the database: the log stays)
 """
 
 from __future__ import annotations
@@ -54,12 +56,12 @@ def get(key: str) -> str:
 def main(argv: list[str]) -> int:
     verb = argv[0]
     if verb == "enqueue":
-        from hostguard import outbox, settings
+        from hostguard import delivery, settings
 
         loaded = settings.load()
         channel = argv[2] if len(argv) > 2 and argv[2] else None
         queue = int(argv[3]) if len(argv) > 3 else 0
-        outbox.spool(loaded).enqueue(outbox.as_posted(loaded, argv[1]), channel, queue)
+        delivery.own_spool(loaded).enqueue(delivery.as_posted(loaded, argv[1]), channel, queue)
     elif verb == "enqueue-many":
         from hostguard import settings, spool
 
@@ -69,6 +71,12 @@ def main(argv: list[str]) -> int:
             queue.enqueue(f"{argv[3]}-{i}".ljust(int(argv[2]), "."))
             most = max(most, queue.pending())
         print(most)
+    elif verb == "checkpoint":
+        db = sqlite3.connect(database(), timeout=10)
+        try:
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            db.close()
     elif verb == "pending":
         print(query("SELECT count(*) FROM message WHERE merged_into IS NULL")[0][0])
     elif verb == "dead":

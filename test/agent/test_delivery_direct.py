@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import delivery, outbox, settings
+from hostguard import delivery, settings
 from hostguard.spool import Spool, SpoolFull
 
 
@@ -30,7 +30,7 @@ def test_a_full_spool_posts_the_alert_directly(
 
     monkeypatch.setattr(Spool, "enqueue", full)
     monkeypatch.setattr(delivery, "deliver_direct", direct)
-    monkeypatch.setattr(outbox, "_spool", None)
+    monkeypatch.setattr(delivery, "_spool", None)
     loaded = settings.parse("ALERT_HOST_LABEL=true\nHOST_NAME=web-1\n", "hostguard.conf")
-    assert outbox.send_alert(loaded, "[Server Alert] \nHigh Disk Usage Detected: 97%") is kept
+    assert delivery.send_alert(loaded, "[Server Alert] \nHigh Disk Usage Detected: 97%") is kept
     assert posted == [("[web-1] [Server Alert] \nHigh Disk Usage Detected: 97%", None)]
