@@ -24,6 +24,8 @@ umask 077
 
 # shellcheck source=lib/runner.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/runner.sh"
+# shellcheck source=../helpers/nginx-sandbox.bash
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/nginx-sandbox.bash"
 
 readonly JAIL=nginx-bad-request
 readonly STACK=e2e
@@ -476,18 +478,9 @@ proxy_nginx_start() {
   addr="$(client_addr "${name}")"
   mkdir -p "${dir}/tmp" "${dir}/logs"
   cat >"${dir}/nginx.conf" <<CONF
-worker_processes 1;
-user root;
-pid ${dir}/nginx.pid;
-error_log ${dir}/logs/error.log info;
-events { worker_connections 64; }
+$(nginx_sandbox_main "${dir}")
 http {
-    access_log ${dir}/logs/access.log combined;
-    client_body_temp_path ${dir}/tmp/body;
-    proxy_temp_path ${dir}/tmp/proxy;
-    fastcgi_temp_path ${dir}/tmp/fastcgi;
-    scgi_temp_path ${dir}/tmp/scgi;
-    uwsgi_temp_path ${dir}/tmp/uwsgi;
+$(nginx_sandbox_http_head "${dir}" "${dir}/logs/access.log")
     server {
         listen ${addr}:8080;
         location / {

@@ -3,6 +3,8 @@
 # pid, logs and temp dirs (nothing under /etc/nginx or /var is touched).
 # Load with `load ../helpers/nginx-sandbox`.
 #
+#   nginx_sandbox_main DIR              prints the main context (one worker,
+#       pid and error log under DIR)
 #   nginx_sandbox_http_head DIR [LOG]   prints the http block's common head
 #   nginx_sandbox_write_sites DIR SNIPPET   writes DIR/nginx.conf (combined
 #       access log DIR/logs/access.log; sets NGINX_DIR, NGINX_ACCESS_LOG) and
@@ -19,6 +21,19 @@ source "${BASH_SOURCE[0]%/*}/process.bash"
 
 nginx_free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# The main context of a test nginx: one worker, run as root, pid and error
+# log under DIR.
+nginx_sandbox_main() {
+  local dir="$1"
+  cat <<CONF
+worker_processes 1;
+user root;
+pid ${dir}/nginx.pid;
+error_log ${dir}/logs/error.log info;
+events { worker_connections 64; }
+CONF
 }
 
 # The http block's common head (temp paths under DIR, combined access log
@@ -57,13 +72,7 @@ nginx_sandbox_write_sites() {
   NGINX_PORT="${NGINX_PORTS[PLAIN]}"
   cat >"${dir}/nginx.conf" <<CONF
 # Test-only nginx: everything under ${dir}.
-worker_processes 1;
-user root;
-pid ${dir}/nginx.pid;
-error_log ${dir}/logs/error.log info;
-events {
-    worker_connections 64;
-}
+$(nginx_sandbox_main "${dir}")
 http {
 $(nginx_sandbox_http_head "${dir}")
     server {

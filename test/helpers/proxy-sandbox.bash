@@ -37,11 +37,7 @@ proxy_sandbox_write_nginx() {
       >"${srv}/conf.d/hostguard-realip.conf"
   fi
   cat >"${srv}/nginx.conf" <<CONF
-worker_processes 1;
-user root;
-pid ${srv}/nginx.pid;
-error_log ${srv}/logs/error.log info;
-events { worker_connections 64; }
+$(nginx_sandbox_main "${srv}")
 http {
 $(nginx_sandbox_http_head "${srv}" "${srv}/logs/access.log")
     include ${srv}/conf.d/*.conf;
@@ -57,11 +53,7 @@ $(nginx_sandbox_http_head "${srv}" "${srv}/logs/access.log")
 }
 CONF
   cat >"${prx}/nginx.conf" <<CONF
-worker_processes 1;
-user root;
-pid ${prx}/nginx.pid;
-error_log ${prx}/logs/error.log info;
-events { worker_connections 64; }
+$(nginx_sandbox_main "${prx}")
 http {
 $(nginx_sandbox_http_head "${prx}" "${prx}/logs/access.log")
     server {
