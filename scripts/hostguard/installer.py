@@ -111,6 +111,23 @@ def same(a: str, b: str) -> bool:
     return False
 
 
+def write_new(tmp: str, content: bytes, mode: int) -> None:
+    """CONTENT in TMP (a left-over TMP replaced), root's, MODE, on the disk before the caller renames it:
+    the store records a file as placed, so a power loss must not leave it empty under its name."""
+    if os.path.lexists(tmp):
+        os.unlink(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        view = memoryview(content)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fchown(fd, 0, 0)
+        os.fchmod(fd, mode)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def read_url(data: bytes) -> str:
     """The secret URL from the first meaningful line, bare or as a curl config url line."""
     for raw in data.decode("utf-8", "surrogateescape").split("\n"):
@@ -419,17 +436,7 @@ class Installer:
         path = self.host(dest)
         tmp = f"{os.path.dirname(path)}/{TMP}{os.path.basename(path)}"
         self.step(add=add, put=put, undo=[self.save(path), ("f", tmp, "", "")])
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            view = memoryview(content)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fchown(fd, 0, 0)
-            os.fchmod(fd, mode)
-        finally:
-            os.close(fd)
+        write_new(tmp, content, mode)
         os.replace(tmp, path)
 
     def unedited(self, dest: str, hashes: str) -> bool:
@@ -862,13 +869,7 @@ class Installer:
         if not any(self.find(k, dest) for k in ("file", "backup", "log")):
             self.step(add=[("file", dest, "-", "")])
         tmp = f"{self.host(paths.CONF_PATH)}/{TMP}{os.path.basename(dest)}"
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            os.write(fd, line)
-        finally:
-            os.close(fd)
+        write_new(tmp, line, 0o600)
         os.replace(tmp, path)
         log.info(f"{what} written to {dest}")
         return True
