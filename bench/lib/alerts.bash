@@ -65,15 +65,11 @@ bench_ban100_trial() {
   local -n _us="$1" _n="$2"
   local work="$3" action="$4" mode="$5" attackers="$6"
   local dir="${work}/ban100-${action}-${mode}" root="${work}/ban100-${action}-${mode}-root"
-  local lib="${root}/usr/local/lib/hostguard"
   _us="" _n=0
-  mkdir -p "${lib}"
-  cp "${BENCH_REPO}/scripts/hostguard-notify" "${lib}/"
-  mkdir -p "${lib}/hostguard"
-  cp "${BENCH_REPO}"/scripts/hostguard/*.py "${lib}/hostguard/"
+  fail2ban_notifier_in "${root}"
   BENCH_BAN100_ROOT="${root}"
   bench_cleanup_add bench_ban100_teardown
-  fail2ban_sandbox_make "${dir}" "${lib}/hostguard-notify" \
+  fail2ban_sandbox_make "${dir}" "${F2B_NOTIFIER}" \
     banMaxRetry=10 banFindTime=10m banBanTime=10m banAction= slackChannel=bench
   # shellcheck disable=SC2034 # both read by receiver_start (test/helpers/receiver.bash)
   RECEIVER_WRAP=(ip netns exec "${F2B_NS}")

@@ -20,7 +20,7 @@ import sqlite3
 import time
 from typing import NamedTuple
 
-from . import chat, log, paths, urlfile
+from . import chat, events, log, paths, urlfile
 from .errors import EX_CONFIG, EX_NOPERM, EX_OK, EX_TEMPFAIL, ConfigError
 from .message import as_posted
 from .settings import Settings
@@ -285,6 +285,7 @@ def _flush_locked(settings: Settings, spool: Spool, hook: Hook, deadline: float)
         return EX_NOPERM
     probing = plan == _PROBE
     while True:
+        events.drain(settings, spool)
         message = spool.claim_next()
         if message is None:
             spool.make_reserve()
@@ -314,10 +315,17 @@ def flush_holding(settings: Settings, spool: Spool, held: int | None, *, wait: b
     lock a run looks at the spool again and takes the lock back when a
     message waits: a writer that found it taken had committed before the
     release, and that look sees its message (or another run holds the lock
-    by then and looks again after its own release).
+    by then and looks again after its own release). The ban tool's intake
+    is drained before every claim and after the release, its wake file
+    removed first (events.py).
     """
     try:
-        if held is None and spool.pending() == 0 and not legacy_files(spool.directory):
+        if (
+            held is None
+            and spool.pending() == 0
+            and not legacy_files(spool.directory)
+            and not events.waiting(spool.directory)
+        ):
             return EX_OK
     except sqlite3.Error as error:
         return _spool_failed(spool, error)
@@ -325,6 +333,10 @@ def flush_holding(settings: Settings, spool: Spool, held: int | None, *, wait: b
     if hook is None:
         if held is not None:
             os.close(held)
+        # Nothing can be posted, but the intake still goes into the bounded spool.
+        with contextlib.suppress(sqlite3.Error, OSError):
+            events.settle_wake(spool.directory)
+            events.drain(settings, spool)
         return EX_CONFIG
     deadline = time.monotonic() + settings.notify_budget
     fd = held
@@ -347,6 +359,9 @@ def flush_holding(settings: Settings, spool: Spool, held: int | None, *, wait: b
         finally:
             os.close(fd)
         try:
+            # The ban tool's writers that found the wake file appended before this look.
+            events.settle_wake(spool.directory)
+            events.drain(settings, spool)
             if rc != EX_OK or spool.pending() == 0:
                 return rc
             next_fd = spool.try_lock(0.0)

@@ -22,14 +22,12 @@ USAGE = """usage: hostguard-notify text TEXT
        hostguard-notify event ban --jail NAME --ip IP --failures N --time UNIX
        hostguard-notify event unban --jail NAME --ip IP
        hostguard-notify flush
+       hostguard-notify intake      (started by the ban tool's action lines: ban-intake.sh)
        hostguard-notify status
        hostguard-notify --test
        hostguard-notify --runtime-files
 """
 FLUSH_LOG = ".flush.log"
-# The ban tool runs the action once per ban, one after another: an event
-# imports neither re nor the delivery code (string methods check its options).
-_IP_CHARS = frozenset("0123456789abcdefABCDEF.:/")
 
 
 def runtime_files() -> list[str]:
@@ -40,13 +38,15 @@ def runtime_files() -> list[str]:
     before it removes the journal files.
     """
     spool = paths.SPOOL_PATH
-    names = (".lock", FLUSH_LOG, RESERVE_NAME, RESERVE_NAME + ".tmp", HINT_NAME, "spool.db-wal", "spool.db-shm")
+    names = [".lock", FLUSH_LOG, RESERVE_NAME, RESERVE_NAME + ".tmp", HINT_NAME, paths.WAKE_NAME]
+    names += ["spool.db-wal", "spool.db-shm"]
     lines = [f"state {spool}/{name}" for name in names]
     # The bash notifier's files, imported by the first flush: an uninstall before it still removes them.
     lines += [
         f"state {spool}/{glob}" for glob in ("dead-msg-*", ".tmp-msg-*", ".notify-*", ".bound.lock", ".last-post")
     ]
-    lines += [f"message {spool}/msg-*.json", f"message {spool}/.sending-msg-*", f"message {spool}/spool.db"]
+    lines += [f"message {spool}/msg-*.json", f"message {spool}/.sending-msg-*", f"message {spool}/{paths.INTAKE_NAME}"]
+    lines.append(f"message {spool}/spool.db")
     return lines + settings_runtime_files()
 
 
@@ -76,77 +76,12 @@ def send_text(settings: Settings, text: str) -> int:
 # ---- events -------------------------------------------------------------------
 
 
-def _options(args: list[str]) -> dict[str, str]:
-    known = ("--jail", "--ip", "--failures", "--time", "--channel")
-    found: dict[str, str] = {}
-    while args:
-        if len(args) < 2:
-            raise UsageError(f"option {args[0]} needs a value")
-        if args[0] not in known:
-            raise UsageError(f"unknown option {args[0]}")
-        found[args[0][2:]] = args[1]
-        args = args[2:]
-    return found
-
-
-def valid_ip(ip: str) -> bool:
-    """An address or an address with a /prefix, as fail2ban's <ip> can be (no scope, no name)."""
-    import ipaddress
-
-    if not ip or not set(ip) <= _IP_CHARS:
-        return False
-    try:
-        if "/" in ip:
-            ipaddress.ip_network(ip, strict=False)
-        else:
-            ipaddress.ip_address(ip)
-    except ValueError:
-        return False
-    return True
-
-
-def event_text(settings: Settings, kind: str, options: dict[str, str]) -> "tuple[str, str | None]":
-    """The SPEC's text of event KIND (and the channel of start/stop); UsageError when an option is wrong."""
-    jail = options.get("jail", "")
-    if not jail or any(char < " " or char == "\x7f" for char in jail):
-        raise UsageError("--jail NAME is required")
-    if kind in ("start", "stop"):
-        import re
-
-        from .settings_table import PATTERNS
-
-        channel = options.get("channel", "")
-        channel = channel[1:] if channel.startswith("#") else channel
-        channel = channel or settings.slack_channel
-        if not re.fullmatch(PATTERNS["SLACK_CHANNEL"], channel) or not channel.isascii():
-            raise UsageError("invalid --channel")
-        return f"Ban tool ({jail}) jail has {'started' if kind == 'start' else 'stopped'}", channel
-    if kind not in ("ban", "unban"):
-        raise UsageError(f"unknown event {kind}")
-    ip = options.get("ip", "")
-    if not valid_ip(ip):
-        raise UsageError("--ip IP is required")
-    if kind == "unban":
-        return f"Ban Alert({jail})\n Unbanned IP: *{ip}*", None
-    failures, when = options.get("failures", ""), options.get("time", "")
-    if not _digits(failures):
-        raise UsageError("--failures N is required")
-    # A manual banip gives a fractional time; the message shows whole seconds.
-    when, dot, fraction = when.partition(".")
-    if not _digits(when) or (dot and not _digits(fraction)):
-        raise UsageError("--time UNIX is required")
-    return f"Ban Alert({jail})\n Banned IP: *{ip}*\n Failures: {failures} failure(s)\n Timestap: {when}", None
-
-
-def _digits(text: str) -> bool:
-    return text.isascii() and text.isdigit()
-
-
 def event(settings: Settings, args: list[str]) -> int:
     if not args:
         raise UsageError("event needs a kind")
-    kind, options = args[0], _options(args[1:])
-    text, channel = event_text(settings, kind, options)
+    from . import events
+
+    text, channel = events.event_text(settings, args[0], events.options(args[1:]))
     return spool_event(settings, text, channel)
 
 
@@ -172,6 +107,26 @@ def spool_event(settings: Settings, text: str, channel: "str | None") -> int:
     if fd is not None:
         start_detached_flush(settings, spool, fd)
     return EX_OK
+
+
+def deliver_intake(settings: Settings) -> int:
+    """`intake`: started in the background by the first ban-intake.sh writer that made the wake file.
+
+    Takes the intake into the spool before it tries the delivery lock: when
+    another run holds it, that run sees these messages after its release
+    (and removes the wake file then); otherwise this run delivers.
+    """
+    import contextlib
+
+    from . import events
+    from .delivery import flush
+
+    with contextlib.suppress(OSError):  # a session of its own, unless it leads a group already (by hand)
+        os.setsid()
+    spool = Spool(settings.notify_spool_max)
+    _detach_descriptors(os.path.join(spool.directory, FLUSH_LOG), -1)
+    events.drain(settings, spool)
+    return flush(settings, spool, wait=False)
 
 
 def start_detached_flush(settings: Settings, spool: Spool, lock_fd: int) -> None:
@@ -328,6 +283,8 @@ def run(argv: list[str]) -> int:
         return send_text(load(), args[0])
     if verb == "event":
         return event(load(), args)
+    if verb == "intake" and not args:
+        return deliver_intake(load())
     if verb == "flush":
         if args not in ([], ["--detached"]):
             return usage()

@@ -28,6 +28,9 @@ def under(path: str) -> str:
 # a delivery run has anything to do.
 SPOOL_DB_NAME = "spool.db"
 SPOOL_HINT_NAME = ".pending"
+# The ban tool's intake and its wake file (events.py; scripts/ban-intake.sh writes them).
+INTAKE_NAME = "ban.intake"
+WAKE_NAME = ".ban.wake"
 # The bash notifier's message files (an upgrade's first flush imports them).
 LEGACY_PREFIXES = ("msg-", ".sending-msg-", "dead-msg-")
 # spool_may_hold_messages looks at the database itself in this part of every hour.
@@ -40,13 +43,20 @@ def spool_may_hold_messages(directory: "str | None" = None, now: "float | None" 
     names alone: a quiet monitor run must not pay for SQLite (see spool.py)."""
     import time
 
+    directory = directory if directory is not None else under(SPOOL_PATH)
     try:
-        names = os.listdir(directory if directory is not None else under(SPOOL_PATH))
+        names = os.listdir(directory)
     except FileNotFoundError:
         return False
     except OSError:
         return True
-    if SPOOL_HINT_NAME in names or any(name.startswith(LEGACY_PREFIXES) for name in names):
+    if SPOOL_HINT_NAME in names or WAKE_NAME in names or any(name.startswith(LEGACY_PREFIXES) for name in names):
         return True
+    if INTAKE_NAME in names:
+        try:
+            if os.stat(os.path.join(directory, INTAKE_NAME)).st_size > 0:
+                return True
+        except OSError:
+            return True
     moment = time.time() if now is None else now
     return SPOOL_DB_NAME in names and int(moment) % FULL_LOOK_EVERY < FULL_LOOK_FOR

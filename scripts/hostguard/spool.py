@@ -30,6 +30,9 @@ from .message import CUT_MARKER, TEXT_MAX
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import sqlite3
+    from typing import Callable, TypeVar
+
+    T = TypeVar("T")
 
 ALERTS = 0
 EVENTS = 1
@@ -223,15 +226,26 @@ class Spool:
         back the reserve (the caller decides: an alert is delivered directly,
         a ban-tool message is reported lost).
         """
+        return self._kept(lambda: self._enqueue(text, channel, queue))
+
+    def enqueue_batch(
+        self, messages: "list[tuple[str, str | None]]", dead: "list[tuple[str, str]]", queue: int, key: str, value: str
+    ) -> None:
+        """Spools MESSAGES (text, channel) of QUEUE, records DEAD ones (text, reason), bounds the queue
+        and sets state KEY to VALUE (what the caller took them from), in one transaction; else SpoolFull."""
+        self._kept(lambda: self._enqueue_batch(messages, dead, queue, key, value))
+
+    def _kept(self, step: "Callable[[], T]") -> "T":
+        """STEP, done again after giving back the reserve when the disk is full; else SpoolFull."""
         import sqlite3
 
         try:
-            return self._enqueue(text, channel, queue)
+            return step()
         except (sqlite3.Error, OSError) as error:
             if not _is_full(error) or not self.use_reserve():
                 raise SpoolFull(str(error)) from None
         try:
-            return self._enqueue(text, channel, queue)
+            return step()
         except (sqlite3.Error, OSError) as error:
             raise SpoolFull(str(error)) from None
 
@@ -258,15 +272,43 @@ class Spool:
         transaction = self._transaction()  # opens the database, making the spool directory first
         self.touch_hint()
         with transaction as db:
-            cursor = db.execute(
-                "INSERT INTO message(queue, text, channel, created) VALUES (?, ?, ?, ?)",
-                (queue, text, channel or None, time.time()),
-            )
-            message_id = cursor.lastrowid
-            assert message_id is not None
+            message_id = self._insert(db, text, channel, queue)
             self._bound(db, queue)
         self.touch_hint()
         return message_id
+
+    def _enqueue_batch(
+        self, messages: "list[tuple[str, str | None]]", dead: "list[tuple[str, str]]", queue: int, key: str, value: str
+    ) -> None:
+        transaction = self._transaction()
+        self.touch_hint()
+        with transaction as db:
+            for text, channel in messages:
+                self._insert(db, text, channel, queue)
+            for text, reason in dead:
+                self._insert_dead(db, self._insert(db, text, None, queue), reason)
+            self._bound(db, queue)
+            self._set_state(db, key, value)
+        self.touch_hint()
+
+    @staticmethod
+    def _insert(db: "sqlite3.Connection", text: str, channel: "str | None", queue: int) -> int:
+        cursor = db.execute(
+            "INSERT INTO message(queue, text, channel, created) VALUES (?, ?, ?, ?)",
+            (queue, text, channel or None, time.time()),
+        )
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    @staticmethod
+    def _insert_dead(db: "sqlite3.Connection", message_id: int, reason: str) -> None:
+        """Moves the just inserted MESSAGE_ID, never waiting in a queue, to the dead letters."""
+        db.execute(
+            "INSERT OR REPLACE INTO dead(id, queue, text, channel, parts, created, died, reason, merged_into)"
+            " SELECT id, queue, text, channel, parts, created, ?, ?, NULL FROM message WHERE id = ?",
+            (time.time(), reason, message_id),
+        )
+        db.execute("DELETE FROM message WHERE id = ?", (message_id,))
 
     def _waiting(self, db: "sqlite3.Connection", queue: int) -> int:
         row = db.execute(
@@ -447,18 +489,8 @@ class Spool:
         does, and it never waits in a queue, so no bound merges or drops it.
         """
         with self._transaction() as db:
-            cursor = db.execute(
-                "INSERT INTO message(queue, text, channel, created) VALUES (?, ?, ?, ?)",
-                (queue, text, channel or None, time.time()),
-            )
-            message_id = cursor.lastrowid
-            assert message_id is not None
-            db.execute(
-                "INSERT OR REPLACE INTO dead(id, queue, text, channel, parts, created, died, reason, merged_into)"
-                " SELECT id, queue, text, channel, parts, created, ?, ?, NULL FROM message WHERE id = ?",
-                (time.time(), reason, message_id),
-            )
-            db.execute("DELETE FROM message WHERE id = ?", (message_id,))
+            message_id = self._insert(db, text, channel, queue)
+            self._insert_dead(db, message_id, reason)
         return message_id
 
     # ---- readers ------------------------------------------------------------

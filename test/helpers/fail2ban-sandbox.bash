@@ -4,7 +4,7 @@
 # config dir (a copy of /etc/fail2ban's packaged files plus the project's),
 # socket, pid file, database and log. Load with `load ../helpers/fail2ban-sandbox`.
 #
-#   fail2ban_notifier_in ROOT   copies the notifier and its libraries into
+#   fail2ban_notifier_in ROOT   copies the notifier, its modules and ban-intake.sh into
 #       the temp root ROOT (as install places them) and sets F2B_NOTIFIER to
 #       the copy: the action's notifier then runs with HOSTGUARD_ROOT=ROOT
 #   fail2ban_sandbox_make DIR NOTIFIER settingKey=VALUE...
@@ -36,7 +36,7 @@ F2B_JAIL=nginx-bad-request
 fail2ban_notifier_in() {
   local lib="$1/usr/local/lib/hostguard"
   mkdir -p "${lib}"
-  cp "${F2B_REPO}/scripts/hostguard-notify" "${lib}/"
+  cp "${F2B_REPO}/scripts/hostguard-notify" "${F2B_REPO}/scripts/ban-intake.sh" "${lib}/"
   mkdir -p "${lib}/hostguard"
   cp "${F2B_REPO}"/scripts/hostguard/*.py "${lib}/hostguard/"
   # shellcheck disable=SC2034 # read by the tests that load this helper

@@ -332,30 +332,36 @@ all_bans_received() {
   }
 }
 
-@test "fail2ban: tags reach the notifier as single arguments, never interpreted by the shell" {
-  # fail2ban 1.0's own tag replacement (CommandAction), fed values a crafted
-  # log line or a careless config could give, runs the project's actionban
-  # and actionstart against a recorder standing in for the notifier.
-  local recorder="${BATS_TEST_TMPDIR}/recorder" argv="${BATS_TEST_TMPDIR}/argv.json"
-  cat >"${recorder}" <<EOF2
+@test "fail2ban: tags reach the intake or the notifier as single values, never interpreted by the shell" {
+  # fail2ban 1.0's own tag replacement (CommandAction, with the interpolation
+  # fail2ban's config reader does), fed values a crafted log line or a
+  # careless config could give, runs the project's actionban, actionunban and
+  # actionstart: what the intake may hold is appended to it as one record;
+  # anything else goes to the notifier (a recorder stands in for it here) as
+  # single arguments. The first record starts one `intake` run.
+  local dir="${BATS_TEST_TMPDIR}/tags" root="${BATS_TEST_TMPDIR}/tags-root"
+  mkdir -p "${dir}" "${root}/var/spool/hostguard"
+  cp "${REPO}/scripts/ban-intake.sh" "${dir}/"
+  cat >"${dir}/recorder" <<EOF2
 #!/usr/bin/env python3
 import json, sys
-with open("${argv}", "a") as f:
+with open("${dir}/argv.json", "a") as f:
     f.write(json.dumps(sys.argv[1:]) + "\n")
 EOF2
-  chmod 0755 "${recorder}"
-  cd "${BATS_TEST_TMPDIR}"
-  run /usr/bin/python3 - "${REPO}/scripts/fail2ban/action.d/slack-notify.conf" "${recorder}" "${argv}" <<'PY'
-import configparser, json, os, sys
+  chmod 0755 "${dir}/recorder"
+  cd "${dir}"
+  HOSTGUARD_ROOT="${root}" run /usr/bin/python3 - "${REPO}/scripts/fail2ban/action.d/slack-notify.conf" \
+    "${dir}/recorder" "${dir}/argv.json" "${root}/var/spool/hostguard" <<'PY'
+import configparser, json, os, sys, time
 from fail2ban.server.action import CommandAction
-conf = configparser.RawConfigParser(inline_comment_prefixes=None)
+conf = configparser.ConfigParser(inline_comment_prefixes=None)
 conf.read(sys.argv[1])
 action = CommandAction(None, "slack-notify")
 action.hostguard_notify = sys.argv[2]
 action.slack_channel = "alerts"
 action.name = "nginx-bad-request"
-action.actionstart = conf.get("Definition", "actionstart")
-action.actionban = conf.get("Definition", "actionban")
+for name in ("actionstart", "actionban", "actionunban", "hostguard_intake"):
+    setattr(action, name, conf.get("Definition", name))
 hostile = {
     "ip": "192.0.2.1 $(touch pwned-ip) `touch pwned-tick`;touch pwned-semi",
     "failures": "10 * ../*",
@@ -365,15 +371,29 @@ action.ban(dict(hostile))
 plain = {"ip": "192.0.2.2 split", "failures": "10", "time": "1700000000"}
 action.ban(dict(plain))
 action.start()
+action.ban({"ip": "2001:db8::/64", "failures": "12", "time": "1700000001.5"})
+action.unban({"ip": "192.0.2.3", "failures": "10", "time": "1700000002"})
+for _ in range(100):  # the detached `intake` run records itself
+    if '["intake"]' in open(sys.argv[3]).read():
+        break
+    time.sleep(0.05)
 got = [json.loads(l) for l in open(sys.argv[3])]
 want = [
     ["event", "ban", "--jail", "nginx-bad-request", "--ip", hostile["ip"],
      "--failures", hostile["failures"], "--time", hostile["time"]],
     ["event", "ban", "--jail", "nginx-bad-request", "--ip", plain["ip"],
      "--failures", "10", "--time", "1700000000"],
-    ["event", "start", "--jail", "nginx-bad-request", "--channel", "alerts"],
+    ["intake"],
 ]
 assert got == want, json.dumps(got, indent=1)
+intake = open(os.path.join(sys.argv[4], "ban.intake"), "rb").read()
+assert intake == (
+    b"\nstart\tnginx-bad-request\talerts\t\t\t.\n"
+    b"\nban\tnginx-bad-request\t2001:db8::/64\t12\t1700000001.5\t.\n"
+    b"\nunban\tnginx-bad-request\t192.0.2.3\t\t\t.\n"
+), intake
+assert os.stat(os.path.join(sys.argv[4], "ban.intake")).st_mode & 0o777 == 0o600
+assert os.path.exists(os.path.join(sys.argv[4], ".ban.wake"))
 assert not [f for f in os.listdir(".") if f.startswith("pwned")], os.listdir(".")
 print("ok")
 PY

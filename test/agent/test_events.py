@@ -1,0 +1,229 @@
+"""The ban tool's intake: scripts/ban-intake.sh (run by the real sh, with the
+real flock) appends records, events.drain moves them into the spool exactly
+once, in order, whatever moment a drain is killed at; the delivery run's
+hand-off takes a record appended just before it releases the lock."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hostguard import chat, delivery, events, paths, settings
+from hostguard.spool import Spool, SpoolFull
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+INTAKE_SH = SCRIPTS / "ban-intake.sh"
+JAIL = "nginx-bad-request"
+
+
+def spool_dir(root: Path) -> Path:
+    return root / paths.SPOOL_PATH.lstrip("/")
+
+
+def stub_notifier(root: Path) -> Path:
+    """A notifier that only records its command lines (the fallback and the `intake` start)."""
+    stub = root / "stub-notify"
+    stub.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >>"{root}/stub.calls"\n')
+    stub.chmod(0o755)
+    return stub
+
+
+def write(root: Path, *fields: str) -> subprocess.CompletedProcess[str]:
+    """One action line of slack-notify.conf: the fields as positional parameters, ban-intake.sh sourced."""
+    script = f"hg_notify={stub_notifier(root)}; . {INTAKE_SH}"
+    env = {"PATH": os.environ["PATH"], "HOSTGUARD_ROOT": str(root)}
+    return subprocess.run(["sh", "-c", script, "sh", *fields], env=env, capture_output=True, text=True, timeout=30)
+
+
+def spooled(root: Path) -> list[str]:
+    db = sqlite3.connect(spool_dir(root) / "spool.db")
+    try:
+        return [row[0] for row in db.execute("SELECT text FROM message ORDER BY id")]
+    finally:
+        db.close()
+
+
+def ban_text(ip: str, when: str = "1700000000") -> str:
+    return f"Ban Alert({JAIL})\n Banned IP: *{ip}*\n Failures: 10 failure(s)\n Timestap: {when}"
+
+
+@pytest.fixture
+def conf(root: Path) -> settings.Settings:
+    spool_dir(root).mkdir(parents=True, mode=0o700)
+    return settings.parse("", "hostguard.conf")
+
+
+def test_records_go_to_the_spool_in_order_once_and_the_intake_is_emptied(root: Path, conf: settings.Settings) -> None:
+    assert write(root, "start", JAIL, "ops").returncode == 0
+    assert write(root, "ban", JAIL, "192.0.2.7", "10", "1700000000.25").returncode == 0
+    assert write(root, "unban", JAIL, "2001:db8::/64").returncode == 0
+    assert (root / "stub.calls").read_text() == "intake\n", "the first record starts one run, the others none"
+    assert paths.spool_may_hold_messages(str(spool_dir(root)))
+    box = Spool(100)
+    assert events.drain(conf, box) == 3
+    assert spooled(root) == [
+        f"Ban tool ({JAIL}) jail has started",
+        ban_text("192.0.2.7"),
+        f"Ban Alert({JAIL})\n Unbanned IP: *2001:db8::/64*",
+    ]
+    assert (spool_dir(root) / paths.INTAKE_NAME).stat().st_size == 0
+    assert box.get(events.INTAKE_KEY) is None
+    assert events.drain(conf, box) == 0
+    assert len(spooled(root)) == 3
+
+
+def test_values_the_intake_may_not_hold_go_to_the_notifier(root: Path, conf: settings.Settings) -> None:
+    assert write(root, "ban", JAIL, "192.0.2.1 $(touch pwned)", "10", "1").returncode == 0
+    assert write(root, "ban", JAIL, "", "10", "1").returncode == 0
+    assert write(root, "ban", JAIL, "192.0.2.1", "10").returncode == 0
+    calls = (root / "stub.calls").read_text().splitlines()
+    assert calls == [
+        f"event ban --jail {JAIL} --ip 192.0.2.1 $(touch pwned) --failures 10 --time 1",
+        f"event ban --jail {JAIL} --ip  --failures 10 --time 1",
+        f"event ban --jail {JAIL} --ip 192.0.2.1 --failures 10 --time ",
+    ]
+    assert not (spool_dir(root) / paths.INTAKE_NAME).exists() or events.drain(conf, Spool(100)) == 0
+
+
+def test_a_write_that_fails_goes_to_the_notifier(root: Path, conf: settings.Settings) -> None:
+    (spool_dir(root) / paths.INTAKE_NAME).mkdir()  # cannot be appended to
+    assert write(root, "ban", JAIL, "192.0.2.9", "10", "1").returncode == 0
+    assert (root / "stub.calls").read_text() == f"event ban --jail {JAIL} --ip 192.0.2.9 --failures 10 --time 1\n"
+
+
+def test_a_cut_record_is_skipped_and_a_refused_one_is_a_dead_letter(
+    root: Path, conf: settings.Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    intake = spool_dir(root) / paths.INTAKE_NAME
+    cut, refused = b"\nban\tj\t192.0.2.1\t1", b"\nban\tj\t999.0.2.1\t10\t1\t.\n"
+    intake.write_bytes(cut + refused + b"\nban\tj\t192.0.2.2\t10\t5\t.\n")
+    box = Spool(100)
+    assert events.drain(conf, box) == 2
+    assert spooled(root) == [ban_text("192.0.2.2", "5").replace(JAIL, "j")]
+    assert [letter.reason for letter in box.dead_letters()] == ["refused intake record: --ip IP is required"]
+    err = capsys.readouterr().err
+    assert "skipped a record cut short" in err and "kept in the dead letters" in err
+
+
+def test_a_drain_killed_between_its_commit_and_emptying_the_intake_spools_nothing_twice(
+    root: Path, conf: settings.Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(root, "ban", JAIL, "192.0.2.1", "10", "1700000000")
+
+    def killed(_fd: int, _size: int) -> None:
+        raise KeyboardInterrupt  # stands for the kill: nothing after the commit runs
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "ftruncate", killed)
+        with pytest.raises(KeyboardInterrupt):
+            events.drain(conf, Spool(100))
+    write(root, "ban", JAIL, "192.0.2.2", "10", "1700000000")
+    assert events.drain(conf, Spool(100)) == 1
+    assert spooled(root) == [ban_text("192.0.2.1"), ban_text("192.0.2.2")]
+
+
+def test_a_key_left_by_a_drain_killed_after_emptying_the_intake_hides_nothing(
+    root: Path, conf: settings.Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(root, "ban", JAIL, "192.0.2.1", "10", "1700000000")
+    box = Spool(100)
+    monkeypatch.setattr(box, "put", lambda _key, _value: None)  # killed before clearing the key
+    assert events.drain(conf, box) == 1
+    assert box.get(events.INTAKE_KEY) is not None
+    write(root, "ban", JAIL, "192.0.2.3", "10", "1700000000")
+    assert events.drain(conf, box) == 1
+    assert spooled(root) == [ban_text("192.0.2.1"), ban_text("192.0.2.3")]
+
+
+def test_a_spool_that_cannot_be_written_leaves_the_intake_as_it_is(
+    root: Path, conf: settings.Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(root, "ban", JAIL, "192.0.2.1", "10", "1700000000")
+    intake = spool_dir(root) / paths.INTAKE_NAME
+    before = intake.read_bytes()
+    box = Spool(100)
+
+    def full(*_args: object) -> None:
+        raise SpoolFull("database or disk is full")
+
+    monkeypatch.setattr(box, "enqueue_batch", full)
+    assert events.drain(conf, box) == 0
+    assert intake.read_bytes() == before
+
+
+def test_a_record_appended_just_before_the_delivery_lock_is_released_is_delivered(
+    root: Path, conf: settings.Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer finds the wake file present (so it starts no run): the run releasing the lock takes its record."""
+    posted: list[str] = []
+
+    def post(_url: str, text: str, _channel: str | None, _timeout: float, _ca: object) -> chat.Answer:
+        posted.append(text)
+        return chat.Answer(chat.DELIVERED, "HTTP 200 ok", 200, "ok")
+
+    monkeypatch.setattr(delivery, "load_hook", lambda _settings: delivery.Hook("https://hook.test/x", "id", None))
+    monkeypatch.setattr(chat, "post", post)
+    monkeypatch.setattr(delivery, "PACE", 0.0)
+    real_close = os.close
+    appended: list[bool] = []
+
+    def close(fd: int) -> None:
+        if not appended and os.readlink(f"/proc/self/fd/{fd}").endswith("/.lock"):
+            appended.append(write(root, "ban", JAIL, "192.0.2.2", "10", "1700000000").returncode == 0)
+        real_close(fd)
+
+    write(root, "ban", JAIL, "192.0.2.1", "10", "1700000000")
+    assert (spool_dir(root) / paths.WAKE_NAME).exists()
+    monkeypatch.setattr(os, "close", close)
+    assert delivery.flush(conf, Spool(100)) == 0
+    monkeypatch.setattr(os, "close", real_close)
+    assert appended == [True]
+    assert (root / "stub.calls").read_text() == "intake\n", "the second writer found the wake file"
+    assert posted == [ban_text("192.0.2.1"), ban_text("192.0.2.2")]
+    assert not (spool_dir(root) / paths.WAKE_NAME).exists()
+
+
+DRAIN = """
+import sys
+from hostguard import events, settings
+from hostguard.spool import Spool
+while True:
+    events.drain(settings.parse("", "hostguard.conf"), Spool(100000))
+"""
+
+
+def test_writers_racing_drains_killed_at_random_lose_and_repeat_nothing(root: Path, conf: settings.Settings) -> None:
+    """4 writers of 40 records each, through the real sh and flock, while drain processes run and are
+    SIGKILLed at random moments: at the end every record is spooled exactly once, each writer's in order."""
+    env = {"PATH": os.environ["PATH"], "HOSTGUARD_ROOT": str(root), "PYTHONPATH": str(SCRIPTS)}
+    stub = stub_notifier(root)
+    writer = (
+        f"hg_notify={stub}; i=0; while [ $i -lt 40 ]; do i=$((i+1)); "
+        f'( set -- ban {JAIL} "192.0.$1.$i" 10 1700000000; . {INTAKE_SH} ) || exit 1; done'
+    )
+    writers = [subprocess.Popen(["sh", "-c", writer, "sh", str(w)], env=env) for w in range(4)]
+    chance = random.Random(1)
+    kills = 0
+    while any(w.poll() is None for w in writers):
+        drainer = subprocess.Popen([sys.executable, "-c", DRAIN], env=env)
+        try:
+            drainer.wait(timeout=chance.uniform(0.05, 0.3))
+        except subprocess.TimeoutExpired:
+            drainer.send_signal(signal.SIGKILL)
+            drainer.wait()
+            kills += 1
+    assert [w.wait(timeout=60) for w in writers] == [0, 0, 0, 0]
+    assert kills > 0
+    events.drain(conf, Spool(100000))
+    texts = spooled(root)
+    for w in range(4):
+        mine = [t for t in texts if f"*192.0.{w}." in t]
+        assert mine == [ban_text(f"192.0.{w}.{i}") for i in range(1, 41)], f"writer {w}"
+    assert len(texts) == 160
