@@ -170,12 +170,16 @@ bench_ban100() {
     "$(bench_ban100_fmt "${hung}" "${hung_n}" "${attackers}")" \
     "$(bench_ban100_fmt "${healthy}" "${healthy_n}" "${attackers}") (hostguard, webhook healthy)" \
     "${ratio}" "<= 5 s and <= 1.5x healthy" "${met}"
-  ratio="-"
-  [[ -z "${hung}" || -z "${floor}" ]] || ratio="$(bench_ratio "${hung}" "${floor}")x the floor"
+  ratio="-" met="no: a trial did not finish"
+  if [[ -n "${hung}" && -n "${floor}" ]]; then
+    ratio="$(bench_ratio "${hung}" "${floor}")x the floor"
+    met="yes"
+    ((hung * 10 <= floor * 15)) || met="no: ${ratio}"
+  fi
   bench_row "7 ban ${attackers}" "the same, webhook hung: hostguard action vs the floor (fail2ban and the firewall alone, the chat action doing nothing)" \
     "$(bench_ban100_fmt "${hung}" "${hung_n}" "${attackers}")" \
     "$(bench_ban100_fmt "${floor}" "${floor_n}" "${attackers}") (floor)" \
-    "${ratio}" "-" "-"
+    "${ratio}" "<= 1.5x the floor" "${met}"
   ratio="-"
   [[ -z "${healthy}" || -z "${ref}" ]] || ratio="$(bench_ratio "${healthy}" "${ref}")"
   bench_row "7 ban ${attackers}" "the same, webhook healthy: hostguard vs the reference synchronous curl action" \
