@@ -36,6 +36,7 @@ from typing import NamedTuple
 
 from . import alert_state, delivery, heartbeat, log, paths
 from . import settings as settings_module
+from .atomicfile import write_atomic
 from .errors import EX_FAILURE, HostguardError
 from .settings import Settings
 
@@ -209,10 +210,8 @@ class Check:
     # ---- what the runtime says ----------------------------------------------
 
     def load_previous(self) -> None:
-        try:
-            with open(paths.under(RUNNING_PATH), "rb") as handle:
-                text = handle.read(_READ_MAX).decode("utf-8", "replace")
-        except OSError:
+        text = alert_state.read_text(paths.under(RUNNING_PATH), _READ_MAX)
+        if text is None:
             return
         for line in text.split("\n"):
             container_id, tab, literal = line.partition("\t")
@@ -441,7 +440,7 @@ class Check:
     def save_running(self) -> None:
         text = "".join(f"{i}\t{self.info[i].key_name}\n" for i in self.running)
         try:
-            alert_state.write_atomic(paths.under(RUNNING_PATH), text.encode("utf-8"), paths.under(RUNNING_TMP_PATH))
+            write_atomic(paths.under(RUNNING_PATH), text.encode("utf-8"), paths.under(RUNNING_TMP_PATH))
         except OSError as error:
             log.warn(f"{NAME}: cannot write {paths.under(RUNNING_PATH)}: {error.strerror}")
 
@@ -471,32 +470,15 @@ def decoded_key(key: str) -> str | None:
 # ---- the run ----------------------------------------------------------------
 
 
-def take_lock(settings: Settings) -> int:
-    """The lock's descriptor; runs never overlap. A run that finds the lock
-    held by a stuck run alerts once for that run and exits 1 (a hung monitor
-    must not go quiet behind WARN lines): SystemExit with the exit code."""
-    path = paths.under(LOCK_PATH)
-    fd = alert_state.take_lock(path)
-    if fd is None:
-        raise SystemExit(held(settings, path))
-    alert_state.unlink_quietly(paths.under(STUCK_PATH))
-    return fd
-
-
 def held(settings: Settings, path: str) -> int:
+    """The exit code of a run that finds the lock held: a stuck run alerts once
+    (a hung monitor must not go quiet behind WARN lines) and exits 1."""
     since = heartbeat.lock_stuck(path, settings)
     if since is None:
-        log.warn(f"{NAME}: another run holds {path}; exiting", err=False)
-        return 0
+        return alert_state.another_run(NAME, path)
     started = heartbeat.stamp(since)
     stuck_file = paths.under(STUCK_PATH)
-    reported = ""
-    try:
-        with open(stuck_file, encoding="utf-8", errors="replace") as handle:
-            reported = handle.readline(64).strip()
-    except OSError:
-        pass
-    if reported == str(since):
+    if alert_state.first_line(stuck_file, 64) == str(since):
         log.error(f"{NAME}: the run started at {started} is still stuck (reported); containers are not checked")
         return EX_FAILURE
     log.error(f"{NAME}: the run started at {started} is stuck (it holds {path}); alerting")
@@ -555,10 +537,10 @@ def main(argv: list[str]) -> int:
             raise HostguardError(f"usage: {NAME} [--runtime-files] (settings in {settings_file})")
 
         settings = settings_module.load()
-        try:
-            lock_fd = take_lock(settings)
-        except SystemExit as done:
-            return int(done.code or 0)
+        lock_fd = alert_state.take_lock(paths.under(LOCK_PATH))
+        if lock_fd is None:
+            return held(settings, paths.under(LOCK_PATH))
+        alert_state.unlink_quietly(paths.under(STUCK_PATH))
         try:
             return monitor(settings)
         finally:
