@@ -20,6 +20,7 @@ import sys
 import time
 
 from . import log, paths
+from .atomicfile import tmp_path, write_atomic
 from .settings import Settings
 
 POST = "post"
@@ -83,6 +84,12 @@ def read_text(path: str, most: int = 1 << 16) -> "str | None":
         os.close(fd)
 
 
+def first_line(path: str, most: int = 1 << 16) -> str:
+    """The first line of a small file (at most MOST bytes read), stripped; "" when unreadable."""
+    text = read_text(path, most)
+    return text.split("\n", 1)[0].strip() if text else ""
+
+
 def write_small(path: str, text: str) -> bool:
     """Rewrites PATH (0600, no link followed) in place: written, then cut to
     its length (O_TRUNC makes ext4 flush the file on close, a fifth of a
@@ -119,42 +126,9 @@ def unlink_quietly(path: str) -> None:
         pass
 
 
-def tmp_path(path: str) -> str:
-    directory, name = os.path.split(path)
-    return os.path.join(directory, f".{name}.tmp")
-
-
 def runtime_files(path: str) -> list[str]:
     """What save() writes for the state file PATH (as on the host), as --runtime-files lines."""
     return [f"state {path}", f"state {tmp_path(path)}"]
-
-
-def write_atomic(path: str, data: bytes, tmp: "str | None" = None) -> None:
-    """Replaces PATH with DATA through a 0600 temp file (TMP, default
-    tmp_path(PATH)), fsync, rename, directory fsync: a crash leaves the old
-    file or the new one."""
-    tmp = tmp if tmp is not None else tmp_path(path)
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except OSError:
-        # A temp file we made goes; anything else in its way (a directory) stays.
-        if os.path.isfile(tmp) and not os.path.islink(tmp):
-            os.unlink(tmp)
-        raise
-    fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def take_lock(path: str) -> "int | None":
@@ -173,6 +147,13 @@ def take_lock(path: str) -> "int | None":
     except OSError:
         pass
     return fd
+
+
+def another_run(name: str, path: str) -> int:
+    """The exit code of a run that finds the lock held by a run still in time:
+    runs never overlap, and the next cron run checks again anyway."""
+    log.warn(f"{name}: another run holds {path}; exiting", err=False)
+    return 0
 
 
 def deliver(name: str, settings: Settings, ping: bool = True) -> bool:

@@ -12,10 +12,11 @@ at the previous check) or "not found" (watched, never seen).
 
 At most three runtime calls a run whatever the number of containers (`ps
 --all`, one `inspect`, one `stats --no-stream`), each ended after
-CONTAINER_RUNTIME_TIMEOUT; every untrusted field is asked for as a JSON
-string and decoded with json. A run that cannot check (runtime missing,
-failing, hung) alerts once, latched, and exits 1; so does a run that finds
-the lock held by a stuck run: monitoring never goes quiet without saying so.
+CONTAINER_RUNTIME_TIMEOUT or once it printed OUTPUT_MAX bytes; every
+untrusted field is asked for as a JSON string and decoded with json. A run
+that cannot check (runtime missing, failing, hung, flooding) alerts once,
+latched, and exits 1; so does a run that finds the lock held by a stuck
+run: monitoring never goes quiet without saying so.
 State: containers.running (`ID<TAB>JSON name`), container-monitor.alerts,
 container-monitor.stuck (the stuck run already reported) and the lock.
 """
@@ -26,13 +27,16 @@ import contextlib
 import json
 import os
 import re
+import selectors
 import signal
 import subprocess
 import sys
+import time
 from typing import NamedTuple
 
 from . import alert_state, delivery, heartbeat, log, paths
 from . import settings as settings_module
+from .atomicfile import write_atomic
 from .errors import EX_FAILURE, HostguardError
 from .settings import Settings
 
@@ -61,6 +65,11 @@ _NO_SUCH = re.compile(r"(Error: |Error response from daemon: )No such (object|co
 _UNSAFE = re.compile("[\x00\ud800-\udfff]")
 _DECODER = json.JSONDecoder()
 _READ_MAX = 1 << 20
+# What one runtime call may print, stdout and stderr together: it is read
+# into root's memory, and names and error texts are chosen by whoever may run
+# containers. Thousands of containers' lines are well under a MiB; more than
+# this is a runtime gone wrong, and the call fails like a hung one.
+OUTPUT_MAX = 4 << 20
 
 
 def runtime_files() -> list[str]:
@@ -105,23 +114,48 @@ class Container(NamedTuple):
 
 
 def end_group(process: subprocess.Popen[bytes]) -> None:
-    """Ends a runtime call and its children (its own process group), each wait bounded."""
+    """Ends a runtime call and its children (its own process group), each wait
+    bounded; what it prints meanwhile is not read. One that cannot be killed
+    (stuck in the kernel) is left behind."""
     for signum, seconds in ((signal.SIGTERM, KILL_AFTER), (signal.SIGKILL, 1.0)):
         with contextlib.suppress(OSError):
             os.killpg(process.pid, signum)
         try:
-            process.communicate(timeout=seconds)
+            process.wait(timeout=seconds)
             return
         except subprocess.TimeoutExpired:
             continue
-    # Unkillable (stuck in the kernel): left behind, its pipes closed.
-    for stream in (process.stdout, process.stderr):
-        if stream is not None:
-            stream.close()
+
+
+def read_output(process: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes] | None:
+    """The call's stdout and stderr once it has ended, within TIMEOUT seconds
+    (else TimeoutExpired); None as soon as together they exceed OUTPUT_MAX."""
+    deadline = time.monotonic() + timeout
+    fds = [stream.fileno() for stream in (process.stdout, process.stderr) if stream is not None]
+    chunks: dict[int, list[bytes]] = {fd: [] for fd in fds}
+    total = 0
+    with selectors.DefaultSelector() as selector:
+        for fd in fds:
+            selector.register(fd, selectors.EVENT_READ)
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(process.args, timeout)
+            for key, _ in selector.select(left):
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    selector.unregister(key.fd)
+                total += len(chunk)
+                if total > OUTPUT_MAX:
+                    return None
+                chunks[key.fd].append(chunk)
+    process.wait(timeout=max(deadline - time.monotonic(), 0.0))
+    return b"".join(chunks[fds[0]]), b"".join(chunks[fds[1]])
 
 
 def call(settings: Settings, *args: str) -> Answer:
     runtime = settings.container_runtime
+    timeout = settings.container_runtime_timeout
     try:
         process = subprocess.Popen(
             [runtime, *args],
@@ -133,11 +167,18 @@ def call(settings: Settings, *args: str) -> Answer:
     except OSError:
         raise RuntimeFailed(f"the runtime {runtime} is not found") from None
     try:
-        out, err = process.communicate(timeout=settings.container_runtime_timeout)
+        output = read_output(process, timeout)
+        why = f"printed over {OUTPUT_MAX >> 20} MiB, the most read from a runtime call"
     except subprocess.TimeoutExpired:
+        output, why = None, f"did not answer within {timeout} s"
+    finally:
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+    if output is None:
         end_group(process)
-        why = f"{runtime} {args[0]} did not answer within {settings.container_runtime_timeout} s"
-        raise RuntimeFailed(f"runtime unavailable: {why}") from None
+        raise RuntimeFailed(f"runtime unavailable: {runtime} {args[0]} {why}")
+    out, err = output
     return Answer(process.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
 
 
@@ -169,10 +210,8 @@ class Check:
     # ---- what the runtime says ----------------------------------------------
 
     def load_previous(self) -> None:
-        try:
-            with open(paths.under(RUNNING_PATH), "rb") as handle:
-                text = handle.read(_READ_MAX).decode("utf-8", "replace")
-        except OSError:
+        text = alert_state.read_text(paths.under(RUNNING_PATH), _READ_MAX)
+        if text is None:
             return
         for line in text.split("\n"):
             container_id, tab, literal = line.partition("\t")
@@ -401,7 +440,7 @@ class Check:
     def save_running(self) -> None:
         text = "".join(f"{i}\t{self.info[i].key_name}\n" for i in self.running)
         try:
-            alert_state.write_atomic(paths.under(RUNNING_PATH), text.encode("utf-8"), paths.under(RUNNING_TMP_PATH))
+            write_atomic(paths.under(RUNNING_PATH), text.encode("utf-8"), paths.under(RUNNING_TMP_PATH))
         except OSError as error:
             log.warn(f"{NAME}: cannot write {paths.under(RUNNING_PATH)}: {error.strerror}")
 
@@ -431,32 +470,15 @@ def decoded_key(key: str) -> str | None:
 # ---- the run ----------------------------------------------------------------
 
 
-def take_lock(settings: Settings) -> int:
-    """The lock's descriptor; runs never overlap. A run that finds the lock
-    held by a stuck run alerts once for that run and exits 1 (a hung monitor
-    must not go quiet behind WARN lines): SystemExit with the exit code."""
-    path = paths.under(LOCK_PATH)
-    fd = alert_state.take_lock(path)
-    if fd is None:
-        raise SystemExit(held(settings, path))
-    alert_state.unlink_quietly(paths.under(STUCK_PATH))
-    return fd
-
-
 def held(settings: Settings, path: str) -> int:
+    """The exit code of a run that finds the lock held: a stuck run alerts once
+    (a hung monitor must not go quiet behind WARN lines) and exits 1."""
     since = heartbeat.lock_stuck(path, settings)
     if since is None:
-        log.warn(f"{NAME}: another run holds {path}; exiting", err=False)
-        return 0
+        return alert_state.another_run(NAME, path)
     started = heartbeat.stamp(since)
     stuck_file = paths.under(STUCK_PATH)
-    reported = ""
-    try:
-        with open(stuck_file, encoding="utf-8", errors="replace") as handle:
-            reported = handle.readline(64).strip()
-    except OSError:
-        pass
-    if reported == str(since):
+    if alert_state.first_line(stuck_file, 64) == str(since):
         log.error(f"{NAME}: the run started at {started} is still stuck (reported); containers are not checked")
         return EX_FAILURE
     log.error(f"{NAME}: the run started at {started} is stuck (it holds {path}); alerting")
@@ -515,10 +537,10 @@ def main(argv: list[str]) -> int:
             raise HostguardError(f"usage: {NAME} [--runtime-files] (settings in {settings_file})")
 
         settings = settings_module.load()
-        try:
-            lock_fd = take_lock(settings)
-        except SystemExit as done:
-            return int(done.code or 0)
+        lock_fd = alert_state.take_lock(paths.under(LOCK_PATH))
+        if lock_fd is None:
+            return held(settings, paths.under(LOCK_PATH))
+        alert_state.unlink_quietly(paths.under(STUCK_PATH))
         try:
             return monitor(settings)
         finally:

@@ -52,11 +52,6 @@ def runtime_files() -> list[str]:
     return lines + alert_state.runtime_files(ALERT_STATE_PATH) + settings_module.runtime_files()
 
 
-def first_line(path: str) -> str:
-    text = alert_state.read_text(path)
-    return first_of(text).strip() if text else ""
-
-
 # ---- the figures (pure: each from one /proc-style text; None for a text the kernel does not write) ----
 
 
@@ -198,10 +193,10 @@ def read_sample(proc: str) -> tuple[int, int]:
 def measure_cpu(proc: str) -> str:
     """CPU busy percent since the previous run's sample (`boot_id busy total`,
     same boot), else over a fresh 1 s sample."""
-    boot = first_line(f"{proc}/sys/kernel/random/boot_id") or "-"
+    boot = alert_state.first_line(f"{proc}/sys/kernel/random/boot_id") or "-"
     sample_file = paths.under(CPU_SAMPLE_PATH)
     current = read_sample(proc)
-    saved_boot, _, saved = first_line(sample_file).partition(" ")
+    saved_boot, _, saved = alert_state.first_line(sample_file).partition(" ")
     previous = parse_sample(saved.strip()) if saved_boot == boot else None
     cpu = cpu_percent(previous, current) if previous else None
     if cpu is None:
@@ -239,7 +234,7 @@ def stuck_child() -> "int | None":
     """The pid of an earlier run's statvfs child that did not answer, while that
     very process still runs: root's, with the start time noted (a user's
     process that got the pid since cannot hold the check off)."""
-    pid_text, _, started = first_line(paths.under(DF_PID_PATH)).partition(" ")
+    pid_text, _, started = alert_state.first_line(paths.under(DF_PID_PATH)).partition(" ")
     if not alert_state.digits(pid_text, 10) or not 0 < int(pid_text) < 1 << 31 or not started:
         return None
     pid = int(pid_text)
@@ -400,7 +395,7 @@ def check_all(run: alert_state.Run, figures: Figures) -> None:
 
 def monitor(settings: Settings) -> None:
     proc = os.environ.get("HOSTGUARD_PROC", "") or "/proc"
-    hostname = first_line(f"{proc}/sys/kernel/hostname") or os.uname().nodename or "unknown"
+    hostname = alert_state.first_line(f"{proc}/sys/kernel/hostname") or os.uname().nodename or "unknown"
     timestamp = time.strftime("%Y-%m-%d %H:%M:%S")
     figures = Figures(proc)
     run = alert_state.Run(NAME, PREFIX, paths.under(ALERT_STATE_PATH), settings)
@@ -424,9 +419,7 @@ def main(argv: list[str]) -> int:
         settings = settings_module.load()
         lock_fd = alert_state.take_lock(paths.under(LOCK_PATH))
         if lock_fd is None:
-            # Runs never overlap; the next cron run measures again anyway.
-            log.warn(f"{NAME}: another run holds {paths.under(LOCK_PATH)}; exiting", err=False)
-            return 0
+            return alert_state.another_run(NAME, paths.under(LOCK_PATH))
         try:
             monitor(settings)
         finally:

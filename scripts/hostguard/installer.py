@@ -711,6 +711,27 @@ class Installer:
                 continue
             self.uninstall_file(rec.path, rec.a) if rec.kind == "file" else self.restore_backup(rec.path, rec.a, rec.b)
             self.step(drop=[rec.id])
+        # Then the directories made for them (the bash installer's lib/), deepest first, once empty.
+        needed = listed | {d for p, d, _ in DIRS if p == part}
+        for rec in [r for r in self.m.values() if r.kind == "dir"][::-1]:
+            if not any(f"{path}/".startswith(f"{rec.path}/") for path in needed):
+                self.remove_empty_dir(rec)
+
+    def remove_empty_dir(self, rec: Rec) -> None:
+        """The directory of a dir record no row needs: removed (journaled) and its record dropped after, so a
+        run killed between the two finds it gone and drops the record; one not empty keeps its record."""
+        path = self.host(rec.path)
+        if os.path.isdir(path) and not os.path.islink(path):
+            self.root_dir(rec.path)
+            if os.listdir(path):
+                return
+            st = os.stat(path)
+            mode = f"{stat.S_IMODE(st.st_mode):o}"
+            # Undone newest first: made again (under the umask), then its mode and owner as they were.
+            self.step(undo=[("m", path, mode, f"{st.st_uid}:{st.st_gid}"), ("r", path, mode, "")])
+            os.rmdir(path)
+            log.info(f"removed {rec.path}: no file of part {self.part} is in it")
+        self.step(drop=[rec.id])
 
     def monitor_logs(self) -> None:
         """Logs exist before cron's first append (0640, not cron's umask); uninstall removes them while empty."""

@@ -35,6 +35,7 @@ import sys
 import time
 
 from . import paths
+from .atomicfile import write_atomic
 from .errors import EX_USAGE, HostguardError
 
 LIST_NAME = "nginx-bans.map"
@@ -94,26 +95,11 @@ def read_list(state: str) -> list[str]:
 
 
 def write_list(state: str, entries: list[str]) -> None:
-    """Replaces the list with ENTRIES: temp file beside it, fsync, rename, fsync of the directory."""
+    """Replaces the list with ENTRIES (atomically)."""
     text = "".join(f"{item} 1;\n" for item in entries)
-    temp = os.path.join(state, TMP_NAME)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(temp)
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(LIST_HEADER + "\n" + text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, os.path.join(state, LIST_NAME))
-        directory = os.open(state, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+        write_atomic(os.path.join(state, LIST_NAME), (LIST_HEADER + "\n" + text).encode("utf-8"))
     except OSError as error:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
         raise Refused(
             f"cannot write {paths.STATE_PATH}/{LIST_NAME}: {error.strerror}; the ban list is unchanged"
         ) from None

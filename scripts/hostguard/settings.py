@@ -16,6 +16,7 @@ file, or other rules, is validated again.
 import os
 
 from . import paths
+from .atomicfile import write_atomic
 from .errors import HostguardError
 from .settings_table import DEFAULTS, LISTS, PATTERNS, RANGES, TABLE_ID
 
@@ -157,20 +158,11 @@ def _validated_before(data: bytes) -> bool:
 def _remember_valid(data: bytes) -> None:
     """Best effort (a full disk or a missing state dir only costs the next run a validation)."""
     path = _cache_path()
-    temp = path + ".tmp"
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            os.write(fd, TABLE_ID.encode() + b"\n" + data)
-        finally:
-            os.close(fd)
-        os.replace(temp, path)
+        write_atomic(path, TABLE_ID.encode() + b"\n" + data, path + ".tmp")
     except OSError:
-        try:  # noqa: SIM105 - contextlib is one import more on every quiet run
-            os.unlink(temp)
-        except OSError:
-            pass
+        pass
 
 
 def load(file: "str | None" = None) -> Settings:

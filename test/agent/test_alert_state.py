@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hostguard import alert_state
+from hostguard import atomicfile
 from hostguard.alert_state import EVENT, HOLD, LATCH, NONE, POST, RESOLVE, AlertState
 
 
@@ -101,7 +101,7 @@ def test_written_only_when_changed_atomically_0600(file: Path) -> None:
     inode = file.stat().st_ino
     assert run(file, "cpu", True, repeat=3600) == HOLD
     assert file.stat().st_ino == inode
-    assert not Path(alert_state.tmp_path(str(file))).exists()
+    assert not Path(atomicfile.tmp_path(str(file))).exists()
 
 
 @pytest.mark.parametrize(
@@ -138,7 +138,7 @@ def test_an_unreadable_or_unwritable_state(file: Path) -> None:
     # The temp file's place taken by a directory: the save fails, the old file stays.
     assert run(file, "cpu", True, repeat=60) == POST
     before = file.read_text()
-    Path(alert_state.tmp_path(str(file))).mkdir()
+    Path(atomicfile.tmp_path(str(file))).mkdir()
     loaded = state(file)
     loaded.observe("memory", True)
     assert not loaded.save()
@@ -148,8 +148,8 @@ def test_an_unreadable_or_unwritable_state(file: Path) -> None:
 def test_write_atomic_leaves_no_temp_file_on_failure(tmp_path: Path) -> None:
     target = tmp_path / "missing-dir" / "file"
     with pytest.raises(OSError):
-        alert_state.write_atomic(str(target), b"x")
-    alert_state.write_atomic(str(tmp_path / "file"), b"data", str(tmp_path / "file.tmp"))
+        atomicfile.write_atomic(str(target), b"x")
+    atomicfile.write_atomic(str(tmp_path / "file"), b"data", str(tmp_path / "file.tmp"))
     assert (tmp_path / "file").read_bytes() == b"data"
     assert sorted(os.listdir(tmp_path)) == ["file"]
 
@@ -161,14 +161,14 @@ def test_a_writer_killed_at_any_moment_leaves_the_old_or_the_new_file(tmp_path: 
 
     target = tmp_path / "x.alerts"
     versions = [f"{n}\t{n * 7}\t1\tkey-{n}\n" * (n % 50 + 1) for n in range(200)]
-    alert_state.write_atomic(str(target), versions[0].encode())
+    atomicfile.write_atomic(str(target), versions[0].encode())
     for _ in range(30):
         pid = os.fork()
         if pid == 0:
             try:
                 while True:
                     for version in versions:
-                        alert_state.write_atomic(str(target), version.encode())
+                        atomicfile.write_atomic(str(target), version.encode())
             finally:
                 os._exit(0)
         time.sleep(random.uniform(0.0005, 0.01))

@@ -135,6 +135,27 @@ def test_a_runtime_that_ignores_sigterm_is_killed(tmp_path: Path) -> None:
     assert time.monotonic() - start < 1 + container_monitor.KILL_AFTER + 1.5
 
 
+def test_stdout_and_stderr_together_over_the_bound_fail_the_call_at_once(tmp_path: Path) -> None:
+    half = container_monitor.OUTPUT_MAX // 2
+    runtime = tmp_path / "floods"
+    runtime.write_text(f"#!/bin/sh\nhead -c {half} /dev/zero\nhead -c {half + 1} /dev/zero >&2\nexec sleep 60\n")
+    runtime.chmod(0o755)
+    start = time.monotonic()
+    with pytest.raises(RuntimeFailed, match=r"^runtime unavailable: .*/floods ps printed over 4 MiB, the most read"):
+        container_monitor.call(runtime_settings(tmp_path, str(runtime), 10), "ps")
+    # Not read to its end nor waited for until the timeout: ended as a hung one is.
+    assert time.monotonic() - start < 4
+
+
+def test_an_answer_within_the_bound_is_read_whole(tmp_path: Path) -> None:
+    runtime = tmp_path / "big"
+    size = container_monitor.OUTPUT_MAX - 10
+    runtime.write_text(f"#!/bin/sh\nhead -c {size} /dev/zero | tr '\\0' x\necho oops >&2\nexit 3\n")
+    runtime.chmod(0o755)
+    answer = container_monitor.call(runtime_settings(tmp_path, str(runtime), 30), "ps")
+    assert answer == Answer(3, "x" * size, "oops\n")
+
+
 def test_a_missing_runtime(tmp_path: Path) -> None:
     with pytest.raises(RuntimeFailed, match="^the runtime /nonexistent/docker is not found$"):
         container_monitor.call(runtime_settings(tmp_path, "/nonexistent/docker"), "ps")

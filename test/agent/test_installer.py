@@ -229,3 +229,46 @@ def test_two_include_records_of_one_file_are_undone_in_turn(tmp_path: Path) -> N
     for change in web.changes:
         web.write(change.label, change.real, change.new)
     assert site.read_bytes() == b"server { listen 80; }\nserver { listen 81; }\n"
+
+
+def bash_base_root(where: Path) -> Path:
+    """fresh_root as the bash installer's part base left it: its lib/*.sh in /usr/local/lib/hostguard/lib/,
+    every directory it made recorded in install-base.manifest (the state directory's chain too)."""
+    root = fresh_root(where)
+    made = ["/usr", "/usr/local", "/usr/local/lib", "/usr/local/lib/hostguard", "/usr/local/lib/hostguard/lib"]
+    for folder in [*made, "/var", "/var/lib", "/var/lib/hostguard"]:
+        (root / folder.lstrip("/")).mkdir(mode=0o700 if folder == "/var/lib/hostguard" else 0o755)
+    script = root / "usr/local/lib/hostguard/lib/common.sh"
+    script.write_text("# the bash agent's library\n")
+    script.chmod(0o644)
+    lines = [f"dir\t{folder}" for folder in ["/var", "/var/lib", "/var/lib/hostguard", *made]]
+    lines.append(f"file\t/usr/local/lib/hostguard/lib/common.sh\t{hashlib.sha256(script.read_bytes()).hexdigest()}")
+    (root / "var/lib/hostguard/install-base.manifest").write_text("".join(line + "\n" for line in lines))
+    return root
+
+
+def test_upgrade_removes_the_bash_installers_empty_lib_directory(tmp_path: Path) -> None:
+    """The first Python install of part base removes lib/*.sh (no row lists them) and then the directory the
+    bash installer made for them, its record with it; killed after any step, the next run converges, and
+    uninstall leaves the root as it was before the bash install."""
+    bundle = make_bundle(tmp_path / "bundle")
+    pristine = listing(fresh_root(tmp_path / "root"))
+    lib = "/usr/local/lib/hostguard/lib"
+    root = bash_base_root(tmp_path / "root")
+    whole = run(bundle, "install", "--root", str(root), "--part", "base")
+    assert whole.returncode == 0, whole.stderr
+    assert f"removed {lib}/common.sh" in whole.stdout and f"removed {lib}:" in whole.stdout
+    upgraded, upgraded_records = listing(root), records(root)
+    assert not (root / lib.lstrip("/")).exists()
+    assert [r for r in upgraded_records if r[2].startswith(lib)] == []
+    for k in range(1, steps(whole) + 1):
+        root = bash_base_root(tmp_path / "root")
+        killed = run(bundle, "install", "--root", str(root), "--part", "base", kill_after=k)
+        assert killed.returncode == -9, f"step {k}: {killed.stderr}"
+        again = run(bundle, "install", "--root", str(root), "--part", "base")
+        assert again.returncode == 0, f"step {k}: {again.stderr}"
+        assert listing(root) == upgraded, f"killed after step {k}"
+        assert [r[:3] for r in records(root)] == [r[:3] for r in upgraded_records], f"killed after step {k}"
+        gone = run(bundle, "uninstall", "--root", str(root))
+        assert gone.returncode == 0, f"step {k}: {gone.stderr}"
+        assert listing(root) == pristine, f"killed after step {k}"

@@ -419,6 +419,37 @@ heartbeats() {
   [[ "$(heartbeats)" -eq 2 ]]
 }
 
+@test "a runtime printing more than OUTPUT_MAX (a 5 MiB container name): the call fails like a hung one, one alert naming the bound, no heartbeat; it resolves" {
+  containers web running 1.00% 1.00% 0 ""
+  settings ALERT_SEND_RESOLVED=true
+  heartbeat_on
+  run_monitor
+  [[ "${status}" -eq 0 ]]
+  local before
+  before="$(cat "${HOSTGUARD_ROOT}/var/lib/hostguard/containers.running")"
+  # Whoever may run containers names them; the client prints a name whole.
+  python3 - "${FAKE_DOCKER_STATE}" <<'PY'
+import json, sys
+state = json.load(open(sys.argv[1]))
+state["containers"].append({"name": "n" * (5 << 20), "state": "running"})
+json.dump(state, open(sys.argv[1], "w"))
+PY
+  clear_received
+  run_monitor
+  [[ "${status}" -eq 1 ]]
+  [[ "$(calls)" == "ps" ]]
+  [[ "${output}" == *"container-monitor: runtime unavailable: docker ps printed over 4 MiB, the most read from a runtime call; nothing checked"* ]]
+  receiver_expect_texts "${P}Container check failed: runtime unavailable: docker ps printed over 4 MiB, the most read from a runtime call; containers are not checked until it works again"
+  [[ "$(cat "${HOSTGUARD_ROOT}/var/lib/hostguard/containers.running")" == "${before}" ]]
+  [[ "$(heartbeats)" -eq 1 ]]
+  containers web running 1.00% 1.00% 0 ""
+  run_monitor
+  [[ "${status}" -eq 0 ]]
+  [[ "$(receiver_count)" -eq 2 ]]
+  [[ "$(receiver_texts | tail -n1)" == "[Container Alert] \\nContainer check works again: docker answers" ]]
+  [[ "$(heartbeats)" -eq 2 ]]
+}
+
 @test "issue 18: a run stuck holding the lock: the next run alerts once (not only WARN), and the host monitor's heartbeat stops" {
   containers web running 1.00% 1.00% 0 ""
   heartbeat_on

@@ -25,10 +25,26 @@ import {
 const AGENT = path.resolve(__dirname, "../../scripts");
 const RUNS = Number(process.env.CONTRACT_RUNS ?? 3);
 const BATCH = 60;
+// One seed for every property, said before the first one runs: a run killed
+// from outside (a CI timeout) has no fast-check report, and a failure under
+// load must be replayable. CONTRACT_SEED (with CONTRACT_PATH from a report and
+// --test-name-pattern for its property) replays a run.
+const SEED = Number(process.env.CONTRACT_SEED ?? Math.floor(Math.random() * 0x100000000) - 0x80000000);
+// Each case is a batch of 60 values, and every assertion names its key and
+// value: shrinking would only run python3 again, a few times per step, for
+// minutes on a loaded machine before any report. verbose: the failures seen.
+const ASSERT = {
+    numRuns: RUNS, seed: SEED, endOnFailure: true, verbose: fc.VerbosityLevel.Verbose,
+    ...(process.env.CONTRACT_PATH ? { path: process.env.CONTRACT_PATH } : {}),
+};
+// A hang guard on each python3 (about 0.1 s idle), not a speed check: a
+// machine busy with a benchmark must not turn a slow answer into a failure.
+const CHILD_TIMEOUT_MS = 600_000;
 
 let work = "";
 before(() => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), "hg-contract-"));
+    process.stdout.write(`settings contract: fast-check seed ${SEED} (CONTRACT_SEED=${SEED} replays it)\n`);
 });
 after(() => {
     fs.rmSync(work, { recursive: true, force: true });
@@ -71,7 +87,7 @@ function decimalGreater(pairs: Array<[string, string]>): boolean[] {
         "from hostguard.alert_state import decimal_gt",
         "print(json.dumps([decimal_gt(v, t) for v, t in json.load(sys.stdin)]))",
     ].join("\n");
-    const out = execFileSync("python3", ["-I", "-c", code, AGENT], { input: JSON.stringify(pairs), timeout: 60_000 });
+    const out = execFileSync("python3", ["-I", "-c", code, AGENT], { input: JSON.stringify(pairs), timeout: CHILD_TIMEOUT_MS });
     return JSON.parse(out.toString()) as boolean[];
 }
 
@@ -95,7 +111,7 @@ function host(cases: HostCase[]): Array<{ value: string; greater: boolean[] } | 
         "    except Exception:",
         "        print('refused')",
     ].join("\n");
-    const out = execFileSync("python3", ["-I", "-c", script, AGENT], { input: `${list}\n`, timeout: 120_000 })
+    const out = execFileSync("python3", ["-I", "-c", script, AGENT], { input: `${list}\n`, timeout: CHILD_TIMEOUT_MS })
         .toString().split("\n").slice(0, cases.length);
     fs.rmSync(dir, { recursive: true, force: true });
     assert.equal(out.length, cases.length);
@@ -138,7 +154,7 @@ function fail2banSeconds(texts: string[]): Array<number | null> {
         "        out.append(None)",
         "print(json.dumps(out))",
     ].join("\n");
-    return JSON.parse(execFileSync(python, ["-c", code], { input: JSON.stringify(texts), timeout: 60_000 }).toString());
+    return JSON.parse(execFileSync(python, ["-c", code], { input: JSON.stringify(texts), timeout: CHILD_TIMEOUT_MS }).toString());
 }
 
 // ---- generators -----------------------------------------------------------
@@ -237,7 +253,7 @@ describe("settings contract: keys the host reads (the host agent's parser, scrip
                             `${key}: the host refuses ${JSON.stringify(t)}, preview must refuse naming ${key}`);
                     }
                 });
-            }), { numRuns: RUNS });
+            }), ASSERT);
         });
     }
 });
@@ -274,7 +290,7 @@ describe("settings contract: keys rendered into the jail (fail2ban's parsers)", 
                         assert.ok(!p.ok, `${key}=${JSON.stringify(v)}: fail2ban refuses it or reads no time, preview accepts`);
                     }
                 });
-            }), { numRuns: RUNS });
+            }), ASSERT);
         });
     }
 
@@ -291,7 +307,7 @@ describe("settings contract: keys rendered into the jail (fail2ban's parsers)", 
                     assert.equal(p.key, "banMaxRetry");
                 }
             }
-        }), { numRuns: RUNS });
+        }), ASSERT);
     });
 
     it("nginxAccessLog and banAction: what preview accepts is one plain token fail2ban reads as given", () => {
@@ -312,7 +328,7 @@ describe("settings contract: keys rendered into the jail (fail2ban's parsers)", 
                         assert.ok(text.startsWith("/") && !text.endsWith("/"), `${text} is not a file path`);
                     }
                 }
-            }), { numRuns: RUNS });
+            }), ASSERT);
         }
     });
 });

@@ -1,0 +1,37 @@
+"""Replacing a root-owned file whole. It imports nothing of hostguard, so
+settings (which the alert state imports) and the ban list can use it too."""
+
+import os
+
+
+def tmp_path(path: str) -> str:
+    directory, name = os.path.split(path)
+    return os.path.join(directory, f".{name}.tmp")
+
+
+def write_atomic(path: str, data: bytes, tmp: "str | None" = None) -> None:
+    """Replaces PATH with DATA through a 0600 temp file (TMP, default
+    tmp_path(PATH)), fsync, rename, directory fsync: a crash leaves the old
+    file or the new one."""
+    tmp = tmp if tmp is not None else tmp_path(path)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        # A temp file we made goes; anything else in its way (a directory) stays.
+        if os.path.isfile(tmp) and not os.path.islink(tmp):
+            os.unlink(tmp)
+        raise
+    fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
