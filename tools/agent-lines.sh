@@ -18,7 +18,7 @@ readonly -a BASH_FILES=(
 )
 # metrics and outbox: merged into others since, counted where they exist.
 readonly -a AGENT_MODULES=(
-  host_monitor container_monitor alert_state heartbeat notify delivery spool chat urlfile
+  host_monitor container_monitor alert_state heartbeat notify events delivery spool chat urlfile
   redact message settings settings_table log errors paths atomicfile metrics outbox
 )
 readonly -a ENTRY_POINTS=(host-monitor container-monitor hostguard-notify hostguard-nginx-ban)

@@ -58,7 +58,7 @@ bench_count_rejected() {
   done
 }
 
-# One trial: ACTION (hostguard | reference | none), MODE of the receiver while the
+# One trial: ACTION (hostguard | reference | none | true), MODE of the receiver while the
 # bans happen (ok | hang), ATTACKERS; VAR <- microseconds until every rule
 # (empty when the cap passed first), VAR_N <- rules in place at the end.
 bench_ban100_trial() {
@@ -81,6 +81,10 @@ bench_ban100_trial() {
     cp "${BENCH_REPO}/bench/reference/slack-notify-curl.conf" "${F2B_CONF}/action.d/slack-notify.conf"
     printf '[Init]\nca = %s\ncurlrc = %s\n' "${RECEIVER_CA}" \
       "${root}/etc/hostguard/webhook.curlrc" >"${F2B_CONF}/action.d/slack-notify.local"
+  elif [[ "${action}" == true ]]; then
+    # The least any command action costs: fail2ban starts a shell per message.
+    printf '[Definition]\nactionstart = true\nactionstop = true\nactionban = true\nactionunban = true\n' \
+      >"${F2B_CONF}/action.d/slack-notify.local"
   elif [[ "${action}" == none ]]; then
     # The floor: fail2ban and the firewall alone, the chat action doing nothing.
     printf '[Definition]\nactionstart =\nactionstop =\nactionban =\nactionunban =\n' \
@@ -148,8 +152,9 @@ bench_ban100() {
     bench_row "7 ban ${attackers}" "-" "-" "-" "-" "<= 5 s hung" "not measured: fail2ban is not installed"
     return 0
   fi
-  local hung hung_n healthy healthy_n ref ref_n refhung refhung_n floor floor_n
+  local hung hung_n healthy healthy_n ref ref_n refhung refhung_n floor floor_n least least_n
   bench_ban100_trial floor floor_n "${work}" none ok "${attackers}"
+  bench_ban100_trial least least_n "${work}" true ok "${attackers}"
   bench_ban100_trial hung hung_n "${work}" hostguard hang "${attackers}"
   bench_ban100_trial healthy healthy_n "${work}" hostguard ok "${attackers}"
   bench_ban100_trial ref ref_n "${work}" reference ok "${attackers}"
@@ -180,6 +185,12 @@ bench_ban100() {
     "$(bench_ban100_fmt "${hung}" "${hung_n}" "${attackers}")" \
     "$(bench_ban100_fmt "${floor}" "${floor_n}" "${attackers}") (floor)" \
     "${ratio}" "<= 1.5x the floor" "${met}"
+  ratio="-"
+  [[ -z "${least}" || -z "${floor}" ]] || ratio="$(bench_ratio "${least}" "${floor}")x the floor"
+  bench_row "7 ban ${attackers}" "the least any command action costs: every chat command \`true\` vs the floor (context for the row above)" \
+    "$(bench_ban100_fmt "${least}" "${least_n}" "${attackers}")" \
+    "$(bench_ban100_fmt "${floor}" "${floor_n}" "${attackers}") (floor)" \
+    "${ratio}" "-" "-"
   ratio="-"
   [[ -z "${healthy}" || -z "${ref}" ]] || ratio="$(bench_ratio "${healthy}" "${ref}")"
   bench_row "7 ban ${attackers}" "the same, webhook healthy: hostguard vs the reference synchronous curl action" \
