@@ -808,7 +808,7 @@ class Installer:
                     continue
                 if rec.a == "message":
                     with contextlib.suppress(Exception):  # an unreadable spool counts 0
-                        dropped += spool.undelivered(path) if path.endswith(".db") else 1
+                        dropped += spool.undelivered(path)
                 self.remove_file(path[len(self.root) :])
             self.step(drop=[rec.id])
         if dropped:

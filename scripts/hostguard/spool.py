@@ -132,8 +132,14 @@ def spool_dir() -> str:
 
 
 def undelivered(path: str) -> int:
-    """Messages waiting in the spool database PATH, each merged part counted (read-only; install's uninstall)."""
+    """Messages waiting in the spool database PATH, each merged part counted, or in the ban tool's
+    intake PATH (its whole records), or 1 for another message file (read-only; install's uninstall)."""
     import sqlite3
+
+    if not path.endswith(".db"):
+        with open(path, "rb") as handle:
+            data = handle.read(64 << 20)
+        return data.count(b"\t.\n") if path.endswith("/" + paths.INTAKE_NAME) else 1
 
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
