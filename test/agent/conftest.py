@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import paths, redact
+from hostguard import chat, delivery, paths, redact
 
 
 @pytest.fixture
@@ -17,3 +17,18 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     redact.forget()
     yield tmp_path
     redact.forget()
+
+
+@pytest.fixture
+def posted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every text a delivery run posts, each answered 200 ok: no network, no webhook file, no pace."""
+    texts: list[str] = []
+
+    def post(_url: str, text: str, _channel: str | None, _timeout: float, _ca: object) -> chat.Answer:
+        texts.append(text)
+        return chat.Answer(chat.DELIVERED, "HTTP 200 ok", 200, "ok")
+
+    monkeypatch.setattr(delivery, "load_hook", lambda _settings: delivery.Hook("https://hook.test/x", "id", None))
+    monkeypatch.setattr(chat, "post", post)
+    monkeypatch.setattr(delivery, "PACE", 0.0)
+    return texts

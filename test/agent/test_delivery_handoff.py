@@ -10,20 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import chat, delivery, settings
+from hostguard import delivery, settings
 from hostguard.spool import EVENTS, Spool
 
 
-def test_a_message_spooled_just_before_the_release_is_delivered(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    posted: list[str] = []
-
-    def post(_url: str, text: str, _channel: str | None, _timeout: float, _ca: object) -> chat.Answer:
-        posted.append(text)
-        return chat.Answer(chat.DELIVERED, "HTTP 200 ok", 200, "ok")
-
-    monkeypatch.setattr(delivery, "load_hook", lambda _settings: delivery.Hook("https://hook.test/x", "id", None))
-    monkeypatch.setattr(chat, "post", post)
-    monkeypatch.setattr(delivery, "PACE", 0.0)
+def test_a_message_spooled_just_before_the_release_is_delivered(
+    root: Path, monkeypatch: pytest.MonkeyPatch, posted: list[str]
+) -> None:
     real_close = os.close
     found_taken: list[bool] = []
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import chat, delivery, events, paths, settings
+from hostguard import delivery, events, paths, settings
 from hostguard.spool import Spool, SpoolFull
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
@@ -159,18 +159,9 @@ def test_a_spool_that_cannot_be_written_leaves_the_intake_as_it_is(
 
 
 def test_a_record_appended_just_before_the_delivery_lock_is_released_is_delivered(
-    root: Path, conf: settings.Settings, monkeypatch: pytest.MonkeyPatch
+    root: Path, conf: settings.Settings, monkeypatch: pytest.MonkeyPatch, posted: list[str]
 ) -> None:
     """The writer finds the wake file present (so it starts no run): the run releasing the lock takes its record."""
-    posted: list[str] = []
-
-    def post(_url: str, text: str, _channel: str | None, _timeout: float, _ca: object) -> chat.Answer:
-        posted.append(text)
-        return chat.Answer(chat.DELIVERED, "HTTP 200 ok", 200, "ok")
-
-    monkeypatch.setattr(delivery, "load_hook", lambda _settings: delivery.Hook("https://hook.test/x", "id", None))
-    monkeypatch.setattr(chat, "post", post)
-    monkeypatch.setattr(delivery, "PACE", 0.0)
     real_close = os.close
     appended: list[bool] = []
 
