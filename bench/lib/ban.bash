@@ -55,13 +55,9 @@ bench_message_time_us() {
 bench_ban_backend() {
   local work="$1" backend="$2" trials="$3"
   local dir="${work}/f2b-${backend}" root="${work}/f2b-${backend}-root"
-  local lib="${root}/usr/local/lib/hostguard"
-  mkdir -p "${lib}"
-  cp "${BENCH_REPO}/scripts/hostguard-notify" "${lib}/"
-  mkdir -p "${lib}/hostguard"
-  cp "${BENCH_REPO}"/scripts/hostguard/*.py "${lib}/hostguard/"
+  fail2ban_notifier_in "${root}"
   bench_cleanup_add bench_ban_teardown
-  fail2ban_sandbox_make "${dir}" "${lib}/hostguard-notify" \
+  fail2ban_sandbox_make "${dir}" "${F2B_NOTIFIER}" \
     banMaxRetry=10 banFindTime=1m banBanTime=10m banAction= slackChannel=bench
   if [[ "${backend}" != auto ]]; then
     # A later jail.d file overrides the project's backend = auto.
