@@ -9,6 +9,14 @@ def tmp_path(path: str) -> str:
     return os.path.join(directory, f".{name}.tmp")
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """DATA to FD whatever short writes the kernel makes, then on the disk (fsync)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fsync(fd)
+
+
 def write_atomic(path: str, data: bytes, tmp: "str | None" = None) -> None:
     """Replaces PATH with DATA through a 0600 temp file (TMP, default
     tmp_path(PATH)), fsync, rename, directory fsync: a crash leaves the old
@@ -18,10 +26,7 @@ def write_atomic(path: str, data: bytes, tmp: "str | None" = None) -> None:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             os.fchmod(fd, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            write_all(fd, data)
         finally:
             os.close(fd)
         os.replace(tmp, path)

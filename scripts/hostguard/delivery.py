@@ -324,7 +324,7 @@ def flush_holding(settings: Settings, spool: Spool, held: int | None, *, wait: b
             held is None
             and spool.pending() == 0
             and not legacy_files(spool.directory)
-            and not events.waiting(spool.directory)
+            and not paths.intake_waiting(spool.directory)
         ):
             return EX_OK
     except sqlite3.Error as error:
@@ -335,8 +335,7 @@ def flush_holding(settings: Settings, spool: Spool, held: int | None, *, wait: b
             os.close(held)
         # Nothing can be posted, but the intake still goes into the bounded spool.
         with contextlib.suppress(sqlite3.Error, OSError):
-            events.settle_wake(spool.directory)
-            events.drain(settings, spool)
+            events.settle(settings, spool)
         return EX_CONFIG
     deadline = time.monotonic() + settings.notify_budget
     fd = held
@@ -359,9 +358,7 @@ def flush_holding(settings: Settings, spool: Spool, held: int | None, *, wait: b
         finally:
             os.close(fd)
         try:
-            # The ban tool's writers that found the wake file appended before this look.
-            events.settle_wake(spool.directory)
-            events.drain(settings, spool)
+            events.settle(settings, spool)
             if rc != EX_OK or spool.pending() == 0:
                 return rc
             next_fd = spool.try_lock(0.0)

@@ -16,8 +16,7 @@ is stale. Records are never identical in practice (each holds a ban's time),
 so only a new intake starting byte for byte with the old one is mistaken.
 
 Delivery runs drain before every claim and, after releasing the delivery
-lock, remove the wake file and drain again (delivery.flush_holding): a writer
-that found the wake file present appended before that look.
+lock, `settle`: remove the wake file and drain again (delivery.flush_holding).
 """
 
 import os
@@ -25,7 +24,7 @@ import os
 from . import log, paths
 from .errors import UsageError
 from .message import as_posted
-from .spool import EVENTS, Spool, SpoolFull
+from .spool import EVENTS, Spool, SpoolFull, lock_within
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -122,22 +121,14 @@ def record_text(settings: "Settings", record: bytes) -> "tuple[str, str | None]"
     return event_text(settings, kind, {"jail": jail, names: first, "failures": failures, "time": when})
 
 
-def waiting(directory: str) -> bool:
-    """Whether the intake holds a record or a wake file waits for its run (two stats)."""
-    try:
-        if os.stat(os.path.join(directory, INTAKE_NAME)).st_size > 0:
-            return True
-    except OSError:
-        pass
-    return os.path.lexists(os.path.join(directory, WAKE_NAME))
-
-
-def settle_wake(directory: str) -> None:
-    """Removes the wake file (a run is no longer due); the caller drains afterwards."""
+def settle(settings: "Settings", spool: Spool) -> None:
+    """Removes the wake file (no run is due any more), then drains: a writer that found the file
+    present appended before this drain; one that comes after it makes the file and starts a run."""
     try:  # noqa: SIM105 - contextlib is one import more
-        os.unlink(os.path.join(directory, WAKE_NAME))
+        os.unlink(os.path.join(spool.directory, WAKE_NAME))
     except FileNotFoundError:
         pass
+    drain(settings, spool)
 
 
 def drain(settings: "Settings", spool: Spool) -> int:
@@ -147,10 +138,7 @@ def drain(settings: "Settings", spool: Spool) -> int:
     the intake still keeps them) or the writers' lock is not free within
     LOCK_WAIT.
     """
-    import fcntl
-    import hashlib
     import stat
-    import time
 
     path = os.path.join(spool.directory, INTAKE_NAME)
     try:
@@ -161,16 +149,9 @@ def drain(settings: "Settings", spool: Spool) -> int:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
             return 0
-        give_up = time.monotonic() + LOCK_WAIT
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= give_up:
-                    log.warn(f"{path}: its writers held the lock for {LOCK_WAIT:.0f} s; left for the next run")
-                    return 0
-                time.sleep(0.01)
+        if not lock_within(fd, LOCK_WAIT, 0.01):
+            log.warn(f"{path}: its writers held the lock for {LOCK_WAIT:.0f} s; left for the next run")
+            return 0
         done = _consumed(spool, fd)
         data = os.pread(fd, READ_MAX, done)
         end = len(data) if len(data) < READ_MAX else (data.rfind(b"\n") + 1 or len(data))
@@ -189,9 +170,8 @@ def drain(settings: "Settings", spool: Spool) -> int:
                     log.warn(f"{path}: skipped a record cut short (its writer handed it to the notifier)")
         texts = [(as_posted(settings, text), channel) for text, channel in messages]
         size = done + end
-        digest = hashlib.sha256(os.pread(fd, size, 0)).hexdigest() if done else hashlib.sha256(data[:end]).hexdigest()
         try:
-            spool.enqueue_batch(texts, dead, EVENTS, INTAKE_KEY, f"{size} {digest}")
+            spool.enqueue_batch(texts, dead, EVENTS, INTAKE_KEY, f"{size} {_prefix_digest(fd, size)}")
         except SpoolFull as error:
             log.error(f"cannot write the spool in {spool.directory} ({error}): the ban tool's messages wait in {path}")
             return 0
@@ -207,13 +187,24 @@ def drain(settings: "Settings", spool: Spool) -> int:
 
 def _consumed(spool: Spool, fd: int) -> int:
     """How many of the intake's first bytes are in the spool already (see the module's text)."""
-    import hashlib
-
     value = spool.get(INTAKE_KEY)
     if value is None:
         return 0
     size_text, _, digest = value.partition(" ")
     size = int(size_text) if size_text.isdigit() else -1
-    if size > 0 and hashlib.sha256(os.pread(fd, size, 0)).hexdigest() == digest:
-        return size
-    return 0
+    return size if size > 0 and _prefix_digest(fd, size) == digest else 0
+
+
+def _prefix_digest(fd: int, size: int) -> str:
+    """The SHA-256 of the intake's first SIZE bytes (fewer when it is shorter), read a MiB at a time."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    done = 0
+    while done < size:
+        chunk = os.pread(fd, min(size - done, 1 << 20), done)
+        if not chunk:
+            break
+        digest.update(chunk)
+        done += len(chunk)
+    return digest.hexdigest()

@@ -29,6 +29,7 @@ import time
 from types import FrameType
 
 from . import log, paths, programs, safepath, services, spool, txnstore, userio, webedit
+from .atomicfile import write_all
 from .errors import EX_USAGE, HostguardError
 from .settings import Settings, SettingsError, parse
 from .settings_table import FILE_ROW_ALLOWED, FILE_ROW_RE, FILE_SKIP_RE, PARTS, URL_RE
@@ -118,12 +119,9 @@ def write_new(tmp: str, content: bytes, mode: int) -> None:
         os.unlink(tmp)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        view = memoryview(content)
-        while view:
-            view = view[os.write(fd, view) :]
         os.fchown(fd, 0, 0)
         os.fchmod(fd, mode)
-        os.fsync(fd)
+        write_all(fd, content)
     finally:
         os.close(fd)
 

@@ -98,7 +98,8 @@ def write_list(state: str, entries: list[str]) -> None:
     """Replaces the list with ENTRIES (atomically)."""
     text = "".join(f"{item} 1;\n" for item in entries)
     try:
-        write_atomic(os.path.join(state, LIST_NAME), (LIST_HEADER + "\n" + text).encode("utf-8"))
+        data = (LIST_HEADER + "\n" + text).encode("utf-8")
+        write_atomic(os.path.join(state, LIST_NAME), data, os.path.join(state, TMP_NAME))
     except OSError as error:
         raise Refused(
             f"cannot write {paths.STATE_PATH}/{LIST_NAME}: {error.strerror}; the ban list is unchanged"

@@ -50,13 +50,21 @@ def spool_may_hold_messages(directory: "str | None" = None, now: "float | None" 
         return False
     except OSError:
         return True
-    if SPOOL_HINT_NAME in names or WAKE_NAME in names or any(name.startswith(LEGACY_PREFIXES) for name in names):
+    if SPOOL_HINT_NAME in names or any(name.startswith(LEGACY_PREFIXES) for name in names):
         return True
-    if INTAKE_NAME in names:
-        try:
-            if os.stat(os.path.join(directory, INTAKE_NAME)).st_size > 0:
-                return True
-        except OSError:
-            return True
+    if (WAKE_NAME in names or INTAKE_NAME in names) and intake_waiting(directory):
+        return True
     moment = time.time() if now is None else now
     return SPOOL_DB_NAME in names and int(moment) % FULL_LOOK_EVERY < FULL_LOOK_FOR
+
+
+def intake_waiting(directory: str) -> bool:
+    """Whether the ban tool's intake in DIRECTORY holds a record or its wake file waits for a run (two stats)."""
+    try:
+        if os.stat(os.path.join(directory, INTAKE_NAME)).st_size > 0:
+            return True
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return True
+    return os.path.lexists(os.path.join(directory, WAKE_NAME))

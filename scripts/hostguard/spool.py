@@ -127,6 +127,21 @@ class SpoolFull(Exception):
     """The spool could not be written, not even with its reserve (disk full)."""
 
 
+def lock_within(fd: int, wait: float, step: float) -> bool:
+    """An exclusive flock on FD, tried every STEP seconds for at most WAIT (flock has no timed wait)."""
+    import fcntl
+
+    give_up = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= give_up:
+                return False
+        time.sleep(step)
+
+
 def spool_dir() -> str:
     return paths.under(paths.SPOOL_PATH)
 
@@ -197,23 +212,15 @@ class Spool:
 
     def try_lock(self, wait: float) -> "int | None":
         """The descriptor holding the delivery lock, waiting at most WAIT seconds; None when another run holds it."""
-        import fcntl
-
         self.db()  # makes the spool directory
         fd = os.open(
             os.path.join(self.directory, LOCK_NAME), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
         )
-        give_up = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return fd
-            except BlockingIOError:
-                if time.monotonic() >= give_up:
-                    os.close(fd)
-                    return None
-            # flock has no timed wait: poll (a run holds it for seconds, not milliseconds).
-            time.sleep(0.05)
+        # A run holds it for seconds, not milliseconds.
+        if lock_within(fd, wait, 0.05):
+            return fd
+        os.close(fd)
+        return None
 
     def close(self) -> None:
         if self._db is not None:
