@@ -7,22 +7,26 @@
 # Why not the notifier itself: fail2ban runs a jail's actions one ban after
 # another and waits for each, so 100 bans at once would wait for 100
 # interpreter start-ups before the last address is firewalled. Here a ban
-# costs one flock(1) and one write: the record is appended to ban.intake in
-# the root-only spool directory, under a shared lock (the notifier empties
-# the intake only under its exclusive one, after committing its records to
-# the spool database: hostguard/events.py). The first writer that creates
-# the wake file .ban.wake (noclobber: O_EXCL) starts one detached notifier
-# run; while the file exists a run is due to remove it and then look at the
-# intake again, so later writers start nothing (a run killed before that
-# leaves it: the monitors' next delivery run, at most 10 minutes on, takes
-# the intake and removes it).
+# costs one write and executes nothing: the record is appended to ban.intake
+# in the root-only spool directory, with no lock (the notifier takes whole
+# records only, and empties the intake under a write lease, which holds this
+# open for the microseconds of its truncation: hostguard/events.py). A lock
+# program was most of a ban's cost. The first writer that creates the wake
+# file .ban.wake (noclobber: O_EXCL) starts one detached notifier run; while
+# the file exists a run is due to remove it and then look at the intake
+# again, so later writers start nothing (a run killed before that leaves it:
+# the monitors' next delivery run, at most 10 minutes on, takes the intake
+# and removes it).
 #
-# A record is one write of `\nKIND\tJAIL\t...\t.\n`: the leading newline
-# keeps a record a full disk cut short apart from the next one, and a record
-# without its final `.` is not read. Values the intake may not hold (a
-# character outside the set below, an empty address) and a failed write go
-# to the notifier itself, which refuses or keeps them with its exit status
-# (74: lost, disk full; 75: kept), so fail2ban's log still shows a failure.
+# A record is one write of `\nKIND\tJAIL\t...\t.\n` (printf, a builtin of
+# dash, Debian's /bin/sh, writes its output at once, and values of at most
+# 255 bytes keep it far below its buffer; bash writes the leading newline
+# apart, which the format allows): the leading newline keeps a record a full
+# disk cut short apart from the next one, and a record without its final `.`
+# is not read. Values the intake may not hold (a character outside the set
+# below, a longer one, an empty address) and a failed write go to the
+# notifier itself, which refuses or keeps them with its exit status (74:
+# lost, disk full; 75: kept), so fail2ban's log still shows a failure.
 
 hg_notify="${hg_notify:?the action sets hg_notify}"
 umask 077
@@ -30,6 +34,7 @@ hg_spool="${HOSTGUARD_ROOT-}/var/spool/hostguard"
 hg_fit=yes
 for hg_value in "$@"; do
   case "${hg_value}" in *[!A-Za-z0-9._:/@#+-]*) hg_fit=no ;; esac
+  [ "${#hg_value}" -le 255 ] || hg_fit=no
 done
 case "$1:$#" in
   ban:5) [ -n "$3" ] && [ -n "$4" ] && [ -n "$5" ] || hg_fit=no ;;
@@ -47,8 +52,8 @@ hg_event() {
 }
 
 if [ "${hg_fit}" = yes ] && {
-  flock -s -w 10 9 && printf '\n%s\t%s\t%s\t%s\t%s\t.\n' "$@" >&9
-} 2>/dev/null 9>>"${hg_spool}/ban.intake"; then
+  printf '\n%s\t%s\t%s\t%s\t%s\t.\n' "$@" >>"${hg_spool}/ban.intake"
+} 2>/dev/null; then
   set -C
   if { true >"${hg_spool}/.ban.wake"; } 2>/dev/null; then
     "${hg_notify}" intake </dev/null >/dev/null 2>&1 &

@@ -64,7 +64,10 @@ bench_count_rejected() {
 bench_ban100_trial() {
   local -n _us="$1" _n="$2"
   local work="$3" action="$4" mode="$5" attackers="$6"
-  local dir="${work}/ban100-${action}-${mode}" root="${work}/ban100-${action}-${mode}-root"
+  # Fresh directories per trial: fail2ban would restore the last trial's bans from its database.
+  local dir root
+  dir="$(mktemp -d "${work}/ban100-${action}-${mode}.XXXXXX")"
+  root="${dir}-root"
   _us="" _n=0
   fail2ban_notifier_in "${root}"
   BENCH_BAN100_ROOT="${root}"
@@ -145,17 +148,44 @@ bench_ban100_fmt() {
   fi
 }
 
+# VAR <- the median of the figures that follow (empty when a trial did not
+# finish: a median over fewer would hide it).
+bench_median() {
+  local -n _median="$1"
+  shift
+  local figure
+  local -a sorted
+  _median=""
+  for figure in "$@"; do
+    [[ -n "${figure}" ]] || return 0
+  done
+  mapfile -t sorted < <(printf '%s\n' "$@" | sort -n)
+  _median="${sorted[$((${#sorted[@]} / 2))]}"
+}
+
 bench_ban100() {
-  local work="$1" attackers="$2"
+  local work="$1" attackers="$2" trials="${3:-1}"
   bench_log "ban latency, ${attackers} attackers at once: hostguard hung and healthy, reference curl action"
   if ! command -v fail2ban-server >/dev/null; then
     bench_row "7 ban ${attackers}" "-" "-" "-" "-" "<= 5 s hung" "not measured: fail2ban is not installed"
     return 0
   fi
-  local hung hung_n healthy healthy_n ref ref_n refhung refhung_n floor floor_n least least_n
-  bench_ban100_trial floor floor_n "${work}" none ok "${attackers}"
-  bench_ban100_trial least least_n "${work}" true ok "${attackers}"
-  bench_ban100_trial hung hung_n "${work}" hostguard hang "${attackers}"
+  local hung hung_n healthy healthy_n ref ref_n refhung refhung_n floor floor_n least least_n trial us
+  local -a floors=() leasts=() hungs=()
+  # The three figures the goal compares, each the median of TRIALS, taken in
+  # turn so that a slow moment of the machine weighs on all three alike.
+  for ((trial = 0; trial < trials; trial++)); do
+    bench_ban100_trial us floor_n "${work}" none ok "${attackers}"
+    floors+=("${us}")
+    bench_ban100_trial us least_n "${work}" true ok "${attackers}"
+    leasts+=("${us}")
+    bench_ban100_trial us hung_n "${work}" hostguard hang "${attackers}"
+    hungs+=("${us}")
+  done
+  bench_log "ban100 trials (us): floor ${floors[*]}; true ${leasts[*]}; hostguard hung ${hungs[*]}"
+  bench_median floor "${floors[@]}"
+  bench_median least "${leasts[@]}"
+  bench_median hung "${hungs[@]}"
   bench_ban100_trial healthy healthy_n "${work}" hostguard ok "${attackers}"
   bench_ban100_trial ref ref_n "${work}" reference ok "${attackers}"
   bench_ban100_trial refhung refhung_n "${work}" reference hang "${attackers}"
@@ -181,13 +211,13 @@ bench_ban100() {
     met="yes"
     ((hung * 10 <= floor * 15)) || met="no: ${ratio}"
   fi
-  bench_row "7 ban ${attackers}" "the same, webhook hung: hostguard action vs the floor (fail2ban and the firewall alone, the chat action doing nothing)" \
+  bench_row "7 ban ${attackers}" "the same, webhook hung: hostguard action vs the floor (fail2ban and the firewall alone, the chat action doing nothing), medians of ${trials}" \
     "$(bench_ban100_fmt "${hung}" "${hung_n}" "${attackers}")" \
     "$(bench_ban100_fmt "${floor}" "${floor_n}" "${attackers}") (floor)" \
     "${ratio}" "<= 1.5x the floor" "${met}"
   ratio="-"
   [[ -z "${least}" || -z "${floor}" ]] || ratio="$(bench_ratio "${least}" "${floor}")x the floor"
-  bench_row "7 ban ${attackers}" "the least any command action costs: every chat command \`true\` vs the floor (context for the row above)" \
+  bench_row "7 ban ${attackers}" "the least any command action costs: every chat command \`true\` vs the floor, medians of ${trials} (context for the row above)" \
     "$(bench_ban100_fmt "${least}" "${least_n}" "${attackers}")" \
     "$(bench_ban100_fmt "${floor}" "${floor_n}" "${attackers}") (floor)" \
     "${ratio}" "-" "-"

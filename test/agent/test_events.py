@@ -1,16 +1,20 @@
-"""The ban tool's intake: scripts/ban-intake.sh (run by the real sh, with the
-real flock) appends records, events.drain moves them into the spool exactly
-once, in order, whatever moment a drain is killed at; the delivery run's
+"""The ban tool's intake: scripts/ban-intake.sh (run by the real sh, no lock)
+appends records, events.drain moves the whole ones into the spool exactly
+once, in order, whatever moment a drain is killed at, and empties the intake
+under a real write lease that a writer's open waits for; the delivery run's
 hand-off takes a record appended just before it releases the lock."""
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
 import random
 import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -83,11 +87,13 @@ def test_values_the_intake_may_not_hold_go_to_the_notifier(root: Path, conf: set
     assert write(root, "ban", JAIL, "192.0.2.1 $(touch pwned)", "10", "1").returncode == 0
     assert write(root, "ban", JAIL, "", "10", "1").returncode == 0
     assert write(root, "ban", JAIL, "192.0.2.1", "10").returncode == 0
+    assert write(root, "start", "j" * 256, "ops").returncode == 0
     calls = (root / "stub.calls").read_text().splitlines()
     assert calls == [
         f"event ban --jail {JAIL} --ip 192.0.2.1 $(touch pwned) --failures 10 --time 1",
         f"event ban --jail {JAIL} --ip  --failures 10 --time 1",
         f"event ban --jail {JAIL} --ip 192.0.2.1 --failures 10 --time ",
+        f"event start --jail {'j' * 256} --channel ops",
     ]
     assert not (spool_dir(root) / paths.INTAKE_NAME).exists() or events.drain(conf, Spool(100)) == 0
 
@@ -110,6 +116,79 @@ def test_a_cut_record_is_skipped_and_a_refused_one_is_a_dead_letter(
     assert [letter.reason for letter in box.dead_letters()] == ["refused intake record: --ip IP is required"]
     err = capsys.readouterr().err
     assert "skipped a record cut short" in err and "kept in the dead letters" in err
+
+
+def test_a_record_still_being_written_is_left_for_the_next_drain(root: Path, conf: settings.Settings) -> None:
+    intake = spool_dir(root) / paths.INTAKE_NAME
+    whole, half = b"\nban\tj\t192.0.2.1\t10\t5\t.\n", b"\nban\tj\t192.0.2.2\t1"
+    intake.write_bytes(whole + half)
+    box = Spool(100)
+    assert events.drain(conf, box) == 1
+    assert intake.read_bytes() == whole + half, "not emptied: the writer of the second record is not done"
+    with intake.open("ab") as rest:
+        rest.write(b"0\t5\t.\n")
+    assert events.drain(conf, box) == 1
+    assert spooled(root) == [
+        ban_text("192.0.2.1", "5").replace(JAIL, "j"),
+        ban_text("192.0.2.2", "5").replace(JAIL, "j"),
+    ]
+    assert intake.stat().st_size == 0 and box.get(events.INTAKE_KEY) is None
+
+
+def test_a_writer_that_opens_the_intake_while_it_is_emptied_waits_and_loses_nothing(
+    root: Path, conf: settings.Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real lease: the writer's open waits (the kernel reports the lease being broken) until the
+    truncation is done; its record is then in the emptied intake, and the next drain spools it."""
+    write(root, "ban", JAIL, "192.0.2.1", "10", "1700000000")
+    real_ftruncate = os.ftruncate
+    seen: list[tuple[int, int, bool]] = []
+
+    def truncate_with_a_writer_waiting(fd: int, length: int) -> None:
+        held = fcntl.fcntl(fd, fcntl.F_GETLEASE)
+        writer = subprocess.Popen(
+            ["sh", "-c", f"hg_notify={stub_notifier(root)}; . {INTAKE_SH}", "sh", "ban", JAIL, "192.0.2.2", "10", "1"],
+            env={"PATH": os.environ["PATH"], "HOSTGUARD_ROOT": str(root)},
+        )
+        for _ in range(1000):
+            if fcntl.fcntl(fd, fcntl.F_GETLEASE) == fcntl.F_UNLCK:
+                break
+            time.sleep(0.01)
+        seen.append((held, fcntl.fcntl(fd, fcntl.F_GETLEASE), writer.poll() is None))
+        real_ftruncate(fd, length)
+        writers.append(writer)
+
+    writers: list[subprocess.Popen[bytes]] = []
+    box = Spool(100)
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "ftruncate", truncate_with_a_writer_waiting)
+        assert events.drain(conf, box) == 1
+    assert seen == [(fcntl.F_WRLCK, fcntl.F_UNLCK, True)], "held, then being broken by the writer's waiting open"
+    assert writers[0].wait(timeout=30) == 0
+    assert events.drain(conf, box) == 1
+    assert spooled(root) == [ban_text("192.0.2.1"), ban_text("192.0.2.2", "1")]
+
+
+def test_without_leases_the_intake_is_never_emptied_and_nothing_is_spooled_twice(
+    root: Path, conf: settings.Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real_fcntl = fcntl.fcntl
+
+    def no_leases(fd: int, command: int, arg: int = 0) -> object:
+        if command == fcntl.F_SETLEASE:
+            raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+        return real_fcntl(fd, command, arg)
+
+    monkeypatch.setattr(fcntl, "fcntl", no_leases)
+    write(root, "ban", JAIL, "192.0.2.1", "10", "1700000000")
+    box = Spool(100)
+    assert events.drain(conf, box) == 1
+    assert events.drain(conf, box) == 0
+    write(root, "ban", JAIL, "192.0.2.2", "10", "1700000000")
+    assert events.drain(conf, box) == 1
+    assert spooled(root) == [ban_text("192.0.2.1"), ban_text("192.0.2.2")]
+    assert (spool_dir(root) / paths.INTAKE_NAME).stat().st_size > 0
+    assert "no write lease (Invalid argument): it is never emptied" in capsys.readouterr().err
 
 
 def test_a_drain_killed_between_its_commit_and_emptying_the_intake_spools_nothing_twice(
@@ -191,8 +270,8 @@ while True:
 
 
 def test_writers_racing_drains_killed_at_random_lose_and_repeat_nothing(root: Path, conf: settings.Settings) -> None:
-    """4 writers of 40 records each, through the real sh and flock, while drain processes run and are
-    SIGKILLed at random moments: at the end every record is spooled exactly once, each writer's in order."""
+    """4 writers of 40 records each, through the real sh, while two drain processes at a time run and
+    are SIGKILLed at random moments: at the end every record is spooled exactly once, each writer's in order."""
     env = {"PATH": os.environ["PATH"], "HOSTGUARD_ROOT": str(root), "PYTHONPATH": str(SCRIPTS)}
     stub = stub_notifier(root)
     writer = (
@@ -203,13 +282,14 @@ def test_writers_racing_drains_killed_at_random_lose_and_repeat_nothing(root: Pa
     chance = random.Random(1)
     kills = 0
     while any(w.poll() is None for w in writers):
-        drainer = subprocess.Popen([sys.executable, "-c", DRAIN], env=env)
-        try:
-            drainer.wait(timeout=chance.uniform(0.05, 0.3))
-        except subprocess.TimeoutExpired:
-            drainer.send_signal(signal.SIGKILL)
-            drainer.wait()
-            kills += 1
+        drainers = [subprocess.Popen([sys.executable, "-c", DRAIN], env=env) for _ in range(2)]
+        for drainer in drainers:
+            try:
+                drainer.wait(timeout=chance.uniform(0.05, 0.3))
+            except subprocess.TimeoutExpired:
+                drainer.send_signal(signal.SIGKILL)
+                drainer.wait()
+                kills += 1
     assert [w.wait(timeout=60) for w in writers] == [0, 0, 0, 0]
     assert kills > 0
     events.drain(conf, Spool(100000))
