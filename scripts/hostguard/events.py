@@ -221,13 +221,32 @@ def _empty_unless_appended(fd: int, size: int, path: str) -> bool:
     import fcntl
     import signal
 
-    # An open() that waits for the lease sends SIGIO, which would end this process.
-    signal.signal(signal.SIGIO, signal.SIG_IGN)
+    # An open() that waits for the lease sends SIGIO, which would end this
+    # process; ignored only meanwhile (a child would inherit SIG_IGN).
+    previous = signal.signal(signal.SIGIO, signal.SIG_IGN)
+    try:
+        if not _lease(fd, path):
+            return False
+        try:
+            if os.fstat(fd).st_size != size:
+                return False
+            os.ftruncate(fd, 0)
+            return True
+        finally:
+            fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+    finally:
+        signal.signal(signal.SIGIO, previous)
+
+
+def _lease(fd: int, path: str) -> bool:
+    """A write lease on FD, tried every millisecond for at most LEASE_WAIT (writers hold it open for one write)."""
+    import fcntl
+
     give_up = time.monotonic() + LEASE_WAIT
     while True:
         try:
             fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
-            break
+            return True
         except BlockingIOError:
             if time.monotonic() >= give_up:
                 return False
@@ -235,13 +254,6 @@ def _empty_unless_appended(fd: int, size: int, path: str) -> bool:
         except OSError as error:
             log.error(f"{path}: no write lease ({error.strerror}): it is never emptied; keep the spool on a local disk")
             return False
-    try:
-        if os.fstat(fd).st_size != size:
-            return False
-        os.ftruncate(fd, 0)
-        return True
-    finally:
-        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
 
 
 def _consumed(spool: Spool, fd: int) -> int:

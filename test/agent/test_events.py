@@ -164,6 +164,7 @@ def test_a_writer_that_opens_the_intake_while_it_is_emptied_waits_and_loses_noth
         patch.setattr(os, "ftruncate", truncate_with_a_writer_waiting)
         assert events.drain(conf, box) == 1
     assert seen == [(fcntl.F_WRLCK, fcntl.F_UNLCK, True)], "held, then being broken by the writer's waiting open"
+    assert signal.getsignal(signal.SIGIO) == signal.SIG_DFL, "SIGIO ignored only while the lease was held"
     assert writers[0].wait(timeout=30) == 0
     assert events.drain(conf, box) == 1
     assert spooled(root) == [ban_text("192.0.2.1"), ban_text("192.0.2.2", "1")]
