@@ -14,9 +14,9 @@
 # program was most of a ban's cost. The first writer that creates the wake
 # file .ban.wake (noclobber: O_EXCL) starts one detached notifier run; while
 # the file exists a run is due to remove it and then look at the intake
-# again, so later writers start nothing (a run killed before that leaves it:
-# the monitors' next delivery run, at most 10 minutes on, takes the intake
-# and removes it).
+# again, so later writers start nothing. The file holds that run's pid: a
+# writer that finds it naming no process (the run was killed before removing
+# it) removes it and starts a run itself.
 #
 # A record is one write of `\nKIND\tJAIL\t...\t.\n` (printf, a builtin of
 # dash, Debian's /bin/sh, writes its output at once, and values of at most
@@ -51,12 +51,27 @@ hg_event() {
   esac >/dev/null || [ $? -eq 75 ]
 }
 
+# Makes the wake file and starts the run it stands for, whose pid it then
+# holds; fails when the file exists.
+hg_wake() {
+  set -C
+  { true >"${hg_spool}/.ban.wake"; } 2>/dev/null || return 1
+  "${hg_notify}" intake </dev/null >/dev/null 2>&1 &
+  echo "$!" >|"${hg_spool}/.ban.wake"
+}
+
 if [ "${hg_fit}" = yes ] && {
   printf '\n%s\t%s\t%s\t%s\t%s\t.\n' "$@" >>"${hg_spool}/ban.intake"
 } 2>/dev/null; then
-  set -C
-  if { true >"${hg_spool}/.ban.wake"; } 2>/dev/null; then
-    "${hg_notify}" intake </dev/null >/dev/null 2>&1 &
+  if ! hg_wake; then
+    # A run is due, unless the one the file names is gone (killed before it
+    # removed the file): then a new one. Empty: its writer is starting it.
+    hg_pid=
+    { read -r hg_pid <"${hg_spool}/.ban.wake"; } 2>/dev/null
+    if [ -n "${hg_pid}" ] && ! kill -0 "${hg_pid}" 2>/dev/null; then
+      rm -f -- "${hg_spool}/.ban.wake"
+      hg_wake
+    fi
   fi
   true
 else

@@ -32,11 +32,23 @@ def spool_dir(root: Path) -> Path:
 
 
 def stub_notifier(root: Path) -> Path:
-    """A notifier that only records its command lines (the fallback and the `intake` start)."""
+    """A notifier that only records its command lines (the fallback and the `intake` start); an `intake`
+    run then lives for 3 s, as a real one does while it delivers (a writer checks that it runs)."""
     stub = root / "stub-notify"
-    stub.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >>"{root}/stub.calls"\n')
+    stub.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >>"{root}/stub.calls"\n[ "$1" != intake ] || exec sleep 3\n')
     stub.chmod(0o755)
     return stub
+
+
+def calls(root: Path, count: int, wait: float = 10.0) -> str:
+    """The stub's command lines once there are COUNT, or after WAIT seconds (an `intake` run is started
+    in the background: a check that no further run started waits a little, not the whole 10 s)."""
+    path = root / "stub.calls"
+    for _ in range(int(wait * 100)):
+        if path.exists() and path.read_text().count("\n") >= count:
+            break
+        time.sleep(0.01)
+    return path.read_text() if path.exists() else ""
 
 
 def write(root: Path, *fields: str) -> subprocess.CompletedProcess[str]:
@@ -68,7 +80,7 @@ def test_records_go_to_the_spool_in_order_once_and_the_intake_is_emptied(root: P
     assert write(root, "start", JAIL, "ops").returncode == 0
     assert write(root, "ban", JAIL, "192.0.2.7", "10", "1700000000.25").returncode == 0
     assert write(root, "unban", JAIL, "2001:db8::/64").returncode == 0
-    assert (root / "stub.calls").read_text() == "intake\n", "the first record starts one run, the others none"
+    assert calls(root, 2, 0.5) == "intake\n", "the first record starts one run, the others none"
     assert paths.spool_may_hold_messages(str(spool_dir(root)))
     box = Spool(100)
     assert events.drain(conf, box) == 3
@@ -96,6 +108,32 @@ def test_values_the_intake_may_not_hold_go_to_the_notifier(root: Path, conf: set
         f"event start --jail {'j' * 256} --channel ops",
     ]
     assert not (spool_dir(root) / paths.INTAKE_NAME).exists() or events.drain(conf, Spool(100)) == 0
+
+
+def test_a_wake_file_naming_no_process_is_replaced_and_a_run_started(root: Path, conf: settings.Settings) -> None:
+    """The run the wake file names was killed before it removed the file: the next writer starts one."""
+    wake = spool_dir(root) / paths.WAKE_NAME
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    wake.write_text(f"{gone.pid}\n")
+    assert write(root, "ban", JAIL, "192.0.2.1", "10", "1").returncode == 0
+    assert calls(root, 1) == "intake\n"
+    run = int(wake.read_text())
+    assert run != gone.pid
+    os.kill(run, 0)  # the new run, alive: the next writer starts nothing
+    assert write(root, "ban", JAIL, "192.0.2.2", "10", "1").returncode == 0
+    assert calls(root, 2, 0.5) == "intake\n"
+
+
+@pytest.mark.parametrize("content", [f"{os.getpid()}\n", ""], ids=["a running process", "empty: being started"])
+def test_a_wake_file_naming_a_running_process_or_none_yet_starts_nothing(
+    root: Path, conf: settings.Settings, content: str
+) -> None:
+    wake = spool_dir(root) / paths.WAKE_NAME
+    wake.write_text(content)
+    assert write(root, "ban", JAIL, "192.0.2.1", "10", "1").returncode == 0
+    assert not (root / "stub.calls").exists()
+    assert wake.read_text() == content
 
 
 def test_a_write_that_fails_goes_to_the_notifier(root: Path, conf: settings.Settings) -> None:
