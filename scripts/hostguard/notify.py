@@ -9,6 +9,7 @@ the webhook itself refused: kept), 78 a bad webhook or CA file.
 
 import os
 import sys
+import time
 
 from . import log, paths
 from .errors import EX_CONFIG, EX_IOERR, EX_NOPERM, EX_OK, EX_TEMPFAIL, EX_USAGE, HostguardError, UsageError
@@ -28,6 +29,7 @@ USAGE = """usage: hostguard-notify text TEXT
        hostguard-notify --runtime-files
 """
 FLUSH_LOG = ".flush.log"
+INTAKE_HOLD = 60.0
 
 
 def runtime_files() -> list[str]:
@@ -284,7 +286,16 @@ def run(argv: list[str]) -> int:
     if verb == "event":
         return event(load(), args)
     if verb == "intake" and not args:
-        return deliver_intake(load())
+        try:
+            settings = load()
+        except HostguardError:
+            # A ban's writer starts a run whenever the wake file names a dead
+            # one (ban-intake.sh): a run that cannot load its settings stays a
+            # while first, so that a flood starts one a minute, not one every
+            # few bans. The monitors' runs report the settings meanwhile.
+            time.sleep(INTAKE_HOLD)
+            raise
+        return deliver_intake(settings)
     if verb == "flush":
         if args not in ([], ["--detached"]):
             return usage()

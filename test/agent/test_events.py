@@ -6,6 +6,7 @@ hand-off takes a record appended just before it releases the lock."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -134,6 +135,34 @@ def test_a_wake_file_naming_a_running_process_or_none_yet_starts_nothing(
     assert write(root, "ban", JAIL, "192.0.2.1", "10", "1").returncode == 0
     assert not (root / "stub.calls").exists()
     assert wake.read_text() == content
+
+
+def test_a_run_that_cannot_load_its_settings_stays_so_that_a_flood_starts_only_it(root: Path) -> None:
+    """The real notifier, its settings unreadable: the first record starts a run, which stays (its pid
+    in the wake file alive), so the next records start none; the records wait in the intake."""
+    spool_dir(root).mkdir(parents=True, mode=0o700)
+    settings_file = root / paths.SETTINGS_PATH.lstrip("/")
+    settings_file.parent.mkdir(parents=True)
+    settings_file.write_bytes(b"CPU_THRESHOLD=\xff\n")
+    notifier = SCRIPTS / "hostguard-notify"
+    env = {"PATH": os.environ["PATH"], "HOSTGUARD_ROOT": str(root)}
+    script = f"hg_notify={notifier}; . {INTAKE_SH}"
+    runs: set[int] = set()
+    try:
+        for i in range(1, 6):
+            ban = ["ban", JAIL, f"192.0.2.{i}", "10", "1"]
+            assert subprocess.run(["sh", "-c", script, "sh", *ban], env=env, timeout=30).returncode == 0
+            runs.add(int((spool_dir(root) / paths.WAKE_NAME).read_text()))
+            time.sleep(0.2)  # the run has failed to load its settings by now
+        assert len(runs) == 1
+        (run,) = runs
+        os.kill(run, 0)
+        assert Path(f"/proc/{run}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")[-2:] == [bytes(notifier), b"intake"]
+        assert (spool_dir(root) / paths.INTAKE_NAME).read_bytes().count(b"\t.\n") == 5
+    finally:
+        for run in runs:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(run, signal.SIGKILL)
 
 
 def test_a_write_that_fails_goes_to_the_notifier(root: Path, conf: settings.Settings) -> None:
