@@ -7,26 +7,25 @@
 # Why not the notifier itself: fail2ban runs a jail's actions one ban after
 # another and waits for each, so 100 bans at once would wait for 100
 # interpreter start-ups before the last address is firewalled. Here a ban
-# costs one write and executes nothing: the record is appended to ban.intake
-# in the root-only spool directory, with no lock (the notifier takes whole
-# records only, and empties the intake under a write lease, which holds this
-# open for the microseconds of its truncation: hostguard/events.py). A lock
-# program was most of a ban's cost. The first writer that creates the wake
-# file .ban.wake (noclobber: O_EXCL) starts one detached notifier run; while
-# the file exists a run is due to remove it and then look at the intake
-# again, so later writers start nothing. The file holds that run's pid: a
-# writer that finds it naming no process (the run was killed before removing
-# it) removes it and starts a run itself.
+# costs one flock(1) and one write: the record is appended to ban.intake in
+# the root-only spool directory, under a shared lock (the notifier empties
+# the intake only under its exclusive one, after committing its records to
+# the spool database: hostguard/events.py). The first writer that creates
+# the wake file .ban.wake (noclobber: O_EXCL) starts one detached notifier
+# run, which writes its pid there; while the file exists a run is due to
+# remove it and then look at the intake again, so later writers start
+# nothing, unless the file names a process that is gone (the run was killed
+# before removing it): then the writer removes it and starts a run itself.
+# An empty file is a run being started.
 #
-# A record is one write of `\nKIND\tJAIL\t...\t.\n` (printf, a builtin of
-# dash, Debian's /bin/sh, writes its output at once, and values of at most
-# 255 bytes keep it far below its buffer; bash writes the leading newline
-# apart, which the format allows): the leading newline keeps a record a full
-# disk cut short apart from the next one, and a record without its final `.`
-# is not read. Values the intake may not hold (a character outside the set
-# below, a longer one, an empty address) and a failed write go to the
-# notifier itself, which refuses or keeps them with its exit status (74:
-# lost, disk full; 75: kept), so fail2ban's log still shows a failure.
+# A record is one write of `\r\nPID\tKIND\tJAIL\t...\t.\n` (PID: this
+# shell's, so that no two records are alike): a record a full disk cut short
+# is followed by the next one's `\r`, never by a newline, so it is never read
+# as whole (its writer handed the message to the notifier). Values the intake
+# may not hold (a character outside the set below, one over 255 bytes, an
+# empty address) and a failed write go to the notifier itself, which refuses
+# or keeps them with its exit status (74: lost, disk full; 75: kept), so
+# fail2ban's log still shows a failure.
 
 hg_notify="${hg_notify:?the action sets hg_notify}"
 umask 077
@@ -51,21 +50,17 @@ hg_event() {
   esac >/dev/null || [ $? -eq 75 ]
 }
 
-# Makes the wake file and starts the run it stands for, whose pid it then
-# holds; fails when the file exists.
+# Makes the wake file and starts the run it stands for; fails when it exists.
 hg_wake() {
   set -C
   { true >"${hg_spool}/.ban.wake"; } 2>/dev/null || return 1
   "${hg_notify}" intake </dev/null >/dev/null 2>&1 &
-  echo "$!" >|"${hg_spool}/.ban.wake"
 }
 
 if [ "${hg_fit}" = yes ] && {
-  printf '\n%s\t%s\t%s\t%s\t%s\t.\n' "$@" >>"${hg_spool}/ban.intake"
-} 2>/dev/null; then
+  flock -s -w 10 9 && printf '\r\n%s\t%s\t%s\t%s\t%s\t%s\t.\n' "$$" "$@" >&9
+} 2>/dev/null 9>>"${hg_spool}/ban.intake"; then
   if ! hg_wake; then
-    # A run is due, unless the one the file names is gone (killed before it
-    # removed the file): then a new one. Empty: its writer is starting it.
     hg_pid=
     { read -r hg_pid <"${hg_spool}/.ban.wake"; } 2>/dev/null
     if [ -n "${hg_pid}" ] && ! kill -0 "${hg_pid}" 2>/dev/null; then

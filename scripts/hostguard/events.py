@@ -1,29 +1,32 @@
 """The ban tool's messages: their texts (SPEC) and the intake its action lines append them to.
 
-fail2ban runs a jail's actions one ban after another, so the action lines
-start no interpreter and no lock program: ban-intake.sh appends one record
-per message to INTAKE_NAME in the spool directory (one write, O_APPEND), and
-the first writer that creates WAKE_NAME starts `hostguard-notify intake`.
-`drain` (one at a time: a flock of the spool directory) moves the whole
-records into the spool database (queue EVENTS, bounded there), then empties
-the intake under a write lease, which keeps every writer's open() waiting for
-the microseconds of a size check and a truncation.
+fail2ban runs a jail's actions one ban after another, so the action lines do
+not start this interpreter: ban-intake.sh appends one record per message to
+INTAKE_NAME in the spool directory, under a shared flock, and the first
+writer that creates WAKE_NAME starts `hostguard-notify intake`, which writes
+its pid there. `drain` moves the records into the spool database (queue
+EVENTS, bounded there) under the exclusive flock, then empties the intake.
+
+A record is `\r\nPID\tKIND\tJAIL\tA\tB\tC\t.\n` (PID: its writer's). A write a
+full disk cut short never reads as whole: the next record's `\r` follows it,
+where a whole one has its newline (its writer handed the message to the
+notifier, so it must not be spooled too). Records of the earlier form
+(no `\r`, no PID) are read as well.
 
 Exactly once across a crash: the transaction that spools the records also
 stores the size and SHA-256 of the intake's bytes they came from (state
 INTAKE_KEY); the intake is emptied after the commit, the key cleared after
 that. A run that finds the key and the intake starting with those very bytes
-skips them (killed before emptying it, or a writer came in); otherwise they
-are gone and the key is stale. Records are never identical in practice (each
-holds a ban's time), so only a new intake starting byte for byte with the old
-one is mistaken.
+skips them (killed before emptying it); otherwise they are gone and the key
+is stale. Each record holds its writer's pid (and a ban its time), so a new
+intake does not start byte for byte with an old one (a start message after
+a restart of fail2ban would otherwise be the same bytes).
 
 Delivery runs drain before every claim and, after releasing the delivery
 lock, `settle`: remove the wake file and drain again (delivery.flush_holding).
 """
 
 import os
-import time
 
 from . import log, paths
 from .errors import UsageError
@@ -37,11 +40,8 @@ if TYPE_CHECKING:
 INTAKE_NAME = paths.INTAKE_NAME
 WAKE_NAME = paths.WAKE_NAME
 INTAKE_KEY = "intake"
-# One drain at a time: another holds the drainers' lock for a transaction.
+# The writers hold the shared lock for one write of a few dozen bytes.
 LOCK_WAIT = 10.0
-# A writer holds its descriptor of the intake for one write of a few dozen bytes.
-LEASE_WAIT = 1.0
-RECORD_END = b"\t.\n"
 # The intake is read in one piece: more than this (a day of a large flood
 # with delivery down) is read in several runs, this much each.
 READ_MAX = 16 << 20
@@ -119,8 +119,10 @@ def event_text(settings: "Settings", kind: str, found: "dict[str, str]") -> "tup
 
 
 def record_text(settings: "Settings", record: bytes) -> "tuple[str, str | None]":
-    """The message of one intake record (`KIND\\tJAIL\\tA\\tB\\tC\\t.`); UsageError when it is not one."""
+    """The message of one intake record (`PID\\tKIND\\tJAIL\\tA\\tB\\tC\\t.`, PID optional); UsageError if not one."""
     fields = record.decode("utf-8", "replace").split("\t")
+    if len(fields) == 7 and _digits(fields[0]):
+        fields = fields[1:]  # the writer's pid
     if len(fields) != 6 or fields[5] != ".":
         raise UsageError("not a whole intake record")
     kind, jail, first, failures, when = fields[:5]
@@ -139,63 +141,49 @@ def settle(settings: "Settings", spool: Spool) -> None:
 
 
 def drain(settings: "Settings", spool: Spool) -> int:
-    """Moves the intake's whole records into the spool, then empties it unless a writer came in; how many.
+    """Moves the intake's records into the spool, then empties it; how many records.
 
     Leaves the intake as it is when the spool cannot take them (disk full:
-    the intake still keeps them) or another drain holds the drainers' lock
-    (a flock of the spool directory) for LOCK_WAIT.
+    the intake still keeps them) or the writers' lock is not free within
+    LOCK_WAIT.
     """
+    import stat
+
+    path = os.path.join(spool.directory, INTAKE_NAME)
     try:
-        lock = os.open(spool.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return 0
     try:
-        if not lock_within(lock, LOCK_WAIT, 0.01):
-            log.warn(f"{spool.directory}: another drain of the ban tool's intake held its lock; left for the next run")
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
             return 0
-        path = os.path.join(spool.directory, INTAKE_NAME)
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except FileNotFoundError:
+        if not lock_within(fd, LOCK_WAIT, 0.01):
+            log.warn(f"{path}: its writers held the lock for {LOCK_WAIT:.0f} s; left for the next run")
             return 0
-        try:
-            return _drain_locked(settings, spool, path, fd)
-        finally:
-            os.close(fd)
-    finally:
-        os.close(lock)
-
-
-def _drain_locked(settings: "Settings", spool: Spool, path: str, fd: int) -> int:
-    import stat
-
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
-        return 0
-    done = _consumed(spool, fd)
-    data = os.pread(fd, READ_MAX, done)
-    # Whole records only: a writer's append may be under way, and its one
-    # write shows a page at a time. A read that holds no end at all is no
-    # writer's (they are a few hundred bytes): taken as cut, not kept forever.
-    end = data.rfind(RECORD_END) + len(RECORD_END) if RECORD_END in data else 0
-    if end == 0 and len(data) == READ_MAX:
-        end = len(data)
-    messages: "list[tuple[str, str | None]]" = []  # noqa: UP037 - mypy for 3.9 needs the quotes
-    dead: list[tuple[str, str]] = []
-    for record in data[:end].split(b"\n"):
-        if not record:
-            continue
-        try:
-            messages.append(record_text(settings, record))
-        except UsageError as error:
-            # A write a full disk cut short: its writer failed and gave the message to the notifier.
-            if record.endswith(b"\t."):
-                dead.append((record.decode("utf-8", "replace"), f"refused intake record: {error}"))
-            else:
-                log.warn(f"{path}: skipped a record cut short (its writer handed it to the notifier)")
-    texts = [(as_posted(settings, text), channel) for text, channel in messages]
-    size = done + end
-    if end:
+        done = _consumed(spool, fd)
+        data = os.pread(fd, READ_MAX, done)
+        end = len(data) if len(data) < READ_MAX else (data.rfind(b"\n") + 1 or len(data))
+        messages: "list[tuple[str, str | None]]" = []  # noqa: UP037 - mypy for 3.9 needs the quotes
+        dead: list[tuple[str, str]] = []
+        records = data[:end].split(b"\n")
+        # After the last newline: a write a full disk cut short (the writers hold the shared lock while they write).
+        tail = records.pop()
+        if tail.strip(b"\r"):
+            log.warn(f"{path}: skipped a record cut short (its writer handed it to the notifier)")
+        for record in records:
+            if record in (b"", b"\r"):
+                continue
+            try:
+                messages.append(record_text(settings, record))
+            except UsageError as error:
+                # A write a full disk cut short: its writer failed and gave the message to the notifier.
+                if record.endswith(b"\t."):
+                    dead.append((record.decode("utf-8", "replace"), f"refused intake record: {error}"))
+                else:
+                    log.warn(f"{path}: skipped a record cut short (its writer handed it to the notifier)")
+        texts = [(as_posted(settings, text), channel) for text, channel in messages]
+        size = done + end
         try:
             spool.enqueue_batch(texts, dead, EVENTS, INTAKE_KEY, f"{size} {_prefix_digest(fd, size)}")
         except SpoolFull as error:
@@ -203,57 +191,12 @@ def _drain_locked(settings: "Settings", spool: Spool, path: str, fd: int) -> int
             return 0
         for text, reason in dead:
             log.error(f"{path}: {reason}: kept in the dead letters: {text!r}")
-    if size and _empty_unless_appended(fd, size, path):
-        spool.put(INTAKE_KEY, None)
-    return len(texts) + len(dead)
-
-
-def _empty_unless_appended(fd: int, size: int, path: str) -> bool:
-    """Empties the intake when it still holds just SIZE bytes, under a write lease.
-
-    The writers take no lock: the kernel grants the lease only while no
-    other descriptor of the file is open, and holds every open() of it until
-    the lease is let go, so no append falls between the size check and the
-    truncation. False when writers kept it open for LEASE_WAIT, one came in
-    (the next drain empties it: the spool's key covers what it took) or the
-    file system has no leases (logged: then the intake is never emptied).
-    """
-    import fcntl
-    import signal
-
-    # An open() that waits for the lease sends SIGIO, which would end this
-    # process; ignored only meanwhile (a child would inherit SIG_IGN).
-    previous = signal.signal(signal.SIGIO, signal.SIG_IGN)
-    try:
-        if not _lease(fd, path):
-            return False
-        try:
-            if os.fstat(fd).st_size != size:
-                return False
+        if size == os.fstat(fd).st_size:
             os.ftruncate(fd, 0)
-            return True
-        finally:
-            fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+            spool.put(INTAKE_KEY, None)
+        return len(texts) + len(dead)
     finally:
-        signal.signal(signal.SIGIO, previous)
-
-
-def _lease(fd: int, path: str) -> bool:
-    """A write lease on FD, tried every millisecond for at most LEASE_WAIT (writers hold it open for one write)."""
-    import fcntl
-
-    give_up = time.monotonic() + LEASE_WAIT
-    while True:
-        try:
-            fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= give_up:
-                return False
-            time.sleep(0.001)
-        except OSError as error:
-            log.error(f"{path}: no write lease ({error.strerror}): it is never emptied; keep the spool on a local disk")
-            return False
+        os.close(fd)
 
 
 def _consumed(spool: Spool, fd: int) -> int:

@@ -131,6 +131,27 @@ def deliver_intake(settings: Settings) -> int:
     return flush(settings, spool, wait=False)
 
 
+def note_run_in_wake_file() -> None:
+    """Writes this run's pid into the wake file its writer made, which names the run due (ban-intake.sh).
+
+    Never creates it: a run that has removed it already must not look due.
+    """
+    from .spool import spool_dir
+
+    try:
+        fd = os.open(
+            os.path.join(spool_dir(), paths.WAKE_NAME), os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        )
+    except OSError:
+        return
+    try:
+        os.write(fd, f"{os.getpid()}\n".encode())
+    except OSError:
+        pass  # an empty file is a run being started: the monitors' next delivery run takes its place
+    finally:
+        os.close(fd)
+
+
 def start_detached_flush(settings: Settings, spool: Spool, lock_fd: int) -> None:
     """Forks a flush that holds LOCK_FD, in a session of its own, with no descriptor of the caller's."""
     # SQLite connections must not cross a fork: the child opens its own.
@@ -286,6 +307,7 @@ def run(argv: list[str]) -> int:
     if verb == "event":
         return event(load(), args)
     if verb == "intake" and not args:
+        note_run_in_wake_file()
         try:
             settings = load()
         except HostguardError:

@@ -352,7 +352,7 @@ EOF2
   cd "${dir}"
   HOSTGUARD_ROOT="${root}" run /usr/bin/python3 - "${REPO}/scripts/fail2ban/action.d/slack-notify.conf" \
     "${dir}/recorder" "${dir}/argv.json" "${root}/var/spool/hostguard" <<'PY'
-import configparser, json, os, sys, time
+import configparser, json, os, re, sys, time
 from fail2ban.server.action import CommandAction
 conf = configparser.ConfigParser(inline_comment_prefixes=None)
 conf.read(sys.argv[1])
@@ -387,11 +387,14 @@ want = [
 ]
 assert got == want, json.dumps(got, indent=1)
 intake = open(os.path.join(sys.argv[4], "ban.intake"), "rb").read()
-assert intake == (
-    b"\nstart\tnginx-bad-request\talerts\t\t\t.\n"
-    b"\nban\tnginx-bad-request\t2001:db8::/64\t12\t1700000001.5\t.\n"
-    b"\nunban\tnginx-bad-request\t192.0.2.3\t\t\t.\n"
-), intake
+# Each record: \r\n, its writer's pid, the values, a final `.` and a newline.
+records = re.findall(rb"\r\n([0-9]+)\t([^\r\n]*)\n", intake)
+assert b"".join(b"\r\n" + pid + b"\t" + values + b"\n" for pid, values in records) == intake, intake
+assert [values for _, values in records] == [
+    b"start\tnginx-bad-request\talerts\t\t\t.",
+    b"ban\tnginx-bad-request\t2001:db8::/64\t12\t1700000001.5\t.",
+    b"unban\tnginx-bad-request\t192.0.2.3\t\t\t.",
+], intake
 assert os.stat(os.path.join(sys.argv[4], "ban.intake")).st_mode & 0o777 == 0o600
 assert os.path.exists(os.path.join(sys.argv[4], ".ban.wake"))
 assert not [f for f in os.listdir(".") if f.startswith("pwned")], os.listdir(".")
