@@ -18,10 +18,10 @@
 # before removing it): then the writer removes it and starts a run itself.
 # An empty file is a run being started.
 #
-# A record is one write of `\r\nPID\tKIND\tJAIL\t...\t.\n` (PID: this
-# shell's, so that no two records are alike): a record a full disk cut short
-# is followed by the next one's `\r`, never by a newline, so it is never read
-# as whole (its writer handed the message to the notifier). Values the intake
+# A record is one write of `\r\nKIND\tJAIL\tA\tB\tC\t.\n`, no two alike (a
+# ban's time, or this shell's pid as C): a record a full disk cut short is
+# followed by the next one's `\r`, never by a newline, so it is never read as
+# whole (its writer handed the message to the notifier). Values the intake
 # may not hold (a character outside the set below, one over 255 bytes, an
 # empty address) and a failed write go to the notifier itself, which refuses
 # or keeps them with its exit status (74: lost, disk full; 75: kept), so
@@ -57,8 +57,13 @@ hg_wake() {
   "${hg_notify}" intake </dev/null >/dev/null 2>&1 &
 }
 
+# A ban's last two values are its failures and time; the other records
+# carry this shell's pid in their last one, unused.
+hg_a="${4-}" hg_b="${5-}"
+[ "$1" = ban ] || hg_a='' hg_b="$$"
+
 if [ "${hg_fit}" = yes ] && {
-  flock -s -w 10 9 && printf '\r\n%s\t%s\t%s\t%s\t%s\t%s\t.\n' "$$" "$@" >&9
+  flock -s -w 10 9 && printf '\r\n%s\t%s\t%s\t%s\t%s\t.\n' "$1" "$2" "$3" "${hg_a}" "${hg_b}" >&9
 } 2>/dev/null 9>>"${hg_spool}/ban.intake"; then
   if ! hg_wake; then
     hg_pid=

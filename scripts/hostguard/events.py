@@ -7,20 +7,22 @@ writer that creates WAKE_NAME starts `hostguard-notify intake`, which writes
 its pid there. `drain` moves the records into the spool database (queue
 EVENTS, bounded there) under the exclusive flock, then empties the intake.
 
-A record is `\r\nPID\tKIND\tJAIL\tA\tB\tC\t.\n` (PID: its writer's). A write a
-full disk cut short never reads as whole: the next record's `\r` follows it,
-where a whole one has its newline (its writer handed the message to the
-notifier, so it must not be spooled too). Records of the earlier form
-(no `\r`, no PID) are read as well.
+A record is `\r\nKIND\tJAIL\tA\tB\tC\t.\n`. A write a full disk cut short
+never reads as whole: the next record's `\r` follows it, where a whole one
+has its newline (its writer handed the message to the notifier, so it must
+not be spooled too). The previous release's notifier, still running during
+an upgrade, reads these records too (it logs each `\r` as a cut record), and
+this one reads that release's (`\nKIND...\t.\n`).
 
 Exactly once across a crash: the transaction that spools the records also
 stores the size and SHA-256 of the intake's bytes they came from (state
 INTAKE_KEY); the intake is emptied after the commit, the key cleared after
 that. A run that finds the key and the intake starting with those very bytes
 skips them (killed before emptying it); otherwise they are gone and the key
-is stale. Each record holds its writer's pid (and a ban its time), so a new
-intake does not start byte for byte with an old one (a start message after
-a restart of fail2ban would otherwise be the same bytes).
+is stale. A ban's record holds its time and the others their writer's pid
+(as C, which their texts do not use), so a new intake does not start byte
+for byte with an old one (a start message after a restart of fail2ban would
+otherwise be the same bytes).
 
 Delivery runs drain before every claim and, after releasing the delivery
 lock, `settle`: remove the wake file and drain again (delivery.flush_holding).
@@ -119,10 +121,8 @@ def event_text(settings: "Settings", kind: str, found: "dict[str, str]") -> "tup
 
 
 def record_text(settings: "Settings", record: bytes) -> "tuple[str, str | None]":
-    """The message of one intake record (`PID\\tKIND\\tJAIL\\tA\\tB\\tC\\t.`, PID optional); UsageError if not one."""
+    """The message of one intake record (`KIND\\tJAIL\\tA\\tB\\tC\\t.`); UsageError when it is not one."""
     fields = record.decode("utf-8", "replace").split("\t")
-    if len(fields) == 7 and _digits(fields[0]):
-        fields = fields[1:]  # the writer's pid
     if len(fields) != 6 or fields[5] != ".":
         raise UsageError("not a whole intake record")
     kind, jail, first, failures, when = fields[:5]
@@ -140,12 +140,12 @@ def settle(settings: "Settings", spool: Spool) -> None:
     drain(settings, spool)
 
 
-def drain(settings: "Settings", spool: Spool) -> int:
+def drain(settings: "Settings", spool: Spool, wait: float = LOCK_WAIT) -> int:
     """Moves the intake's records into the spool, then empties it; how many records.
 
     Leaves the intake as it is when the spool cannot take them (disk full:
     the intake still keeps them) or the writers' lock is not free within
-    LOCK_WAIT.
+    WAIT seconds (said in the log unless WAIT is 0: the caller only tried).
     """
     import stat
 
@@ -158,8 +158,9 @@ def drain(settings: "Settings", spool: Spool) -> int:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
             return 0
-        if not lock_within(fd, LOCK_WAIT, 0.01):
-            log.warn(f"{path}: its writers held the lock for {LOCK_WAIT:.0f} s; left for the next run")
+        if not lock_within(fd, wait, 0.01):
+            if wait:
+                log.warn(f"{path}: its writers held the lock for {wait:.0f} s; left for the next run")
             return 0
         done = _consumed(spool, fd)
         data = os.pread(fd, READ_MAX, done)

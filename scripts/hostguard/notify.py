@@ -94,7 +94,16 @@ def spool_event(settings: Settings, text: str, channel: "str | None") -> int:
     for the chat service. When the lock is held, its holder delivers this
     message (it looks again after releasing the lock).
     """
+    import sqlite3
+
+    from . import events
+
     spool = Spool(settings.notify_spool_max)
+    # What waits in the intake is older: spooled first (the lock only tried: a ban never waits for it).
+    try:
+        events.drain(settings, spool, wait=0.0)
+    except (OSError, sqlite3.Error) as error:
+        log.warn(f"the ban tool's intake was not taken before this message: {error}")
     try:
         spool.enqueue(as_posted(settings, text), channel, EVENTS)
     except SpoolFull:

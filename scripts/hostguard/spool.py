@@ -245,8 +245,17 @@ class Spool:
         self, messages: "list[tuple[str, str | None]]", dead: "list[tuple[str, str]]", queue: int, key: str, value: str
     ) -> None:
         """Spools MESSAGES (text, channel) of QUEUE, records DEAD ones (text, reason), bounds the queue
-        and sets state KEY to VALUE (what the caller took them from), in one transaction; else SpoolFull."""
-        self._kept(lambda: self._enqueue_batch(messages, dead, queue, key, value))
+        and sets state KEY to VALUE (what the caller took them from), in one transaction; else SpoolFull.
+
+        Never gives back the reserve: what the caller took them from keeps
+        them meanwhile, and the reserve is for a message nothing else keeps.
+        """
+        import sqlite3
+
+        try:
+            self._enqueue_batch(messages, dead, queue, key, value)
+        except (sqlite3.Error, OSError) as error:
+            raise SpoolFull(str(error)) from None
 
     def _kept(self, step: "Callable[[], T]") -> "T":
         """STEP, done again after giving back the reserve when the disk is full; else SpoolFull."""

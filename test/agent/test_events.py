@@ -108,6 +108,19 @@ def test_records_go_to_the_spool_in_order_once_and_the_intake_is_emptied(root: P
     assert len(spooled(root)) == 3
 
 
+def test_records_are_whole_to_the_previous_releases_reader_too(root: Path, conf: settings.Settings) -> None:
+    """During an upgrade a delivery run of the previous release may still drain: it splits on newlines
+    and takes six tab-separated values ending with `.` (a ban's time digits), so every record keeps that."""
+    write(root, "start", JAIL, "ops")
+    write(root, "ban", JAIL, "192.0.2.7", "10", "1700000000.25")
+    write(root, "unban", JAIL, "2001:db8::/64")
+    pieces = (spool_dir(root) / paths.INTAKE_NAME).read_bytes().split(b"\n")
+    records = [piece.split(b"\t") for piece in pieces if piece not in (b"", b"\r")]
+    assert [fields[0] for fields in records] == [b"start", b"ban", b"unban"]
+    assert all(len(fields) == 6 and fields[5] == b"." for fields in records)
+    assert [fields[4].isdigit() for fields in records] == [True, False, True], "pids, and a ban's own time"
+
+
 def test_values_the_intake_may_not_hold_go_to_the_notifier(root: Path, conf: settings.Settings) -> None:
     assert write(root, "ban", JAIL, "192.0.2.1 $(touch pwned)", "10", "1").returncode == 0
     assert write(root, "ban", JAIL, "", "10", "1").returncode == 0
@@ -270,6 +283,36 @@ def test_a_spool_that_cannot_be_written_leaves_the_intake_as_it_is(
     monkeypatch.setattr(box, "enqueue_batch", full)
     assert events.drain(conf, box) == 0
     assert intake.read_bytes() == before
+
+
+def test_a_drain_never_takes_the_spools_reserve(
+    root: Path, conf: settings.Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The intake keeps its records while the disk is full; the reserve is for a message nothing else keeps."""
+    write(root, "ban", JAIL, "192.0.2.1", "10", "1700000000")
+    box = Spool(100)
+    box.make_reserve()
+
+    def full(*_args: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(box, "_enqueue_batch", full)
+    assert events.drain(conf, box) == 0
+    assert (spool_dir(root) / ".reserve").exists()
+    assert (spool_dir(root) / paths.INTAKE_NAME).stat().st_size > 0
+
+
+def test_a_message_spooled_directly_comes_after_the_records_waiting_in_the_intake(
+    root: Path, conf: settings.Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fallback (a value the intake may not hold) or a ban by hand: what waits in the intake is older."""
+    from hostguard import notify
+
+    write(root, "ban", JAIL, "192.0.2.1", "10", "1700000000")
+    with monkeypatch.context() as patch:
+        patch.setattr(notify, "start_detached_flush", lambda *_args: None)
+        assert notify.event(conf, ["ban", "--jail", JAIL, "--ip", "192.0.2.2", "--failures", "10", "--time", "1"]) == 0
+    assert spooled(root) == [ban_text("192.0.2.1"), ban_text("192.0.2.2", "1")]
 
 
 def test_a_record_appended_just_before_the_delivery_lock_is_released_is_delivered(

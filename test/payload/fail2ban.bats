@@ -387,13 +387,13 @@ want = [
 ]
 assert got == want, json.dumps(got, indent=1)
 intake = open(os.path.join(sys.argv[4], "ban.intake"), "rb").read()
-# Each record: \r\n, its writer's pid, the values, a final `.` and a newline.
-records = re.findall(rb"\r\n([0-9]+)\t([^\r\n]*)\n", intake)
-assert b"".join(b"\r\n" + pid + b"\t" + values + b"\n" for pid, values in records) == intake, intake
-assert [values for _, values in records] == [
-    b"start\tnginx-bad-request\talerts\t\t\t.",
+# Each record: \r\n, the values (the last of start and unban: its writer's pid), a final `.`, a newline.
+records = re.findall(rb"\r\n([^\r\n]*)\n", intake)
+assert b"".join(b"\r\n" + record + b"\n" for record in records) == intake, intake
+assert [re.sub(rb"\t[0-9]+\t\.$", b"\tPID\t.", record) for record in records] == [
+    b"start\tnginx-bad-request\talerts\t\tPID\t.",
     b"ban\tnginx-bad-request\t2001:db8::/64\t12\t1700000001.5\t.",
-    b"unban\tnginx-bad-request\t192.0.2.3\t\t\t.",
+    b"unban\tnginx-bad-request\t192.0.2.3\t\tPID\t.",
 ], intake
 assert os.stat(os.path.join(sys.argv[4], "ban.intake")).st_mode & 0o777 == 0o600
 assert os.path.exists(os.path.join(sys.argv[4], ".ban.wake"))
