@@ -14,9 +14,10 @@
 # the wake file .ban.wake (noclobber: O_EXCL) starts one detached notifier
 # run, which writes its pid there; while the file exists a run is due to
 # remove it and then look at the intake again, so later writers start
-# nothing, unless the file names a process that is gone (the run was killed
+# nothing, unless the file names a process that is over (the run was killed
 # before removing it): then the writer removes it and starts a run itself.
-# An empty file is a run being started.
+# An empty file is a run being started, or one that found the delivery lock
+# held and left the intake to its holder (which looks at it after release).
 #
 # A record is one write of `\r\nKIND\tJAIL\tA\tB\tC\t.\n`, no two alike (a
 # ban's time, or this shell's pid as C): a record a full disk cut short is
@@ -66,12 +67,23 @@ if [ "${hg_fit}" = yes ] && {
   flock -s -w 10 9 && printf '\r\n%s\t%s\t%s\t%s\t%s\t.\n' "$1" "$2" "$3" "${hg_a}" "${hg_b}" >&9
 } 2>/dev/null 9>>"${hg_spool}/ban.intake"; then
   if ! hg_wake; then
-    hg_pid=
+    # A run is due, unless the one the file names is over (gone, or a zombie
+    # not reaped yet). Empty: one being started, or the delivery lock's
+    # holder, which takes the intake after its release.
+    hg_pid='' hg_state=''
     { read -r hg_pid <"${hg_spool}/.ban.wake"; } 2>/dev/null
-    if [ -n "${hg_pid}" ] && ! kill -0 "${hg_pid}" 2>/dev/null; then
-      rm -f -- "${hg_spool}/.ban.wake"
-      hg_wake
-    fi
+    case "${hg_pid}" in
+      '' | *[!0-9]*) ;;
+      *)
+        { read -r hg_state <"/proc/${hg_pid}/stat"; } 2>/dev/null
+        case "${hg_state##*) }" in
+          '' | Z*)
+            rm -f -- "${hg_spool}/.ban.wake"
+            hg_wake
+            ;;
+        esac
+        ;;
+    esac
   fi
   true
 else

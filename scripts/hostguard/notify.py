@@ -30,6 +30,7 @@ USAGE = """usage: hostguard-notify text TEXT
 """
 FLUSH_LOG = ".flush.log"
 INTAKE_HOLD = 60.0
+EVENT_DRAIN_MAX = 65536
 
 
 def runtime_files() -> list[str]:
@@ -99,9 +100,13 @@ def spool_event(settings: Settings, text: str, channel: "str | None") -> int:
     from . import events
 
     spool = Spool(settings.notify_spool_max)
-    # What waits in the intake is older: spooled first (the lock only tried: a ban never waits for it).
+    # What waits in the intake is older: spooled first when that is quick (a
+    # small intake, its lock free at once: a ban never waits for it).
     try:
-        events.drain(settings, spool, wait=0.0)
+        if os.stat(os.path.join(spool.directory, paths.INTAKE_NAME)).st_size <= EVENT_DRAIN_MAX:
+            events.drain(settings, spool, wait=0.0)
+    except FileNotFoundError:
+        pass
     except (OSError, sqlite3.Error) as error:
         log.warn(f"the ban tool's intake was not taken before this message: {error}")
     try:
@@ -120,45 +125,72 @@ def spool_event(settings: Settings, text: str, channel: "str | None") -> int:
     return EX_OK
 
 
-def deliver_intake(settings: Settings) -> int:
-    """`intake`: started in the background by the first ban-intake.sh writer that made the wake file.
+def deliver_intake() -> int:
+    """`intake`: started in the background by the ban-intake.sh writer that made the wake file.
 
-    Takes the intake into the spool before it tries the delivery lock: when
-    another run holds it, that run sees these messages after its release
-    (and removes the wake file then); otherwise this run delivers.
+    Writes its pid into the wake file (writers replace a file naming no
+    process), detaches, takes the intake into the spool and delivers. When
+    another run holds the delivery lock, that run takes these messages after
+    its release and removes the wake file then: this run empties the file (a
+    run is due) rather than leave its own pid there, which writers would find
+    gone and replace with one run per ban. A run that cannot load its
+    settings says so in the spool's .flush.log and looks again INTAKE_HOLD
+    later, so that a flood starts one a minute, not one every few bans (the
+    monitors report the settings too).
     """
     import contextlib
 
     from . import events
-    from .delivery import flush
+    from .delivery import flush_holding
+    from .spool import spool_dir
 
     with contextlib.suppress(OSError):  # a session of its own, unless it leads a group already (by hand)
         os.setsid()
+    directory = spool_dir()
+    wake = os.path.join(directory, paths.WAKE_NAME)
+    due = _rewrite_wake(wake, f"{os.getpid()}\n")
+    _detach_descriptors(os.path.join(directory, FLUSH_LOG), -1)
+    try:
+        settings = load()
+    except HostguardError as error:
+        if not due:
+            raise
+        hold = _intake_hold()
+        log.error(f"{error}; the ban tool's messages wait in the intake: looking again in {hold:.0f} s")
+        time.sleep(hold)
+        settings = load()
     spool = Spool(settings.notify_spool_max)
-    _detach_descriptors(os.path.join(spool.directory, FLUSH_LOG), -1)
     events.drain(settings, spool)
-    return flush(settings, spool, wait=False)
+    fd = spool.try_lock(0.0)
+    if fd is None:
+        _rewrite_wake(wake, "")
+        return EX_TEMPFAIL
+    return flush_holding(settings, spool, fd)
 
 
-def note_run_in_wake_file() -> None:
-    """Writes this run's pid into the wake file its writer made, which names the run due (ban-intake.sh).
-
-    Never creates it: a run that has removed it already must not look due.
-    """
-    from .spool import spool_dir
-
+def _intake_hold() -> float:
+    """INTAKE_HOLD, or HOSTGUARD_INTAKE_HOLD's seconds (a test hook, never set on a host) when it is 0-3600."""
     try:
-        fd = os.open(
-            os.path.join(spool_dir(), paths.WAKE_NAME), os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-        )
-    except OSError:
-        return
+        seconds = float(os.environ.get("HOSTGUARD_INTAKE_HOLD", ""))
+    except ValueError:
+        return INTAKE_HOLD
+    return seconds if 0 <= seconds <= 3600 else INTAKE_HOLD
+
+
+def _rewrite_wake(path: str, text: str) -> bool:
+    """Replaces the wake file's content with TEXT; False when there is none. Never creates it: a run
+    that has removed it (its last look at the intake done) must not look due again."""
     try:
-        os.write(fd, f"{os.getpid()}\n".encode())
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
-        pass  # an empty file is a run being started: the monitors' next delivery run takes its place
+        return False
+    try:
+        os.write(fd, text.encode())
+    except OSError:
+        pass  # left empty: a run is due (the monitors' next delivery run, at the latest)
     finally:
         os.close(fd)
+    return True
 
 
 def start_detached_flush(settings: Settings, spool: Spool, lock_fd: int) -> None:
@@ -316,17 +348,7 @@ def run(argv: list[str]) -> int:
     if verb == "event":
         return event(load(), args)
     if verb == "intake" and not args:
-        note_run_in_wake_file()
-        try:
-            settings = load()
-        except HostguardError:
-            # A ban's writer starts a run whenever the wake file names a dead
-            # one (ban-intake.sh): a run that cannot load its settings stays a
-            # while first, so that a flood starts one a minute, not one every
-            # few bans. The monitors' runs report the settings meanwhile.
-            time.sleep(INTAKE_HOLD)
-            raise
-        return deliver_intake(settings)
+        return deliver_intake()
     if verb == "flush":
         if args not in ([], ["--detached"]):
             return usage()

@@ -7,6 +7,7 @@ file names the run due, and a writer replaces one that names no process."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import random
 import signal
@@ -184,10 +185,74 @@ def test_a_run_that_cannot_load_its_settings_stays_so_that_a_flood_starts_only_i
         os.kill(run, 0)
         assert Path(f"/proc/{run}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")[-2:] == [bytes(notifier), b"intake"]
         assert (spool_dir(root) / paths.INTAKE_NAME).read_bytes().count(b"\t.\n") == 5
+        flush_log = (spool_dir(root) / ".flush.log").read_text()
+        assert "not UTF-8 text" in flush_log and "looking again in 60 s" in flush_log
     finally:
         for run in runs:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(run, signal.SIGKILL)
+
+
+def test_a_run_holding_for_its_settings_delivers_once_they_are_fixed(root: Path) -> None:
+    spool_dir(root).mkdir(parents=True, mode=0o700)
+    settings_file = root / paths.SETTINGS_PATH.lstrip("/")
+    settings_file.parent.mkdir(parents=True)
+    settings_file.write_bytes(b"CPU_THRESHOLD=\xff\n")
+    env = {"PATH": os.environ["PATH"], "HOSTGUARD_ROOT": str(root), "HOSTGUARD_INTAKE_HOLD": "1"}
+    script = f"hg_notify={SCRIPTS / 'hostguard-notify'}; . {INTAKE_SH}"
+    ban = ["ban", JAIL, "192.0.2.1", "10", "1"]
+    assert subprocess.run(["sh", "-c", script, "sh", *ban], env=env, timeout=30).returncode == 0
+    run = int(wake_pid(root))
+    settings_file.write_text("")  # fixed during the hold
+    for _ in range(1000):
+        if not Path(f"/proc/{run}").exists():
+            break
+        time.sleep(0.01)
+    assert spooled(root) == [ban_text("192.0.2.1", "1")], "drained by the run after its second look"
+    assert not (spool_dir(root) / paths.WAKE_NAME).exists()
+
+
+def test_a_run_that_finds_the_delivery_lock_held_leaves_no_dead_pid_behind(root: Path, conf: settings.Settings) -> None:
+    """The holder takes the intake after its release; the run empties the wake file (a run is due), so
+    the writers of a flood meanwhile start no run each (a pid of a run that exited would make them)."""
+    calls_file = root / "runs"
+    wrapper = root / "counting-notify"
+    wrapper.write_text(f'#!/bin/sh\necho "$1" >>"{calls_file}"\nexec {SCRIPTS / "hostguard-notify"} "$@"\n')
+    wrapper.chmod(0o755)
+    env = {"PATH": os.environ["PATH"], "HOSTGUARD_ROOT": str(root)}
+    script = f"hg_notify={wrapper}; . {INTAKE_SH}"
+    Spool(100).db()  # the spool
+    holder = os.open(spool_dir(root) / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        wake = spool_dir(root) / paths.WAKE_NAME
+        for i in range(1, 6):
+            ban = ["ban", JAIL, f"192.0.2.{i}", "10", "1"]
+            assert subprocess.run(["sh", "-c", script, "sh", *ban], env=env, timeout=30).returncode == 0
+            for _ in range(1000):  # the first run: drained, found the lock held, emptied the wake file
+                if i > 1 or (spooled(root) and wake.read_text() == ""):
+                    break
+                time.sleep(0.01)
+            time.sleep(0.1)  # a run a writer started would have written its pid by now
+        assert calls_file.read_text() == "intake\n"
+        assert spooled(root) == [ban_text("192.0.2.1", "1")]
+        assert wake.read_text() == ""
+    finally:
+        os.close(holder)
+
+
+def test_a_wake_file_naming_a_zombie_is_replaced(root: Path, conf: settings.Settings) -> None:
+    zombie = subprocess.Popen(["true"])
+    try:
+        for _ in range(1000):
+            if Path(f"/proc/{zombie.pid}/stat").read_text().rpartition(") ")[2].startswith("Z"):
+                break
+            time.sleep(0.01)
+        (spool_dir(root) / paths.WAKE_NAME).write_text(f"{zombie.pid}\n")
+        assert write(root, "ban", JAIL, "192.0.2.1", "10", "1").returncode == 0
+        assert calls(root, 1) == "intake\n"
+    finally:
+        zombie.wait()
 
 
 def test_a_write_that_fails_goes_to_the_notifier(root: Path, conf: settings.Settings) -> None:
@@ -313,6 +378,23 @@ def test_a_message_spooled_directly_comes_after_the_records_waiting_in_the_intak
         patch.setattr(notify, "start_detached_flush", lambda *_args: None)
         assert notify.event(conf, ["ban", "--jail", JAIL, "--ip", "192.0.2.2", "--failures", "10", "--time", "1"]) == 0
     assert spooled(root) == [ban_text("192.0.2.1"), ban_text("192.0.2.2", "1")]
+
+
+def test_a_message_spooled_directly_leaves_a_large_intake_to_the_run_due(
+    root: Path, conf: settings.Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Draining it first would keep fail2ban's action (the fallback) waiting for megabytes."""
+    from hostguard import notify
+
+    intake = spool_dir(root) / paths.INTAKE_NAME
+    intake.write_bytes(b"\r\nban\tj\t192.0.2.1\t10\t5\t.\n" * 3000)
+    before = intake.stat().st_size
+    assert before > notify.EVENT_DRAIN_MAX
+    with monkeypatch.context() as patch:
+        patch.setattr(notify, "start_detached_flush", lambda *_args: None)
+        assert notify.event(conf, ["ban", "--jail", JAIL, "--ip", "192.0.2.2", "--failures", "10", "--time", "1"]) == 0
+    assert spooled(root) == [ban_text("192.0.2.2", "1")]
+    assert intake.stat().st_size == before
 
 
 def test_a_record_appended_just_before_the_delivery_lock_is_released_is_delivered(
