@@ -148,19 +148,17 @@ bench_ban100_fmt() {
   fi
 }
 
-# VAR <- the median of the figures that follow (empty when a trial did not
-# finish: a median over fewer would hide it).
-bench_median() {
+# VAR <- bench_median of the figures that follow, or empty when a trial did
+# not finish (a median over fewer would hide it).
+bench_ban100_median() {
   local -n _median="$1"
   shift
   local figure
-  local -a sorted
   _median=""
   for figure in "$@"; do
     [[ -n "${figure}" ]] || return 0
   done
-  mapfile -t sorted < <(printf '%s\n' "$@" | sort -n)
-  _median="${sorted[$((${#sorted[@]} / 2))]}"
+  _median="$(bench_median "$@")"
 }
 
 bench_ban100() {
@@ -183,9 +181,9 @@ bench_ban100() {
     hungs+=("${us}")
   done
   bench_log "ban100 trials (us): floor ${floors[*]}; true ${leasts[*]}; hostguard hung ${hungs[*]}"
-  bench_median floor "${floors[@]}"
-  bench_median least "${leasts[@]}"
-  bench_median hung "${hungs[@]}"
+  bench_ban100_median floor "${floors[@]}"
+  bench_ban100_median least "${leasts[@]}"
+  bench_ban100_median hung "${hungs[@]}"
   bench_ban100_trial healthy healthy_n "${work}" hostguard ok "${attackers}"
   bench_ban100_trial ref ref_n "${work}" reference ok "${attackers}"
   bench_ban100_trial refhung refhung_n "${work}" reference hang "${attackers}"
