@@ -2,10 +2,12 @@
 // the files that must agree with it: the host agent's block in
 // scripts/hostguard/settings_table.py and the settings tables of README.md
 // and scripts/README.md; and the file table's grammar (components/fileTable.ts)
-// into its block of settings_table.py. `--check` only reports files that differ (exit 1);
+// into its block of settings_table.py; the chat formats' table (components/chatFormats.ts)
+// into scripts/hostguard/format_table.py. `--check` only reports files that differ (exit 1);
 // test/unit/settings.test.ts runs the same comparison.
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { FORMATS_BLOCK_BEGIN, FORMATS_BLOCK_END, renderPythonFormatsBlock } from "../components/chatFormats";
 import { FILE_TABLE_BLOCK_BEGIN, FILE_TABLE_BLOCK_END, renderPythonFileTableBlock } from "../components/fileTable";
 import {
     PY_BLOCK_BEGIN, PY_BLOCK_END, README_BEGIN, README_END, renderConfigReadmeTable,
@@ -19,6 +21,7 @@ export function generatedFiles(root: string = ROOT): Array<{ file: string; curre
     const targets: Array<[string, string, string, string]> = [
         ["scripts/hostguard/settings_table.py", PY_BLOCK_BEGIN, PY_BLOCK_END, renderPythonSettingsBlock()],
         ["scripts/hostguard/settings_table.py", FILE_TABLE_BLOCK_BEGIN, FILE_TABLE_BLOCK_END, renderPythonFileTableBlock()],
+        ["scripts/hostguard/format_table.py", FORMATS_BLOCK_BEGIN, FORMATS_BLOCK_END, renderPythonFormatsBlock()],
         ["README.md", README_BEGIN, README_END, renderConfigReadmeTable()],
         ["README.md", STACK_README_BEGIN, STACK_README_END, renderStackKeysReadmeTable()],
         ["scripts/README.md", README_BEGIN, README_END, renderHostReadmeTable()],
