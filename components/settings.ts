@@ -360,8 +360,8 @@ export const SETTINGS = [
     },
     {
         key: "appProperties", host: "APP_PROPERTIES", type: "path", default: "", pattern: OPTIONAL_PATH, install: "web",
-        allowed: "empty or a Spring *.properties file (an absolute path) outside /etc, /usr, /bin, /sbin, /lib*, /boot, /proc, /sys, /dev, /root and /run; not YAML (the host does not edit YAML)",
-        doc: "Spring application.properties to set spring.web.resources.add-mappings=false in",
+        allowed: "empty or a Spring configuration file, *.properties, *.yml or *.yaml (an absolute path), outside /etc, /usr, /bin, /sbin, /lib*, /boot, /proc, /sys, /dev, /root and /run",
+        doc: "Spring application.properties or application.yml to end with a document setting spring.web.resources.add-mappings=false",
     },
 ] as const satisfies readonly SettingRow[];
 
@@ -473,16 +473,12 @@ export function semanticRefusal(key: string, text: string): string | null {
         return null;
     }
     if (key === "appProperties") {
-        if (/\.ya?ml$/.test(text)) {
-            return "must be a Spring .properties file: the installer writes properties lines and does not edit YAML, so a .yml/.yaml file would be corrupted; "
-                + "set spring.web.resources.add-mappings: false in it yourself and leave appProperties empty";
-        }
-        if (!text.endsWith(".properties")) {
-            return `must be a Spring configuration file ending in .properties, got ${JSON.stringify(text)}`;
+        if (!/\.(properties|ya?ml)$/.test(text)) {
+            return `must be a Spring configuration file ending in .properties, .yml or .yaml, got ${JSON.stringify(text)}`;
         }
         const dir = SYSTEM_DIRS.find((d) => text.startsWith(`${d}/`));
         if (dir) {
-            return `must be outside the system directory ${dir} (the installer appends a line to it), got ${JSON.stringify(text)}`;
+            return `must be outside the system directory ${dir} (the installer appends a document to it), got ${JSON.stringify(text)}`;
         }
     }
     if (key === "nginxServerConf") {

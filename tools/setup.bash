@@ -13,6 +13,8 @@
 #   hg_setup_moto              moto's EC2 emulator (PyPI moto[server]) in a venv, when not there
 #   hg_setup_pytools           the host agent's test tools (pytest, hypothesis, mypy, ruff) in a venv,
 #                              plus pytest venvs for the other supported Pythons found under pyenv
+#   hg_setup_spring_app        the Spring Boot application test/payload/spring-boot.bats runs
+#                              (test/helpers/spring-app, Maven Central), built when its sources changed
 #   hg_setup_for_tests / hg_setup_for_demo   the pieces each command needs, in order
 #   hg_tool_path                 the PATH to run with afterwards (Node 22 and Go's bin first)
 
@@ -24,7 +26,7 @@ readonly HG_REPO_ROOT
 readonly HG_DEBIAN_PACKAGES=(
   bats shellcheck curl openssl ca-certificates jq python3 python3-venv strace procps util-linux
   iproute2 nftables iptables fail2ban python3-pyinotify python3-systemd nginx-light libnginx-mod-stream
-  cron logrotate openssh-server openssh-client
+  cron logrotate openssh-server openssh-client openjdk-17-jdk-headless maven
 )
 readonly HG_ACTIONLINT_VERSION=v1.7.7
 # The EC2 emulator the security group tests run against (test/aws/), pinned:
@@ -40,6 +42,11 @@ readonly HG_PYTOOLS=(pytest==8.3.4 hypothesis==6.122.3 mypy==1.13.0 ruff==0.8.4)
 HG_PYTOOLS_DIR="${HOSTGUARD_PYTOOLS_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/hostguard/py}"
 readonly HG_PYTOOLS_DIR
 readonly HG_PY_OTHER_VERSIONS=(3.9 3.12)
+# The Spring Boot application that decides what Spring reads (spring-boot.bats):
+# built from test/helpers/spring-app with Debian's JDK 17 and Maven, its jar
+# and Maven's local repository kept here; rebuilt only when its sources change.
+HG_SPRING_APP_DIR="${HOSTGUARD_SPRING_APP_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/hostguard/spring-app}"
+readonly HG_SPRING_APP_DIR
 # Written into node_modules after a successful npm ci: the lock file it installed.
 readonly HG_NPM_STAMP=.hostguard-lock.sha256
 
@@ -172,12 +179,35 @@ hg_setup_pytools() {
   done < <(hg_other_pythons)
 }
 
+# The sources' hash: the stamp of a build of them.
+hg_spring_app_sum() {
+  (cd "${HG_REPO_ROOT}/test/helpers/spring-app" && find pom.xml src -type f -print0 | LC_ALL=C sort -z |
+    xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+}
+
+hg_setup_spring_app() {
+  local want build
+  want="$(hg_spring_app_sum)"
+  [[ -f "${HG_SPRING_APP_DIR}/spring-check.jar" && "$(cat "${HG_SPRING_APP_DIR}/stamp" 2>/dev/null)" == "${want}" ]] &&
+    return 0
+  hg_setup_log "Spring Boot test application (mvn package) in ${HG_SPRING_APP_DIR}"
+  build="${HG_SPRING_APP_DIR}/build"
+  rm -rf -- "${build}" "${HG_SPRING_APP_DIR}/stamp"
+  mkdir -p "${build}"
+  cp -R "${HG_REPO_ROOT}/test/helpers/spring-app/pom.xml" "${HG_REPO_ROOT}/test/helpers/spring-app/src" "${build}/"
+  (cd "${build}" && mvn -B -q -Dstyle.color=never -Dmaven.repo.local="${HG_SPRING_APP_DIR}/m2" -DskipTests package)
+  cp "${build}/target/spring-check.jar" "${HG_SPRING_APP_DIR}/spring-check.jar"
+  rm -rf -- "${build}"
+  printf '%s\n' "${want}" >"${HG_SPRING_APP_DIR}/stamp"
+}
+
 hg_setup_for_tests() {
   hg_setup_debian_packages
   hg_setup_npm_packages
   hg_setup_actionlint
   hg_setup_moto
   hg_setup_pytools
+  hg_setup_spring_app
 }
 
 hg_setup_for_demo() {

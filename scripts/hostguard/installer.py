@@ -65,7 +65,7 @@ REALIP_DROPIN = "/etc/nginx/conf.d/hostguard-realip.conf"
 RUNTIME_LINE = re.compile(
     rf"(message|state) (({re.escape(STATE)}|{re.escape(paths.SPOOL_PATH)})/[.]?[A-Za-z0-9_][A-Za-z0-9_.*-]*)"
 )
-WEB_KINDS = ("include", "props", "prop", "propadd")
+WEB_KINDS = ("include", "props")
 PROP_KEY = "spring.web.resources.add-mappings"
 
 
@@ -372,8 +372,8 @@ class Installer:
                 time.sleep(0.05)
 
     def recover(self) -> None:
-        """Removes what a killed run left (a staged state dir, the work dir, temp files); imports the bash
-        installer's manifests; drops a dead run's journal."""
+        """Removes what a killed run left (a staged state dir, the work dir, temp files); drops a dead run's
+        journal."""
         cur = ""
         for comp in STATE.strip("/").split("/"):
             folder = self.host(cur) or "/"
@@ -386,18 +386,10 @@ class Installer:
         if os.path.isdir(state) and not os.path.islink(state):
             self.root_dir(STATE)
             shutil.rmtree(f"{state}/{WORK_NAME}", ignore_errors=True)
-            for temp in glob.glob(f"{glob.escape(state)}/{TMP}install-*.manifest"):
-                os.unlink(temp)
             self.state_mtime = os.stat(state).st_mtime_ns
-            legacy = glob.glob(f"{glob.escape(state)}/install-*.manifest")
-            self.open_store(create=bool(legacy))
-            if self.store is not None:
-                if legacy:
-                    names = self.store.import_legacy(state, STATE)
-                    log.info(f"imported the bash installer's manifests: {' '.join(names)}")
-                    self.written = True
-                if self.store.journal():
-                    self.store.step("", clear_journal=True)
+            self.open_store(create=False)
+            if self.store is not None and self.store.journal():
+                self.store.step("", clear_journal=True)
         conf = self.host(paths.CONF_PATH)
         if os.path.isdir(conf) and not os.path.islink(conf):
             self.root_dir(paths.CONF_PATH)
@@ -665,8 +657,9 @@ class Installer:
                 added = f"added the deny include to {c.extra[1] if c.extra else 0} server and location block(s)"
                 log.info(f"removed the deny include from {c.real}" if undo else f"{added} of {c.real}")
             else:
-                log.info(f"restored {PROP_KEY} in {c.real}" if undo else
-                         f"set {PROP_KEY}=false in {c.real}; restart the application to apply it")  # fmt: skip
+                log.info(f"removed the final document {PROP_KEY}=false from {c.real}" if undo else
+                         f"appended a final document {PROP_KEY}=false to {c.real}; restart the application to apply"
+                         " it")  # fmt: skip
 
     def services_apply(self, part: str) -> None:
         if self.changed and part in SERVICE:
@@ -709,7 +702,7 @@ class Installer:
                 continue
             self.uninstall_file(rec.path, rec.a) if rec.kind == "file" else self.restore_backup(rec.path, rec.a, rec.b)
             self.step(drop=[rec.id])
-        # Then the directories made for them (the bash installer's lib/), deepest first, once empty.
+        # Then the directories made for them, deepest first, once empty.
         needed = listed | {d for p, d, _ in DIRS if p == part}
         for rec in [r for r in self.m.values() if r.kind == "dir"][::-1]:
             if not any(f"{path}/".startswith(f"{rec.path}/") for path in needed):

@@ -1,159 +1,110 @@
-"""The Spring property of `install --part web`: spring.web.resources.add-mappings=false, and its exact undo.
+"""The Spring setting of `install --part web`: one final document that says spring.web.resources.add-mappings=false.
 
-The edit is one pass over the file's lines: an existing key line (any of
-`key=v`, `key = v`, `key:v`, `key v`, a bare `key`; not in a comment or a
-continuation) gets the value `false` with its own separator kept, else the
-line is appended. The record says, for every line changed, its position (line
-index) and both texts; uninstall puts the old text back at that position when
-the line there is still what install wrote, and never by searching for the
-text (two lines install made identical would come back swapped).
+Spring Boot (2.4 and later) reads a configuration file's documents in order,
+a later one overriding an earlier one, whatever the profiles and however a
+key is spelled (`add\\-mappings`, `addMappings`). So install touches none of
+the user's lines: it appends one unconditional document, for `.properties`
+a `#---` line then `KEY=false`, for `.yml`/`.yaml` a `---` line then
+`KEY: false`, and records exactly the bytes appended; uninstall removes them
+while they are still the file's end. To an older loader `#---` is a comment
+and the last line still wins. `#---` separates documents only after a line
+that is not a `#` comment and does not continue on the next line, so after
+such a line (and a last line without its newline) the document starts with a
+line end of the file's own kind. A sibling file of the same configuration
+name (`application-PROFILE.properties`, `application.yml` beside
+`application.properties`) outranks this one: `outranking` names those that
+set the key again, for a warning.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import re
-import zlib
-from dataclasses import dataclass, field
-
-from .errors import HostguardError
 
 KEY = "spring.web.resources.add-mappings"
-VALUE = "false"
-_KEY_LINE = re.compile(r"([ \t\r\f\v]*" + re.escape(KEY) + r")([ \t\r\f\v]*[=:][ \t\r\f\v]*|[ \t\r\f\v]+|$)(.*)")
-_COMMENT = re.compile(r"[ \t\r\f\v]*[#!]")
+_YAML = (".yml", ".yaml")
+_EXTENSIONS = (".properties", *_YAML)
+# The key in any spelling Spring binds to it: add-mappings, add\-mappings, addMappings, add_mappings.
+_SETS_KEY = re.compile(rb"add(\\?[-_])?mappings", re.IGNORECASE)
 _TRAILING_BACKSLASHES = re.compile(r"\\*$")
 
 
-@dataclass
-class Edit:
-    """What install changed: (index, old text) per line set; the appended line's index and the old final newline.
-
-    The new text of a line set is not kept: it is a function of the old one (`_set`).
-    """
-
-    set: list[tuple[int, str]] = field(default_factory=list)
-    added: int | None = None
-    old_eol: bool = True
-
-    def encode(self) -> str:
-        """One manifest field: base64 of the compressed JSON (a file of similar lines compresses well)."""
-        data = json.dumps({"set": self.set, "added": self.added, "eol": self.old_eol}, separators=(",", ":"))
-        return base64.b64encode(zlib.compress(data.encode(), 6)).decode()
-
-    @classmethod
-    def decode(cls, text: str) -> Edit:
-        data = json.loads(zlib.decompress(base64.b64decode(text)))
-        return cls([(int(i), str(old)) for i, old in data["set"]], data["added"], bool(data["eol"]))
+def is_yaml(path: str) -> bool:
+    return path.lower().endswith(_YAML)
 
 
-def refuse_yaml(path: str) -> None:
-    """A key=value line would stop an application.yml from parsing: refused before anything is written."""
-    if path.lower().endswith((".yml", ".yaml")):
-        raise HostguardError(
-            f"APP_PROPERTIES: {path} is a YAML file: refused (only the .properties format is edited; set spring: web:"
-            " resources: add-mappings: false in it by hand, or name an application.properties)"
-        )
+def document(path: str, eol: str = "\n") -> str:
+    """The final document install appends to the file at PATH (without what may precede it)."""
+    if is_yaml(path):
+        return f"---{eol}{KEY}: false{eol}"
+    return f"#---{eol}{KEY}=false{eol}"
 
 
-def _split(data: bytes) -> tuple[list[str], bool]:
-    """The file's lines (latin-1: every byte kept) and whether it ends with a newline (an empty file does)."""
-    text = data.decode("latin-1")
-    if not text:
-        return [], True
-    lines = text.split("\n")
-    eol = lines[-1] == ""
-    if eol:
-        lines.pop()
-    return lines, eol
-
-
-def _join(lines: list[str], eol: bool) -> bytes:
-    if not lines:
-        return b""
-    return ("\n".join(lines) + ("\n" if eol else "")).encode("latin-1")
-
-
-def _continues(line: str) -> bool:
-    """An odd number of trailing backslashes: the value goes on on the next line."""
-    m = _TRAILING_BACKSLASHES.search(line)
+def _needs_break(last: str) -> bool:
+    """After LAST (the file's last line), `#---` would be part of a comment pair or of a continued value."""
+    stripped = last.lstrip(" \t\f")
+    if stripped.startswith(("#", "!")):
+        return True
+    m = _TRAILING_BACKSLASHES.search(last)
     return m is not None and len(m.group(0)) % 2 == 1
 
 
-def _set(m: re.Match[str]) -> str:
-    """The key line with the value false, its own separator kept (`=` for a bare key)."""
-    return m.group(1) + (m.group(2) or "=") + VALUE
-
-
-def edit(data: bytes, real: str) -> tuple[bytes, Edit] | None:
-    """DATA with the key set to false (one pass), and the record; None when nothing changes."""
-    lines, eol = _split(data)
-    record = Edit(old_eol=eol)
-    found = continued = False
-    for i, line in enumerate(lines):
-        if continued:
-            continued = _continues(line)
-            continue
-        if _COMMENT.match(line):
-            continue
-        continued = _continues(line)
-        m = _KEY_LINE.fullmatch(line)
-        if not m:
-            continue
-        found = True
-        if m.group(3).strip(" \t\r\f\v") == VALUE:
-            continue
-        if continued:
-            raise HostguardError(f"{real}: {KEY} has a multi-line value; edit it by hand")
-        record.set.append((i, line))
-        lines[i] = _set(m)
-    if not found:
-        record.added = len(lines)
-        lines.append(f"{KEY}={VALUE}")
-        eol = True
-    if not record.set and record.added is None:
+def edit(data: bytes, path: str) -> str | None:
+    """The text install appends to DATA (the file at PATH); None when the file already ends with the document."""
+    text = data.decode("latin-1")
+    eol = "\r\n" if "\r\n" in text else "\n"
+    if text.endswith((document(path), document(path, "\r\n"))):
         return None
-    return _join(lines, eol), record
+    prefix = ""
+    if text and not text.endswith("\n"):
+        prefix = eol
+    if not is_yaml(path) and text:
+        lines = text.split("\n")
+        if _needs_break((lines[-2] if text.endswith("\n") else lines[-1]).rstrip("\r")):
+            prefix += eol
+    return prefix + document(path, eol)
 
 
-def restore(data: bytes, record: Edit, real: str) -> tuple[bytes | None, list[str]]:
-    """DATA with what install changed given back by position; warnings for lines changed since."""
-    lines, eol = _split(data)
-    warnings = []
-    changed = False
-    for i, old in record.set:
-        m = _KEY_LINE.fullmatch(old)
-        if m and i < len(lines) and lines[i] == _set(m):
-            lines[i] = old
-            changed = True
-        elif i < len(lines) and lines[i] == old:
-            continue  # given back already (an uninstall killed after its write)
-        else:
-            warnings.append(f"{real}: line {i + 1}, which install set, was changed since: left as it is")
-    if record.added is not None:
-        i = record.added
-        if i < len(lines) and lines[i] == f"{KEY}={VALUE}":
-            if i == len(lines) - 1:
-                eol = record.old_eol
-            del lines[i]
-            changed = True
-        else:
-            warnings.append(f"{real}: the line install appended (line {i + 1}) is gone or changed: nothing removed")
-    return (_join(lines, eol) if changed else None), warnings
+def restore(data: bytes, added: str, real: str) -> tuple[bytes | None, list[str]]:
+    """DATA without ADDED (what install appended) while it is still the file's end; else a warning."""
+    raw = added.encode("latin-1")
+    if data.endswith(raw):
+        return data[: len(data) - len(raw)], []
+    return None, [
+        f"{real}: the document install appended ({KEY}=false after a document separator) is no longer the end of"
+        " the file: left as it is (remove it by hand)"
+    ]
 
 
-def restore_legacy(data: bytes, kind: str, first: str, second: str, real: str) -> tuple[bytes | None, list[str]]:
-    """The records of the bash installer (prop OLD NEW, propadd NEW EOL; base64), as it restored them."""
-    lines, eol = _split(data)
-    new = base64.b64decode(first if kind == "propadd" else second).decode("latin-1")
-    at = [i for i, line in enumerate(lines) if line == new]
-    if not at:
-        return None, [f"{real}: the line install {'appended' if kind == 'propadd' else 'set'} was changed since"]
-    if kind == "prop":
-        lines[at[0]] = base64.b64decode(first).decode("latin-1")
-    else:
-        if at[-1] == len(lines) - 1:
-            eol = second != "0"
-        del lines[at[-1]]
-    return _join(lines, eol), []
+def encode(added: str) -> str:
+    """ADDED as one manifest field (one line)."""
+    return json.dumps(added)
+
+
+def decode(field: str) -> str:
+    value = json.loads(field)
+    if not isinstance(value, str):
+        raise ValueError(f"not a string: {field}")
+    return value
+
+
+def siblings(name: str, names: list[str]) -> list[str]:
+    """The files among NAMES (one directory) that Spring reads with the file NAME and ranks above it."""
+    stem, dot, ext = name.rpartition(".")
+    if not dot:
+        return []
+    out = []
+    for other in sorted(names):
+        ostem, odot, oext = other.rpartition(".")
+        if not odot or other == name or f".{oext.lower()}" not in _EXTENSIONS:
+            continue
+        profile = ostem.startswith(stem + "-") and len(ostem) > len(stem) + 1
+        # In one location .properties outranks .yml and .yaml.
+        same = ostem == stem and oext.lower() == "properties" and ext.lower() != "properties"
+        if profile or same:
+            out.append(other)
+    return out
+
+
+def sets_key(data: bytes) -> bool:
+    return _SETS_KEY.search(data) is not None

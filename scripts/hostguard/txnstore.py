@@ -12,19 +12,14 @@ the next run completes.
 place keeps its id, and so its position):
   dir PATH / mode PATH MODE UID:GID / file PATH HASHES / backup PATH COPY HASHES /
   pending PATH COPY / edited PATH COPY / log PATH / runtime PATTERN KIND /
-  include REAL TOKEN / props REAL RECORD / prop, propadd (bash era) / reload pending
+  include REAL TOKEN / props REAL DOCUMENT / reload pending
 The state directory's own chain (`dir` records of it) is the store's, part ''.
 `journal` is the running part's undo list (a dead run's is dropped: its
 copies went with the work directory, and its manifest says what to undo).
-The bash installer's text manifests (install-PART.manifest) are imported on
-the first run, each in one transaction that also notes its hash, so a run
-killed between that commit and the removal of the file does not import it twice.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 import sqlite3
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -37,7 +32,6 @@ CREATE TABLE IF NOT EXISTS record (id INTEGER PRIMARY KEY AUTOINCREMENT, part TE
 CREATE INDEX IF NOT EXISTS record_part ON record (part, id);
 CREATE TABLE IF NOT EXISTS journal (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL,
   path TEXT NOT NULL, a TEXT NOT NULL DEFAULT '', b TEXT NOT NULL DEFAULT '');
-CREATE TABLE IF NOT EXISTS imported (name TEXT PRIMARY KEY, sha256 TEXT NOT NULL);
 """
 
 
@@ -57,7 +51,7 @@ class Store:
         self.db = sqlite3.connect(path, timeout=BUSY_SECONDS, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
-        if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'imported'").fetchone():
+        if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'journal'").fetchone():
             self.db.executescript(_SCHEMA)
 
     def close(self) -> None:
@@ -114,35 +108,3 @@ class Store:
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
-
-    def import_legacy(self, state_dir: str, state_path: str) -> list[str]:
-        """Imports the bash installer's install-PART.manifest files in STATE_DIR; the names imported."""
-        done: list[str] = []
-        for name in sorted(os.listdir(state_dir)):
-            if not (name.startswith("install-") and name.endswith(".manifest")):
-                continue
-            path = os.path.join(state_dir, name)
-            with open(path, "rb") as f:
-                data = f.read()
-            digest = hashlib.sha256(data).hexdigest()
-            seen = self.db.execute("SELECT sha256 FROM imported WHERE name = ?", (name,)).fetchone()
-            if not seen or seen[0] != digest:
-                part = name[len("install-") : -len(".manifest")]
-                rows = []
-                for line in data.decode("utf-8", "surrogateescape").split("\n"):
-                    if line:
-                        kind, where, a, b = [*line.split("\t", 3), "", "", ""][:4]
-                        # The state directory's chain is the store's: it goes when no part is left.
-                        chain = kind == "dir" and (state_path + "/").startswith(where + "/")
-                        rows.append(("" if chain else part, kind, where, a, b))
-                self.db.execute("BEGIN IMMEDIATE")
-                try:
-                    self.db.executemany("INSERT INTO record (part, kind, path, a, b) VALUES (?, ?, ?, ?, ?)", rows)
-                    self.db.execute("INSERT OR REPLACE INTO imported VALUES (?, ?)", (name, digest))
-                    self.db.execute("COMMIT")
-                except BaseException:
-                    self.db.execute("ROLLBACK")
-                    raise
-            os.unlink(path)
-            done.append(name)
-        return done

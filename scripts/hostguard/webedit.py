@@ -142,21 +142,35 @@ class Web:
             self.notes.append(("INFO", f"every server block nginx loads from {conf} has the deny include"))
 
     def props(self, path: str) -> None:
-        properties.refuse_yaml(path)
+        """Plans the final document of APP_PROPERTIES; warns of a sibling file that sets the key again."""
         target = safepath.resolve("APP_PROPERTIES", path, self.root)
-        properties.refuse_yaml(target.real)
         if not self.plan:
             # Counted in the install's bound before any write; read when the part is installed.
             self.budget.take(target, target.size)
             target.close()
             return
-        data = self.read(target)
-        result = properties.edit(data, target.real)
-        if result is not None:
-            self.change("props", "APP_PROPERTIES", target.real, data, result[0], result[1].encode())
+        try:
+            names = properties.siblings(target.name, os.listdir(target.dir_fd))
+        except OSError:
+            names = []
+        real, data = target.real, self.read(target)
+        added = properties.edit(data, real)
+        if added is not None:
+            new = data + added.encode("latin-1")
+            self.change("props", "APP_PROPERTIES", real, data, new, properties.encode(added))
+        for name in names:
+            sibling = f"{real.rsplit('/', 1)[0]}/{name}"
+            try:
+                sets = properties.sets_key(self.read(safepath.resolve("APP_PROPERTIES", sibling, self.root)))
+            except HostguardError as exc:
+                self.notes.append(("WARN", f"{sibling} outranks {real} and could not be checked: {exc}"))
+                continue
+            if sets:
+                self.notes.append(("WARN", f"{sibling} sets {properties.KEY} too and outranks {real}: set it to"
+                                           " false there, or remove it"))  # fmt: skip
 
     def undo(self, kind: str, real: str, args: list[str]) -> None:
-        label = "APP_PROPERTIES" if kind.startswith("prop") else "NGINX_SERVER_CONF"
+        label = "APP_PROPERTIES" if kind == "props" else "NGINX_SERVER_CONF"
         if not os.path.lexists(self.root + real):
             what = "no deny include to remove" if kind == "include" else f"{properties.KEY} not restored"
             self.notes.append(("WARN", f"{real} is gone: {what}"))
@@ -172,10 +186,8 @@ class Web:
             new: bytes | None
             new, removed = nginxconf.remove_include(data, args[0] if args else "")
             new = new if removed else None
-        elif kind == "props":
-            new, warnings = properties.restore(data, properties.Edit.decode(args[0]), target.real)
         else:
-            new, warnings = properties.restore_legacy(data, kind, args[0], args[1], target.real)
+            new, warnings = properties.restore(data, properties.decode(args[0]), target.real)
         self.notes.extend(("WARN", w) for w in warnings)
         if new is not None:
             self.change(kind, label, target.real, data, new)

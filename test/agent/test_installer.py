@@ -1,5 +1,5 @@
-"""hostguard.installer end to end in a temporary root: the upgrade from the bash installer, and a crash
-(SIGKILL) after every step of the transaction store, for install and for uninstall.
+"""hostguard.installer end to end in a temporary root: a crash (SIGKILL) after every step of the transaction
+store, for install and for uninstall.
 
 Each run is a real `install` process (the module's main in a child interpreter, as the shim runs it);
 the killed ones kill themselves right after the Nth transaction of the store commits.
@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "bash-install.tar.gz"
 # Runs main() of the installer in the package at argv[1]; with KILL_AFTER=N it SIGKILLs itself once the
 # Nth step of the store committed; it prints how many steps committed on stderr at the end.
 RUNNER = """
@@ -82,50 +81,6 @@ def records(root: Path) -> list[tuple[str, ...]]:
         return []
     with sqlite3.connect(db) as conn:
         return list(conn.execute("SELECT part, kind, path, a, b FROM record ORDER BY part, id"))
-
-
-def test_upgrade_from_the_bash_installer_restores_everything(tmp_path: Path) -> None:
-    """A root the bash installer (22dd334) installed parts bantool and web on (a user's own filter backed up,
-    an nginx site through a symlink, a properties file of another owner with two lines install made equal)."""
-    subprocess.run(["tar", "-xpzf", str(FIXTURE), "--numeric-owner", "-C", str(tmp_path)], check=True)
-    pristine, installed = tmp_path / "pristine", tmp_path / "installed"
-    assert sorted(p.name for p in (installed / "var/lib/hostguard").glob("*.manifest")) == [
-        "install-bantool.manifest",
-        "install-web.manifest",
-    ]
-    result = run(SCRIPTS, "uninstall", "--root", str(installed))
-    assert result.returncode == 0, result.stderr + result.stdout
-    assert "imported the bash installer's manifests: install-bantool.manifest install-web.manifest" in result.stdout
-    assert "restored /etc/fail2ban/filter.d/nginx-bad-request.local" in result.stdout
-    assert listing(installed) == listing(pristine)
-    # Byte for byte, owner and mode included (the listing's hashes): the two lines install made equal
-    # come back each as it was.
-    props = (installed / "opt/app/application.properties").read_bytes()
-    assert props == b"a=1\nspring.web.resources.add-mappings=off\nb=2\nspring.web.resources.add-mappings=true\n"
-
-
-def test_upgrade_then_install_then_uninstall_still_restores_everything(tmp_path: Path) -> None:
-    """The Python installer installs over the imported state (the same site and properties), then uninstalls."""
-    subprocess.run(["tar", "-xpzf", str(FIXTURE), "--numeric-owner", "-C", str(tmp_path)], check=True)
-    pristine, installed = tmp_path / "pristine", tmp_path / "installed"
-    bundle = make_bundle(tmp_path / "bundle")
-    settings = tmp_path / "web.conf"
-    settings.write_text(
-        "NGINX_SERVER_CONF=/etc/nginx/sites-enabled/site\nAPP_PROPERTIES=/opt/app/application.properties\n"
-    )
-    # No nginx here: part web's own file is not in this bundle's table, so only the users' files are edited
-    # (already edited: nothing to do), and the old snippet record stays the part's.
-    (bundle / "files.table").write_text(TABLE + "web deny.conf /etc/nginx/snippets/hostguard-deny.conf 0644\n")
-    (bundle / "deny.conf").write_bytes((installed / "etc/nginx/snippets/hostguard-deny.conf").read_bytes())
-    env_path = os.environ.get("PATH", "")
-    if shutil.which("nginx", path=env_path) is None:
-        pytest.skip("nginx missing (.ci/run installs it): part web's programs check refuses")
-    result = run(bundle, "install", "--part", "web", "--root", str(installed), "--settings", str(settings))
-    assert result.returncode == 0, result.stderr + result.stdout
-    assert "every server block nginx loads from /etc/nginx/sites-enabled/site has the deny include" in result.stdout
-    result = run(bundle, "uninstall", "--root", str(installed))
-    assert result.returncode == 0, result.stderr + result.stdout
-    assert listing(installed) == listing(pristine)
 
 
 TABLE = """# an expanded table, as a bundle carries it
@@ -229,46 +184,3 @@ def test_two_include_records_of_one_file_are_undone_in_turn(tmp_path: Path) -> N
     for change in web.changes:
         web.write(change.label, change.real, change.new)
     assert site.read_bytes() == b"server { listen 80; }\nserver { listen 81; }\n"
-
-
-def bash_base_root(where: Path) -> Path:
-    """fresh_root as the bash installer's part base left it: its lib/*.sh in /usr/local/lib/hostguard/lib/,
-    every directory it made recorded in install-base.manifest (the state directory's chain too)."""
-    root = fresh_root(where)
-    made = ["/usr", "/usr/local", "/usr/local/lib", "/usr/local/lib/hostguard", "/usr/local/lib/hostguard/lib"]
-    for folder in [*made, "/var", "/var/lib", "/var/lib/hostguard"]:
-        (root / folder.lstrip("/")).mkdir(mode=0o700 if folder == "/var/lib/hostguard" else 0o755)
-    script = root / "usr/local/lib/hostguard/lib/common.sh"
-    script.write_text("# the bash agent's library\n")
-    script.chmod(0o644)
-    lines = [f"dir\t{folder}" for folder in ["/var", "/var/lib", "/var/lib/hostguard", *made]]
-    lines.append(f"file\t/usr/local/lib/hostguard/lib/common.sh\t{hashlib.sha256(script.read_bytes()).hexdigest()}")
-    (root / "var/lib/hostguard/install-base.manifest").write_text("".join(line + "\n" for line in lines))
-    return root
-
-
-def test_upgrade_removes_the_bash_installers_empty_lib_directory(tmp_path: Path) -> None:
-    """The first Python install of part base removes lib/*.sh (no row lists them) and then the directory the
-    bash installer made for them, its record with it; killed after any step, the next run converges, and
-    uninstall leaves the root as it was before the bash install."""
-    bundle = make_bundle(tmp_path / "bundle")
-    pristine = listing(fresh_root(tmp_path / "root"))
-    lib = "/usr/local/lib/hostguard/lib"
-    root = bash_base_root(tmp_path / "root")
-    whole = run(bundle, "install", "--root", str(root), "--part", "base")
-    assert whole.returncode == 0, whole.stderr
-    assert f"removed {lib}/common.sh" in whole.stdout and f"removed {lib}:" in whole.stdout
-    upgraded, upgraded_records = listing(root), records(root)
-    assert not (root / lib.lstrip("/")).exists()
-    assert [r for r in upgraded_records if r[2].startswith(lib)] == []
-    for k in range(1, steps(whole) + 1):
-        root = bash_base_root(tmp_path / "root")
-        killed = run(bundle, "install", "--root", str(root), "--part", "base", kill_after=k)
-        assert killed.returncode == -9, f"step {k}: {killed.stderr}"
-        again = run(bundle, "install", "--root", str(root), "--part", "base")
-        assert again.returncode == 0, f"step {k}: {again.stderr}"
-        assert listing(root) == upgraded, f"killed after step {k}"
-        assert [r[:3] for r in records(root)] == [r[:3] for r in upgraded_records], f"killed after step {k}"
-        gone = run(bundle, "uninstall", "--root", str(root))
-        assert gone.returncode == 0, f"step {k}: {gone.stderr}"
-        assert listing(root) == pristine, f"killed after step {k}"

@@ -1,108 +1,106 @@
-"""hostguard.properties: the one-pass edit and its exact undo by position (issue 23)."""
+"""hostguard.properties: the final document install appends and its byte-exact removal (issue 32).
+
+Whether Spring Boot reads it as meant is test/payload/spring-boot.bats's
+question, asked of Spring Boot itself; here the bytes.
+"""
 
 from __future__ import annotations
-
-import contextlib
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from hostguard import properties as p
-from hostguard.errors import HostguardError
 
 KEY = p.KEY
+DOC = f"#---\n{KEY}=false\n"
 
 
-def round_trip(data: bytes) -> bytes | None:
-    result = p.edit(data, "/app.properties")
-    if result is None:
-        return None
-    new, record = result
-    back, warnings = p.restore(new, p.Edit.decode(record.encode()), "/app.properties")
-    assert warnings == []
-    assert back == data
+def round_trip(data: bytes, path: str = "/app/application.properties") -> bytes:
+    added = p.edit(data, path)
+    assert added is not None
+    new = data + added.encode("latin-1")
+    assert new.startswith(data)
+    assert p.edit(new, path) is None  # a second install changes nothing
+    back, warnings = p.restore(new, p.decode(p.encode(added)), path)
+    assert (back, warnings) == (data, [])
     return new
 
 
 @pytest.mark.parametrize(
     ("data", "want"),
     [
-        (b"a=1\n", f"a=1\n{KEY}=false\n"),
-        (b"a=1", f"a=1\n{KEY}=false\n"),
-        (b"", f"{KEY}=false\n"),
-        (f"{KEY} = true\n".encode(), f"{KEY} = false\n"),
-        (f"  {KEY} : true  \nz=1".encode(), f"  {KEY} : false\nz=1"),
-        (f"{KEY} true\n".encode(), f"{KEY} false\n"),
-        (f"{KEY}\n".encode(), f"{KEY}=false\n"),
-        (f"# {KEY}=true\n!{KEY}=x\n{KEY}-x=true\nl=a,\\\n  {KEY}=true\n".encode(), None),
+        (b"a=1\n", f"a=1\n{DOC}"),
+        (b"a=1", f"a=1\n{DOC}"),
+        (b"", DOC),
+        (f"{KEY}=true\n".encode(), f"{KEY}=true\n{DOC}"),
+        # After a # comment `#---` would not separate documents; after a continued value it would be the value.
+        (b"a=1\n# end\n", f"a=1\n# end\n\n{DOC}"),
+        (b"a=1\n  ! end", f"a=1\n  ! end\n\n{DOC}"),
+        (b"list=a,\\\n", f"list=a,\\\n\n{DOC}"),
+        (b"even=a\\\\\n", f"even=a\\\\\n{DOC}"),
+        (b"a=1\r\n", f"a=1\r\n#---\r\n{KEY}=false\r\n"),
     ],
 )
-def test_edit_forms(data: bytes, want: str | None) -> None:
-    new = round_trip(data)
-    if want is None:
-        assert new is not None
-        assert new.endswith(f"\n{KEY}=false\n".encode())
-    else:
-        assert new == want.encode()
+def test_properties_document(data: bytes, want: str) -> None:
+    assert round_trip(data) == want.encode()
 
 
-def test_already_false_changes_nothing() -> None:
-    assert p.edit(f"x=1\n{KEY} = false\n".encode(), "/a") is None
+@pytest.mark.parametrize("name", ["application.yml", "app.YAML"])
+def test_yaml_document(name: str) -> None:
+    data = b"spring:\n  web:\n    resources:\n      add-mappings: true"
+    assert round_trip(data, f"/srv/{name}") == data + f"\n---\n{KEY}: false\n".encode()
+    # No blank line after a YAML comment: `---` is a document marker whatever precedes it.
+    assert round_trip(b"# c\n", f"/srv/{name}") == f"# c\n---\n{KEY}: false\n".encode()
 
 
-def test_identical_lines_come_back_each_as_it_was() -> None:
-    data = f"{KEY}=true\nx=1\n{KEY}=on\n".encode()
-    assert round_trip(data) == f"{KEY}=false\nx=1\n{KEY}=false\n".encode()
+def test_changed_end_is_left_and_warned() -> None:
+    data = b"a=1\n" + DOC.encode() + b"b=2\n"
+    back, warnings = p.restore(data, DOC, "/a.properties")
+    assert back is None
+    assert warnings == [
+        "/a.properties: the document install appended (spring.web.resources.add-mappings=false after a document"
+        " separator) is no longer the end of the file: left as it is (remove it by hand)"
+    ]
 
 
-def test_changed_line_is_left_and_warned() -> None:
-    new, record = p.edit(f"{KEY}=true\n{KEY}=on\n".encode(), "/a") or (b"", p.Edit())
-    changed = new.replace(b"=false\n", b"=maybe\n", 1)
-    back, warnings = p.restore(changed, record, "/a")
-    assert back == f"{KEY}=maybe\n{KEY}=on\n".encode()
-    assert warnings == ["/a: line 1, which install set, was changed since: left as it is"]
+def test_siblings_that_outrank() -> None:
+    names = ["application.properties", "application-dev.properties", "application-prod.yml", "application.yml",
+             "application-.yml", "other-dev.properties", "application-dev.txt", "applicationx-dev.yml"]  # fmt: skip
+    assert p.siblings("application.properties", names) == ["application-dev.properties", "application-prod.yml"]
+    # In one location .properties outranks YAML.
+    assert p.siblings("application.yml", names) == [
+        "application-dev.properties",
+        "application-prod.yml",
+        "application.properties",
+    ]
 
 
-def test_multi_line_value_refused() -> None:
-    with pytest.raises(HostguardError, match="multi-line value"):
-        p.edit(f"{KEY}=true\\\n  more\n".encode(), "/a")
-
-
-def test_yaml_refused() -> None:
-    with pytest.raises(HostguardError, match="is a YAML file: refused"):
-        p.refuse_yaml("/srv/application.YML")
-
-
-def test_legacy_records_restore() -> None:
-    import base64
-
-    def b64(text: str) -> str:
-        return base64.b64encode(text.encode()).decode()
-
-    back, _ = p.restore_legacy(f"a=1\n{KEY}=false\n".encode(), "propadd", b64(f"{KEY}=false"), "0", "/a")
-    assert back == b"a=1"
-    back, _ = p.restore_legacy(f"{KEY}=false\n".encode(), "prop", b64(f"{KEY}=yes"), b64(f"{KEY}=false"), "/a")
-    assert back == f"{KEY}=yes\n".encode()
-
-
-def test_linear_record_is_small() -> None:
-    data = f"{KEY}=true\n".encode() * 100_000
-    result = p.edit(data, "/a")
-    assert result is not None
-    # One record, compressed: a small part of the 3.9 MB file it describes.
-    assert len(result[1].encode()) < 400_000
+@pytest.mark.parametrize(
+    ("data", "sets"),
+    [
+        (f"{KEY}=true".encode(), True),
+        (b"spring.web.resources.add\\-mappings=true", True),
+        (b"spring.web.resources.addMappings=true", True),
+        (b"SPRING_WEB_RESOURCES_ADD_MAPPINGS=true", True),
+        (b"spring:\n  web:\n    resources:\n      add-mappings: true\n", True),
+        (b"server.port=1\n", False),
+    ],
+)
+def test_sets_key(data: bytes, sets: bool) -> None:
+    assert p.sets_key(data) is sets
 
 
 LINE = st.one_of(
-    st.sampled_from([f"{KEY}=true", f"{KEY}: on", f"  {KEY}", f"{KEY}=false", "# c", "x=1\\", "", "a=b"]),
-    st.text(alphabet="ab =:#!\\\t\r", max_size=12),
+    st.sampled_from([f"{KEY}=true", "# c", "! c", "x=1\\", "x=1\\\\", "", "a=b", "#---", "---"]),
+    st.text(alphabet="ab =:#!\\\t\r-", max_size=12),
 )
 
 
-@given(st.lists(LINE, max_size=30), st.booleans())
-def test_any_file_round_trips(lines: list[str], eol: bool) -> None:
+@given(st.lists(LINE, max_size=30), st.booleans(), st.sampled_from(["/a.properties", "/a.yml"]))
+def test_any_file_round_trips(lines: list[str], eol: bool, path: str) -> None:
     data = ("\n".join(lines) + ("\n" if eol and lines else "")).encode()
-    # A multi-line value is refused (HostguardError): nothing changed.
-    with contextlib.suppress(HostguardError):
-        round_trip(data)
+    if p.edit(data, path) is None:
+        assert data.endswith(p.document(path).encode()) or data.endswith(p.document(path, "\r\n").encode())
+    else:
+        round_trip(data, path)

@@ -82,7 +82,7 @@ EOF
   [[ "${count}" -eq 2 ]] || { cat "${site}" >&2; false; }
   grep -A1 '^server {$' "${site}" | grep -q 'hostguard-deny.conf; # hostguard'
   grep -A1 '^server{$' "${site}" | grep -q 'hostguard-deny.conf; # hostguard'
-  grep -qx 'spring.web.resources.add-mappings: false' "${ROOT}/opt/app/application.properties"
+  [[ "$(tail -n 3 "${ROOT}/opt/app/application.properties")" == $'logging.level.root=INFO\n#---\nspring.web.resources.add-mappings=false' ]]
 }
 
 @test "parts installed and uninstalled in parallel, as a deploy runs them, end exactly as one run does" {

@@ -115,16 +115,17 @@ describe("16.1: semantic checks", () => {
         assert.deepEqual(validateConfig(good({ banIgnoreIps: '["10.0.0.0/8","10.2.3.4"]' }), ENGINE).warnings,
             ["hostguard:banIgnoreIps[1] 10.2.3.4 lies inside banIgnoreIps[0] 10.0.0.0/8 (one entry is enough)"]);
     });
-    it("appProperties must be a Spring .properties file outside system directories", () => {
-        for (const [v, why] of [["/etc/passwd", /ending in \.properties/], ["/etc/app/application.properties", /system directory \/etc/],
-            ["/usr/share/app.properties", /system directory \/usr/], ["/root/a.properties", /\/root/], ["/opt/app/application.yml", /does not edit YAML/],
-            ["/opt/app/application.yaml", /does not edit YAML/]] as const) {
+    it("appProperties must be a Spring .properties or YAML file outside system directories", () => {
+        for (const [v, why] of [["/etc/passwd", /ending in \.properties, \.yml or \.yaml/], ["/etc/app/application.properties", /system directory \/etc/],
+            ["/usr/share/app.properties", /system directory \/usr/], ["/root/a.properties", /\/root/], ["/opt/app/application.txt", /ending in/],
+            ["/etc/app/application.yml", /system directory \/etc/]] as const) {
             const e = refusal(good({ appProperties: v }));
             assert.equal(e.key, "appProperties");
             assert.match(e.message, why);
         }
-        assert.equal(validateConfig(good({ appProperties: "/opt/app/config/application.properties" }), ENGINE).settings.appProperties,
-            "/opt/app/config/application.properties");
+        for (const v of ["/opt/app/config/application.properties", "/opt/app/application.yml", "/opt/app/application.yaml"]) {
+            assert.equal(validateConfig(good({ appProperties: v }), ENGINE).settings.appProperties, v);
+        }
     });
     it("nginxServerConf must be a file nginx reads", () => {
         for (const v of ["/etc/passwd", "/opt/nginx/site", "/etc/nginx/mime.types", "/etc/nginx/sites-available/a/b"]) {
