@@ -1,6 +1,10 @@
-// Adopting an existing security group (hostguard:securityGroupId): a dynamic
-// resource whose provider makes the group's inbound rules exactly hostguard's
-// and puts the original ones back on destroy. Preview refuses a group that
+// Adopting an existing security group (hostguard:securityGroupId): two dynamic
+// resources. The record (AdoptedGroupRecord) only reads the group's inbound
+// rules; the enforcing one (AdoptedGroupIngress) depends on it, so the engine
+// has checkpointed what destroy restores before the first EC2 change is sent,
+// and a killed `up` (kill -9, a cancelled job) cannot lose it. The enforcing
+// resource makes the group's inbound rules exactly hostguard's and puts the
+// recorded ones back on destroy. Preview refuses a group that
 // also sits on a server outside the stack, and any other group on any
 // interface of the stack's instances that lets more than TCP 443 in from
 // anywhere (hostExposure.ts). The EC2 work is in ec2Reconcile.ts;
@@ -13,6 +17,8 @@ import * as exposure from "./hostExposure";
 
 /** Marks hostguard's dynamic resource among all `pulumi-nodejs:dynamic:Resource`s (the policy pack reads it). */
 export const ADOPTED_GROUP_KIND = "hostguard:adopted-group-ingress";
+/** Marks the record of the adopted group's rules before hostguard's first change. */
+export const ADOPTED_GROUP_RECORD_KIND = "hostguard:adopted-group-record";
 /** The opt-in: instances (or interfaces) outside the stack that may carry the adopted group. */
 export const SHARED_INSTANCES_KEY = "hostguard:sharedSecurityGroupInstances";
 
@@ -30,8 +36,8 @@ export interface AdoptedGroupState {
     sharedInstances: string[];
     /** Set by check (shown by preview): per stack instance, what it lets in from anywhere after the change, every group of every interface counted. */
     worldReachable?: Record<string, string[]>;
-    /** Output: the group's inbound rules before the first up (what destroy restores). */
-    original?: RuleAtom[];
+    /** The group's inbound rules before the first up (what destroy restores): the record's output. */
+    original: RuleAtom[];
     /**
      * Output: the group's inbound rules as last read, by `protocol|ports|kind|source`
      * (unique within a group), so a refresh shows an added rule as one added key.
@@ -102,20 +108,20 @@ export const adoptedGroupProvider: pulumi.dynamic.ResourceProvider = {
 
     async diff(_id: string, olds: AdoptedGroupState, news: AdoptedGroupState) {
         const replaces = olds.groupId !== news.groupId || olds.region !== news.region ? ["groupId"] : [];
-        const drift = !ec2.sameAtoms(Object.values(olds.actual ?? {}), ec2.wantedAtoms(news.ingress));
+        // Drift is read live, so a plain preview plans it (no --refresh needed).
+        const live = replaces.length > 0 ? null : await ec2.findIngress(client(news), news.groupId);
+        const drift = !ec2.sameAtoms(live ?? Object.values(olds.actual ?? {}), ec2.wantedAtoms(news.ingress));
         const guardInputs = !sameList(olds.stackInstanceIds, news.stackInstanceIds) || !sameList(olds.sharedInstances, news.sharedInstances);
         return { changes: replaces.length > 0 || drift || guardInputs || olds.profile !== news.profile, replaces, deleteBeforeReplace: true };
     },
 
     async create(inputs: AdoptedGroupState) {
-        const c = client(inputs);
-        // Recorded before any change, so that a failure after the change still leaves it in the state.
-        const original = await ec2.describeIngress(c, inputs.groupId);
+        // The original is the record's (checkpointed before this runs): a second create after a killed up finds the group half-changed.
         try {
-            const r = await ec2.reconcileIngress(c, inputs.groupId, ec2.wantedAtoms(inputs.ingress));
-            return { id: inputs.groupId, outs: { ...inputs, original: r.before, actual: byKey(r.after) } };
+            const r = await ec2.reconcileIngress(client(inputs), inputs.groupId, ec2.wantedAtoms(inputs.ingress));
+            return { id: inputs.groupId, outs: { ...inputs, actual: byKey(r.after) } };
         } catch (e) {
-            return keepState(e, inputs.groupId, { ...inputs, original, actual: {} });
+            return keepState(e, inputs.groupId, { ...inputs, actual: {} });
         }
     },
 
@@ -131,17 +137,14 @@ export const adoptedGroupProvider: pulumi.dynamic.ResourceProvider = {
     async update(id: string, olds: AdoptedGroupState, news: AdoptedGroupState) {
         try {
             const r = await ec2.reconcileIngress(client(news), news.groupId, ec2.wantedAtoms(news.ingress));
-            return { outs: { ...news, original: olds.original, actual: byKey(r.after) } };
+            return { outs: { ...news, actual: byKey(r.after) } };
         } catch (e) {
-            return keepState(e, id, { ...news, original: olds.original, actual: {} });
+            return keepState(e, id, { ...news, actual: {} });
         }
     },
 
     async delete(_id: string, props: AdoptedGroupState) {
-        if (props.original === undefined) {
-            throw new Error(`no recorded inbound rules of ${props.groupId} in the state: nothing to restore them from; remove the resource with \`pulumi state delete\``);
-        }
-        const r = await ec2.restoreIngress(client(props), props.groupId, props.original ?? []);
+        const r = await ec2.restoreIngress(client(props), props.groupId, props.original);
         if (r === null) {
             console.warn(`hostguard: security group ${props.groupId} no longer exists; nothing to restore`);
         } else if (r.skipped.length > 0) {
@@ -150,6 +153,74 @@ export const adoptedGroupProvider: pulumi.dynamic.ResourceProvider = {
     },
 };
 
+/** The record: the group's inbound rules before hostguard's first change, and hostguard's rules to refuse a group already changed. */
+export interface AdoptedGroupRecordState {
+    kind: string;
+    region: string;
+    profile?: string;
+    groupId: string;
+    /** hostguard's rules: a group that already has exactly these is refused (its original is lost). */
+    ingress: WantedRule[];
+    /** Output: the inbound rules as first read. */
+    original?: RuleAtom[];
+}
+
+/** Why ORIGINAL cannot be what destroy restores, or "". */
+export function recordRefusal(groupId: string, original: RuleAtom[], ingress: WantedRule[]): string {
+    // Descriptions included: hostguard's own words are the sign of its own change.
+    if (original.length === 0 || !ec2.sameAtoms(original, ec2.wantedAtoms(ingress))) {
+        return "";
+    }
+    return `security group ${groupId} already has exactly hostguard's inbound rules (${original.map(exposure.ruleText).join(", ")}), so its own rules `
+        + "are not known: an earlier up was interrupted before they were recorded, or another stack adopted it. destroy would put hostguard's rules "
+        + "back as the group's own. Set the group's inbound rules back to what they were before hostguard "
+        + "(`aws ec2 revoke-security-group-ingress` / `authorize-security-group-ingress`), then run up again.";
+}
+
+/**
+ * Reads and records; never changes EC2. Its create is checkpointed before the
+ * enforcing resource's create runs (the enforcing resource takes `original`
+ * as an input). A refresh keeps the record; a deleted group drops it.
+ */
+export const adoptedGroupRecordProvider: pulumi.dynamic.ResourceProvider = {
+    async diff(_id: string, olds: AdoptedGroupRecordState, news: AdoptedGroupRecordState) {
+        const replaces = olds.groupId !== news.groupId || olds.region !== news.region ? ["groupId"] : [];
+        return { changes: replaces.length > 0 || olds.profile !== news.profile, replaces, deleteBeforeReplace: true };
+    },
+
+    async create(inputs: AdoptedGroupRecordState) {
+        const original = await ec2.describeIngress(client(inputs as AdoptedGroupState), inputs.groupId);
+        const refusal = recordRefusal(inputs.groupId, original, inputs.ingress);
+        if (refusal) {
+            throw new Error(refusal);
+        }
+        return { id: inputs.groupId, outs: { ...inputs, original } };
+    },
+
+    async read(id: string, props: AdoptedGroupRecordState) {
+        return (await ec2.findIngress(client(props as AdoptedGroupState), props.groupId ?? id)) === null ? { id: "", props: {} } : { id, props };
+    },
+
+    async update(_id: string, olds: AdoptedGroupRecordState, news: AdoptedGroupRecordState) {
+        return { outs: { ...news, original: olds.original } };
+    },
+};
+
+export interface AdoptedGroupRecordArgs {
+    region: pulumi.Input<string>;
+    profile?: pulumi.Input<string>;
+    groupId: pulumi.Input<string>;
+    ingress: WantedRule[];
+}
+
+export class AdoptedGroupRecord extends pulumi.dynamic.Resource {
+    declare public readonly original: pulumi.Output<RuleAtom[]>;
+
+    constructor(name: string, args: AdoptedGroupRecordArgs, opts?: pulumi.CustomResourceOptions) {
+        super(adoptedGroupRecordProvider, name, { kind: ADOPTED_GROUP_RECORD_KIND, ...args, original: undefined }, opts);
+    }
+}
+
 export interface AdoptedGroupIngressArgs {
     region: pulumi.Input<string>;
     profile?: pulumi.Input<string>;
@@ -157,13 +228,15 @@ export interface AdoptedGroupIngressArgs {
     ingress: WantedRule[];
     stackInstanceIds: string[];
     sharedInstances: string[];
+    /** The record's output: what destroy restores. */
+    original: pulumi.Input<RuleAtom[]>;
 }
 
 export class AdoptedGroupIngress extends pulumi.dynamic.Resource {
-    public readonly original!: pulumi.Output<RuleAtom[]>;
-    public readonly actual!: pulumi.Output<Record<string, RuleAtom>>;
+    declare public readonly original: pulumi.Output<RuleAtom[]>;
+    declare public readonly actual: pulumi.Output<Record<string, RuleAtom>>;
 
     constructor(name: string, args: AdoptedGroupIngressArgs, opts?: pulumi.CustomResourceOptions) {
-        super(adoptedGroupProvider, name, { kind: ADOPTED_GROUP_KIND, ...args, original: undefined, actual: undefined }, opts);
+        super(adoptedGroupProvider, name, { kind: ADOPTED_GROUP_KIND, ...args, actual: undefined }, opts);
     }
 }

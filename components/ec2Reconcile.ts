@@ -328,15 +328,43 @@ export interface ReconcileResult {
     described: RuleAtom[];
 }
 
+/** True when NOW shows STEP's effect (EC2 applied a call whose answer was lost). */
+function stepShows(now: RuleAtom[], step: IngressStep): boolean {
+    const found = (a: RuleAtom) => now.find((x) => ruleKey(x) === ruleKey(a));
+    return step.atoms.every((a) => (step.op === "revoke" ? found(a) === undefined
+        : step.op === "authorize" ? found(a) !== undefined : (found(a)?.description ?? "") === (a.description ?? "")));
+}
+
+/**
+ * Puts back what the revokes among STEPS took away and NOW (the group read
+ * after the failure; null when unread) does not show; says what it did.
+ */
+async function undoRevokes(client: Ec2, groupId: string, steps: IngressStep[], now: RuleAtom[] | null): Promise<string> {
+    const revoked = steps.filter((s) => s.op === "revoke").flatMap((s) => s.atoms)
+        .filter((a) => now === null || !now.some((x) => ruleKey(x) === ruleKey(a)));
+    if (revoked.length === 0) {
+        return "no rule had been revoked";
+    }
+    try {
+        await applyStep(client, groupId, { op: "authorize", atoms: revoked });
+        return "its revoked rules were put back";
+    } catch (r) {
+        return `putting its revoked rules back failed too (${(r as Error).message}); run the command again`;
+    }
+}
+
 /**
  * Makes the group's inbound rules exactly WANTED, in the order of
  * ingressSteps (443 stays open throughout unless the rules quota forbids it).
- * When EC2 refuses the authorize for the quota anyway (it counts otherwise
- * than planned: a lower quota; moto counts IPv4 and IPv6 together), it starts
- * again with the revokes that do not let 443 in first, then with all of them.
- * When a step fails, the revokes already made are put back (rules already
- * authorized or re-described stay: they are hostguard's), and the error says
- * so. Any failure after EC2 changed is a changedError.
+ * A call that fails may still have been applied (a 5xx whose answer was lost,
+ * then the SDK's retry refused as InvalidPermission.Duplicate): the group is
+ * read again, and a step whose effect shows counts as done. When EC2 refuses
+ * the authorize for the quota (it counts otherwise than planned: a lower
+ * quota; moto counts IPv4 and IPv6 together), it starts again with the revokes
+ * that do not let 443 in first, then with all of them. When a step fails, the
+ * revokes made (the failed one included) are put back (rules authorized or
+ * re-described stay: they are hostguard's), and the error says so. Any
+ * failure once a change was sent is a changedError.
  */
 export async function reconcileIngress(client: Ec2, groupId: string, wanted: RuleAtom[], limit = RULES_PER_GROUP, order: RevokeOrder = "plan"): Promise<ReconcileResult> {
     const before = await describeIngress(client, groupId);
@@ -345,26 +373,21 @@ export async function reconcileIngress(client: Ec2, groupId: string, wanted: Rul
     for (const step of steps) {
         try {
             await applyStep(client, groupId, step);
-            done.push(step);
         } catch (e) {
-            const revoked = done.filter((s) => s.op === "revoke").flatMap((s) => s.atoms);
-            let rollback = revoked.length === 0 ? "no rule had been revoked" : "its revoked rules were put back";
-            if (revoked.length > 0) {
-                try {
-                    await applyStep(client, groupId, { op: "authorize", atoms: revoked });
-                } catch (r) {
-                    rollback = `putting its revoked rules back failed too (${(r as Error).message}); run the command again`;
+            const now = await findIngress(client, groupId).catch(() => null);
+            if (now === null || !stepShows(now, step)) {
+                const rollback = await undoRevokes(client, groupId, [...done, step], now);
+                // The account counts rules otherwise than planned (a lower quota, v4 and v6 together): the next order, from the state as it is.
+                const next = { plan: "not443", not443: "all", all: undefined }[order] as RevokeOrder | undefined;
+                if (next && step.op === "authorize" && hasCode(e, ["RulesPerSecurityGroupLimitExceeded"]) && !rollback.includes("failed too")) {
+                    // `before` stays the first reading: a description already changed in place is not the original.
+                    return { ...(await reconcileIngress(client, groupId, wanted, limit, next)), before };
                 }
+                // The call was sent: EC2 may have applied it, so the group counts as changed.
+                throw changedError(e, `changing the inbound rules of ${groupId} failed: ${errorText(e)}; ${rollback}`);
             }
-            // The account counts rules otherwise than planned (a lower quota, v4 and v6 together): the next order, from the state as it is.
-            const next = { plan: "not443", not443: "all", all: undefined }[order] as RevokeOrder | undefined;
-            if (next && step.op === "authorize" && hasCode(e, ["RulesPerSecurityGroupLimitExceeded"]) && !rollback.includes("failed too")) {
-                // `before` stays the first reading: a description already changed in place is not the original.
-                return { ...(await reconcileIngress(client, groupId, wanted, limit, next)), before };
-            }
-            const message = `changing the inbound rules of ${groupId} failed: ${errorText(e)}; ${rollback}`;
-            throw done.length > 0 ? changedError(e, message) : new Error(message);
         }
+        done.push(step);
     }
     let after: RuleAtom[];
     try {
@@ -456,6 +479,7 @@ export interface HostInterface {
     groups: string[];
     /** The public address (an Elastic IP or an auto-assigned one), when it has one. */
     publicIp?: string;
+    vpcId: string;
 }
 
 /** Instance states in which the instance is gone for hostguard (its interfaces go with it). */
@@ -483,12 +507,21 @@ export async function instanceInterfaces(client: Ec2, instanceId: string): Promi
         networkInterfaceId: n.NetworkInterfaceId,
         deviceIndex: Number(n.Attachment?.DeviceIndex ?? 0),
         groups: (n.Groups ?? []).map((g: any) => g.GroupId as string),
+        vpcId: n.VpcId,
         ...(n.Association?.PublicIp ? { publicIp: n.Association.PublicIp } : {}),
     })).sort((a: HostInterface, b: HostInterface) => a.deviceIndex - b.deviceIndex);
 }
 
-/** The groups on an interface, read back from EC2; null when the interface does not exist (any more). */
-export async function interfaceGroups(client: Ec2, networkInterfaceId: string): Promise<string[] | null> {
+/** A network interface as DescribeNetworkInterfaces shows it. */
+export interface InterfaceInfo {
+    groups: string[];
+    vpcId: string;
+    /** The instance it is attached to, if any. */
+    instanceId?: string;
+}
+
+/** The interface as it is now; null when it does not exist (any more). */
+export async function describeInterface(client: Ec2, networkInterfaceId: string): Promise<InterfaceInfo | null> {
     let out: any;
     try {
         out = await client.send(command("DescribeNetworkInterfaces", { NetworkInterfaceIds: [networkInterfaceId] }));
@@ -499,7 +532,27 @@ export async function interfaceGroups(client: Ec2, networkInterfaceId: string): 
         throw e;
     }
     const n = (out.NetworkInterfaces ?? [])[0];
-    return n ? (n.Groups ?? []).map((g: any) => g.GroupId as string) : null;
+    return n ? {
+        groups: (n.Groups ?? []).map((g: any) => g.GroupId as string), vpcId: n.VpcId,
+        ...(n.Attachment?.InstanceId ? { instanceId: n.Attachment.InstanceId as string } : {}),
+    } : null;
+}
+
+/** The groups on an interface, read back from EC2; null when the interface does not exist (any more). */
+export async function interfaceGroups(client: Ec2, networkInterfaceId: string): Promise<string[] | null> {
+    return (await describeInterface(client, networkInterfaceId))?.groups ?? null;
+}
+
+/** The VPC's default security group (what an interface gets when nothing else is left to put on it). */
+export async function defaultGroup(client: Ec2, vpcId: string): Promise<string> {
+    const out = await client.send(command("DescribeSecurityGroups", {
+        Filters: [{ Name: "vpc-id", Values: [vpcId] }, { Name: "group-name", Values: ["default"] }],
+    }));
+    const g = (out.SecurityGroups ?? [])[0];
+    if (!g) {
+        throw new Error(`VPC ${vpcId} has no default security group`);
+    }
+    return g.GroupId as string;
 }
 
 /** Same groups, whatever the order. */
@@ -509,19 +562,26 @@ export function sameGroups(a: string[], b: string[]): boolean {
 
 /**
  * Replaces the interface's whole group set (one call: EC2 applies it at once)
- * and reads it back until it shows (eventual consistency). A failure of the
- * read-back is a changedError: the interface was changed.
+ * and reads it back until it shows (eventual consistency). Once the call was
+ * sent, any failure is a changedError (EC2 may have applied it and lost the
+ * answer); a failed call whose change reads back counts as done.
  */
 export async function setInterfaceGroups(client: Ec2, networkInterfaceId: string, groups: string[]): Promise<string[]> {
-    await client.send(command("ModifyNetworkInterfaceAttribute", { NetworkInterfaceId: networkInterfaceId, Groups: groups }));
+    let sent: unknown;
+    try {
+        await client.send(command("ModifyNetworkInterfaceAttribute", { NetworkInterfaceId: networkInterfaceId, Groups: groups }));
+    } catch (e) {
+        sent = e;
+    }
     let now: string[] | null;
     try {
-        now = await settle(() => interfaceGroups(client, networkInterfaceId), (g) => g !== null && sameGroups(g, groups));
+        now = await settle(() => interfaceGroups(client, networkInterfaceId), (g) => g !== null && sameGroups(g, groups), sent ? 1 : undefined);
     } catch (e) {
-        throw changedError(e, `reading back the groups of ${networkInterfaceId} failed: ${errorText(e)}`);
+        throw changedError(e, `${sent ? `setting the groups of ${networkInterfaceId} failed (${errorText(sent)}), and ` : ""}reading back the groups of ${networkInterfaceId} failed: ${errorText(e)}`);
     }
     if (now === null || !sameGroups(now, groups)) {
-        throw changedError(undefined, `network interface ${networkInterfaceId} has groups ${(now ?? []).join(", ")} after setting ${groups.join(", ")}`);
+        throw changedError(sent, sent ? `setting the groups of ${networkInterfaceId} failed: ${errorText(sent)}`
+            : `network interface ${networkInterfaceId} has groups ${(now ?? []).join(", ")} after setting ${groups.join(", ")}`);
     }
     return now;
 }

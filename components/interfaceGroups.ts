@@ -1,88 +1,161 @@
-// The create path (hosts[].instanceId): a dynamic resource whose provider sets
-// EVERY network interface of the instance (primary, secondary with an Elastic
-// IP, ...) to exactly hostguard's group plus the groups the user keeps
-// (hostguard:keepSecurityGroupIds), recording each interface's set and putting
-// it back on destroy. Adding a group would not do, nor would the primary
-// interface alone: EC2 unions the rules of every group on an interface, and a
-// server answers on each of its interfaces. Preview refuses a kept group that
-// lets more than TCP 443 in from anywhere. The EC2 work is in ec2Reconcile.ts;
-// this file only maps Pulumi's lifecycle onto it.
+// The create path (hosts[].instanceId): two dynamic resources per instance.
+// The record (InterfaceRecord) only reads the groups of every network
+// interface of the instance; the enforcing one (InterfaceGroups) takes them as
+// an input, so the engine has checkpointed what destroy restores before the
+// first EC2 change is sent, and a killed `up` cannot lose it. The enforcing
+// resource sets EVERY interface (primary, secondary with an Elastic IP, ...)
+// to exactly hostguard's group plus the groups the user keeps
+// (hostguard:keepSecurityGroupIds) and puts each recorded set back on destroy.
+// Adding a group would not do, nor would the primary interface alone: EC2
+// unions the rules of every group on an interface, and a server answers on
+// each of its interfaces. Preview refuses a kept group that lets more than TCP
+// 443 in from anywhere, and an interface in another VPC than hostguard:vpcId.
+// The EC2 work is in ec2Reconcile.ts; this file only maps Pulumi's lifecycle
+// onto it.
 import * as pulumi from "@pulumi/pulumi";
 import * as ec2 from "./ec2Reconcile";
 import * as exposure from "./hostExposure";
 
-/** Marks hostguard's dynamic resource among all `pulumi-nodejs:dynamic:Resource`s. */
+/** Marks hostguard's dynamic resources among all `pulumi-nodejs:dynamic:Resource`s. */
 export const INTERFACE_GROUPS_KIND = "hostguard:interface-groups";
+export const INTERFACE_RECORD_KIND = "hostguard:interface-record";
 
-export interface InterfaceGroupsState {
+/** What both resources share. */
+interface InstanceRef {
     kind: string;
     region: string;
     /** aws:profile, when set. */
     profile?: string;
     instanceId: string;
+}
+
+export interface InterfaceRecordState extends InstanceRef {
+    /** hostguard's created group: an interface that already carries it is refused (its original set is lost). */
+    hostguardGroupId: string;
+    /** Output: each interface's groups before hostguard first set them, by interface id (the interfaces of this instance when recorded). */
+    originals?: Record<string, string[]>;
+}
+
+export interface InterfaceGroupsState extends InstanceRef {
+    /** hostguard:vpcId: every interface must be in it. */
+    vpcId: string;
     /** The whole set every interface must carry: hostguard's group first, then the kept ones. */
     groups: string[];
+    /** The record's output: what destroy restores, by interface id. */
+    originals: Record<string, string[]>;
     /** Set by check (shown by preview): what the instance lets in from anywhere after the change. */
     worldReachable?: string[];
     /** Output: the primary interface (device index 0); it names the resource. */
     networkInterfaceId?: string;
-    /** Output of stacks before issue 24: the primary interface's groups before the first up. */
-    originalGroups?: string[];
-    /** Output: each interface's groups before hostguard first set them (restored on destroy), by interface id. */
-    originals?: Record<string, string[]>;
-    /** Output: each attached interface's groups as last read. */
+    /** Output: the groups of each interface attached to the instance, as last read. */
     actual?: Record<string, string[]>;
-    /** Output: the primary interface's groups as last read (as before issue 24). */
-    actualGroups?: string[];
 }
 
-const client = (s: InterfaceGroupsState) => ec2.ec2Client(s.region, s.profile);
+const client = (s: InstanceRef) => ec2.ec2Client(s.region, s.profile);
 
-/** What destroy restores, also from a state written before every interface was recorded. */
-function recorded(s: InterfaceGroupsState): Record<string, string[]> {
-    const old = s.networkInterfaceId && s.originalGroups ? { [s.networkInterfaceId]: s.originalGroups } : {};
-    return { ...old, ...(s.originals ?? {}) };
+function missingInstance(instanceId: string): Error {
+    return new Error(`instance ${instanceId} (a hosts[].instanceId) does not exist, is terminated or has no network interface: `
+        + "set the server's current instance id or remove it");
+}
+
+/** The interfaces' sets to record, refusing one that already carries hostguard's group. */
+function recordOf(s: InterfaceRecordState, interfaces: ec2.HostInterface[]): Record<string, string[]> {
+    const changed = interfaces.filter((n) => n.groups.includes(s.hostguardGroupId));
+    if (changed.length > 0) {
+        const ids = changed.map((n) => n.networkInterfaceId);
+        throw new Error(`network interface ${ids.join(", ")} of instance ${s.instanceId} already carries hostguard's group ${s.hostguardGroupId}, so its own groups `
+            + "are not known (an earlier up was interrupted before they were recorded): destroy would leave hostguard's group on it. Set its groups back to "
+            + `what they were (\`aws ec2 modify-network-interface-attribute --network-interface-id ${ids[0]} --groups sg-...\`), then run up again.`);
+    }
+    return Object.fromEntries(interfaces.map((n) => [n.networkInterfaceId, n.groups]));
+}
+
+/** The instance's interfaces, or an error naming the key. */
+async function interfacesOf(c: ec2.Ec2, instanceId: string): Promise<ec2.HostInterface[]> {
+    const interfaces = await ec2.instanceInterfaces(c, instanceId);
+    if (interfaces === null || interfaces.length === 0) {
+        throw missingInstance(instanceId);
+    }
+    return interfaces;
 }
 
 /**
- * Sets every interface of the instance to GROUPS, recording the set of each
- * interface not recorded yet (a new secondary interface is recorded the first
- * time it is seen). A failure after the first change keeps what was recorded
- * in the state (the engine's initialization failure).
+ * Reads and records; never changes EC2. A diff that finds an interface not
+ * recorded yet (attached since) is an update that records it, checkpointed
+ * before the enforcing resource sets it. A refresh drops only the interfaces
+ * that no longer exist (one that outlived the instance stays: destroy puts it
+ * back).
  */
-async function setAll(id: string | undefined, s: InterfaceGroupsState, known: Record<string, string[]>): Promise<{ id: string; outs: InterfaceGroupsState }> {
+export const interfaceRecordProvider: pulumi.dynamic.ResourceProvider = {
+    async diff(_id: string, olds: InterfaceRecordState, news: InterfaceRecordState) {
+        const replaces = olds.instanceId !== news.instanceId || olds.region !== news.region ? ["instanceId"] : [];
+        const now = replaces.length > 0 ? null : await ec2.instanceInterfaces(client(news), news.instanceId);
+        const unrecorded = (now ?? []).some((n) => !(n.networkInterfaceId in (olds.originals ?? {})));
+        return { changes: replaces.length > 0 || unrecorded || olds.profile !== news.profile || olds.hostguardGroupId !== news.hostguardGroupId, replaces, deleteBeforeReplace: true };
+    },
+
+    async create(inputs: InterfaceRecordState) {
+        const originals = recordOf(inputs, await interfacesOf(client(inputs), inputs.instanceId));
+        return { id: `${inputs.instanceId}/record`, outs: { ...inputs, originals } };
+    },
+
+    async read(id: string, props: InterfaceRecordState) {
+        const originals = await stillThere(client(props), props.originals ?? {});
+        return Object.keys(originals).length === 0 ? { id: "", props: {} } : { id, props: { ...props, originals } };
+    },
+
+    async update(_id: string, olds: InterfaceRecordState, news: InterfaceRecordState) {
+        const known = olds.originals ?? {};
+        const added = (await interfacesOf(client(news), news.instanceId)).filter((n) => !(n.networkInterfaceId in known));
+        return { outs: { ...news, originals: { ...known, ...recordOf(news, added) } } };
+    },
+};
+
+/** Of RECORDED, the interfaces that still exist (wherever they are). */
+async function stillThere(c: ec2.Ec2, recorded: Record<string, string[]>): Promise<Record<string, string[]>> {
+    const out: Record<string, string[]> = {};
+    for (const [eni, groups] of Object.entries(recorded)) {
+        if ((await ec2.describeInterface(c, eni)) !== null) {
+            out[eni] = groups;
+        }
+    }
+    return out;
+}
+
+/**
+ * Sets every interface of the instance to GROUPS. Every one must be in the
+ * record (checked before any change). A failure once a change was sent keeps
+ * the resource in the state (the engine's initialization failure), so destroy
+ * can put every interface back.
+ */
+async function setAll(id: string | undefined, s: InterfaceGroupsState): Promise<{ id: string; outs: InterfaceGroupsState }> {
     const c = client(s);
-    const interfaces = await ec2.instanceInterfaces(c, s.instanceId);
-    if (interfaces === null || interfaces.length === 0) {
-        throw new Error(`instance ${s.instanceId} (a hosts[].instanceId) does not exist, is terminated or has no network interface: `
-            + "set the server's current instance id or remove it");
+    const interfaces = await interfacesOf(c, s.instanceId);
+    const unrecorded = interfaces.filter((n) => !(n.networkInterfaceId in (s.originals ?? {})));
+    if (unrecorded.length > 0) {
+        throw new Error(`network interface ${unrecorded.map((n) => n.networkInterfaceId).join(", ")} was attached to ${s.instanceId} after its groups were recorded: `
+            + "nothing was changed; run up again (it records the interface first)");
     }
     const primary = interfaces.find((n) => n.deviceIndex === 0) ?? interfaces[0];
-    const originals = { ...known };
-    for (const n of interfaces) {
-        originals[n.networkInterfaceId] ??= n.groups;
-    }
     const actual: Record<string, string[]> = Object.fromEntries(interfaces.map((n) => [n.networkInterfaceId, n.groups]));
     const resourceId = id ?? `${s.instanceId}/${primary.networkInterfaceId}`;
-    const outs = (): InterfaceGroupsState => ({
-        ...s, networkInterfaceId: s.networkInterfaceId ?? primary.networkInterfaceId, originalGroups: s.originalGroups ?? originals[primary.networkInterfaceId],
-        originals, actual, actualGroups: actual[primary.networkInterfaceId],
-    });
-    let changed = 0;
+    const outs = (): InterfaceGroupsState => ({ ...s, networkInterfaceId: primary.networkInterfaceId, actual });
     for (const n of interfaces.filter((x) => !ec2.sameGroups(x.groups, s.groups))) {
         try {
             actual[n.networkInterfaceId] = await ec2.setInterfaceGroups(c, n.networkInterfaceId, s.groups);
-            changed += 1;
         } catch (e) {
             const message = `setting the groups of ${n.networkInterfaceId} (instance ${s.instanceId}) failed: ${(e as Error).message}`;
-            if (changed > 0 || ec2.wasChanged(e)) {
-                // Keeps `originals` in the state: destroy can still put every interface back.
-                throw Object.assign(new Error(message), { id: resourceId, properties: outs(), reasons: [message] });
-            }
-            throw new Error(message);
+            // The call was sent (setInterfaceGroups' errors all come after it): the resource stays in the state.
+            throw Object.assign(new Error(message), { id: resourceId, properties: outs(), reasons: [message] });
         }
     }
     return { id: resourceId, outs: outs() };
+}
+
+/** The groups each interface of the instance carries now, or null when the instance is gone. */
+async function liveActual(s: InterfaceGroupsState): Promise<Record<string, string[]> | null> {
+    const interfaces = await ec2.instanceInterfaces(client(s), s.instanceId);
+    return interfaces === null ? null : Object.fromEntries(interfaces.map((n) => [n.networkInterfaceId, n.groups]));
 }
 
 export const interfaceGroupsProvider: pulumi.dynamic.ResourceProvider = {
@@ -93,14 +166,21 @@ export const interfaceGroupsProvider: pulumi.dynamic.ResourceProvider = {
             return { inputs: news, failures: [] };
         }
         let found: Awaited<ReturnType<typeof exposure.openGroups>>;
+        let interfaces: ec2.HostInterface[] | null;
         try {
             found = await exposure.openGroups(client(news), [news.instanceId], [], kept, true);
+            interfaces = await ec2.instanceInterfaces(client(news), news.instanceId);
         } catch (e) {
             throw new Error(`reading the interfaces of ${news.instanceId} and its kept groups failed (region ${news.region}): ${(e as Error).message}`);
         }
-        const failures: pulumi.dynamic.CheckFailure[] = found.missing.map((i) => ({
-            property: "instanceId", reason: `instance ${i} (a hosts[].instanceId) does not exist or is terminated: set the server's current instance id or remove it`,
-        }));
+        const failures: pulumi.dynamic.CheckFailure[] = found.missing.map((i) => ({ property: "instanceId", reason: missingInstance(i).message }));
+        // EC2 refuses a group of another VPC on an interface: the up would fail halfway.
+        for (const n of (interfaces ?? []).filter((x) => /^vpc-/.test(String(news.vpcId)) && x.vpcId !== news.vpcId)) {
+            failures.push({
+                property: "vpcId", reason: `network interface ${n.networkInterfaceId} of instance ${news.instanceId} is in ${n.vpcId}, not in hostguard:vpcId ${news.vpcId} `
+                    + "(the created group's VPC): set hostguard:vpcId to the instance's VPC, or detach that interface",
+            });
+        }
         // A kept group is on every interface: name it once, with the first interface.
         const byGroup = found.open.filter((o, i, all) => all.findIndex((x) => x.groupId === o.groupId) === i);
         const refusal = exposure.openGroupsRefusal(byGroup, "A kept group stays on every interface of the server beside hostguard's: "
@@ -114,81 +194,104 @@ export const interfaceGroupsProvider: pulumi.dynamic.ResourceProvider = {
 
     async diff(_id: string, olds: InterfaceGroupsState, news: InterfaceGroupsState) {
         const replaces = olds.instanceId !== news.instanceId || olds.region !== news.region ? ["instanceId"] : [];
-        // A state from before every interface was read (no `actual`) is updated once, to record and set them all.
-        const drift = olds.actual === undefined || Object.values(olds.actual).some((g) => !ec2.sameGroups(g, news.groups));
-        return { changes: replaces.length > 0 || drift || olds.profile !== news.profile, replaces, deleteBeforeReplace: true };
+        // Drift is read live, so a plain preview plans it (no --refresh needed).
+        const actual = replaces.length > 0 ? null : await liveActual(news);
+        const drift = Object.values(actual ?? olds.actual ?? {}).some((g) => !ec2.sameGroups(g, news.groups));
+        const recorded = JSON.stringify(Object.keys(olds.originals ?? {}).sort()) !== JSON.stringify(Object.keys(news.originals ?? {}).sort());
+        return { changes: replaces.length > 0 || drift || recorded || olds.profile !== news.profile, replaces, deleteBeforeReplace: true };
     },
 
     async create(inputs: InterfaceGroupsState) {
-        return setAll(undefined, inputs, {});
+        return setAll(undefined, inputs);
     },
 
     async read(id: string, props: InterfaceGroupsState) {
-        const interfaces = await ec2.instanceInterfaces(client(props), props.instanceId);
-        if (interfaces === null) {
-            // Terminated or gone: its interfaces went with it; the resource is dropped.
+        const originals = await stillThere(client(props), props.originals ?? {});
+        const actual = await liveActual(props);
+        if (actual === null && Object.keys(originals).length === 0) {
+            // The instance and every recorded interface are gone: nothing is left to set or restore.
             return { id: "", props: {} };
         }
-        const actual = Object.fromEntries(interfaces.map((n) => [n.networkInterfaceId, n.groups]));
-        const primary = interfaces.find((n) => n.deviceIndex === 0);
-        return { id, props: { ...props, actual, actualGroups: primary ? primary.groups : props.actualGroups } };
+        return { id, props: { ...props, originals, actual: actual ?? {} } };
     },
 
-    async update(id: string, olds: InterfaceGroupsState, news: InterfaceGroupsState) {
-        const r = await setAll(id, { ...news, networkInterfaceId: olds.networkInterfaceId, originalGroups: olds.originalGroups }, recorded(olds));
-        return { outs: r.outs };
+    async update(id: string, _olds: InterfaceGroupsState, news: InterfaceGroupsState) {
+        return { outs: (await setAll(id, news)).outs };
     },
 
     async delete(_id: string, props: InterfaceGroupsState) {
-        const originals = recorded(props);
-        if (Object.keys(originals).length === 0) {
-            throw new Error(`no recorded groups of ${props.instanceId}'s interfaces in the state: nothing to restore them from; remove the resource with \`pulumi state delete\``);
-        }
         const c = client(props);
-        for (const [eni, groups] of Object.entries(originals)) {
-            if ((await ec2.interfaceGroups(c, eni)) === null) {
-                console.warn(`hostguard: network interface ${eni} of ${props.instanceId} no longer exists; nothing to restore on it`);
-                continue;
-            }
-            const alive = await ec2.existingGroups(c, groups);
-            const gone = groups.filter((g) => !alive.includes(g));
-            if (gone.length > 0) {
-                console.warn(`hostguard: ${gone.join(", ")} (on ${eni} before hostguard) no longer exist${gone.length === 1 ? "s" : ""}: not put back`);
-            }
-            if (alive.length === 0) {
-                console.warn(`hostguard: none of ${eni}'s original groups exists any more; it keeps its current groups`);
-                continue;
-            }
-            try {
-                await ec2.setInterfaceGroups(c, eni, alive);
-            } catch (e) {
-                if (ec2.isNotFound(e, ["InvalidNetworkInterfaceID.NotFound"])) {
-                    continue;
-                }
-                throw e;
-            }
+        for (const [eni, groups] of Object.entries(props.originals ?? {})) {
+            await restoreInterface(c, props.instanceId, eni, groups);
         }
     },
 };
+
+/**
+ * Puts GROUPS back on ENI if it is still on INSTANCE_ID or detached (one moved
+ * to another server is left as it is, with a warning). Groups deleted since
+ * are left out; when none is left it gets its VPC's default group.
+ */
+async function restoreInterface(c: ec2.Ec2, instanceId: string, eni: string, groups: string[]): Promise<void> {
+    const now = await ec2.describeInterface(c, eni);
+    if (now === null) {
+        console.warn(`hostguard: network interface ${eni} of ${instanceId} no longer exists; nothing to restore on it`);
+        return;
+    }
+    if (now.instanceId !== undefined && now.instanceId !== instanceId) {
+        console.warn(`hostguard: network interface ${eni} moved from ${instanceId} to ${now.instanceId}: its groups (${now.groups.join(", ")}) are left as they are `
+            + `(its groups on ${instanceId} were ${groups.join(", ")})`);
+        return;
+    }
+    let alive = await ec2.existingGroups(c, groups);
+    const gone = groups.filter((g) => !alive.includes(g));
+    if (gone.length > 0) {
+        console.warn(`hostguard: ${gone.join(", ")} (on ${eni} before hostguard) no longer exist${gone.length === 1 ? "s" : ""}: not put back`);
+    }
+    if (alive.length === 0) {
+        alive = [await ec2.defaultGroup(c, now.vpcId)];
+        console.warn(`hostguard: none of ${eni}'s original groups exists any more: it gets ${now.vpcId}'s default group ${alive[0]} (hostguard's group must come off before it is deleted)`);
+    }
+    try {
+        await ec2.setInterfaceGroups(c, eni, alive);
+    } catch (e) {
+        if (!ec2.isNotFound(e, ["InvalidNetworkInterfaceID.NotFound"]) && !ec2.isNotFound((e as { cause?: unknown }).cause, ["InvalidNetworkInterfaceID.NotFound"])) {
+            throw e;
+        }
+    }
+}
+
+export interface InterfaceRecordArgs {
+    region: pulumi.Input<string>;
+    profile?: pulumi.Input<string>;
+    instanceId: pulumi.Input<string>;
+    hostguardGroupId: pulumi.Input<string>;
+}
+
+export class InterfaceRecord extends pulumi.dynamic.Resource {
+    declare public readonly originals: pulumi.Output<Record<string, string[]>>;
+
+    constructor(name: string, args: InterfaceRecordArgs, opts?: pulumi.CustomResourceOptions) {
+        super(interfaceRecordProvider, name, { kind: INTERFACE_RECORD_KIND, ...args, originals: undefined }, opts);
+    }
+}
 
 export interface InterfaceGroupsArgs {
     region: pulumi.Input<string>;
     profile?: pulumi.Input<string>;
     instanceId: pulumi.Input<string>;
+    vpcId: pulumi.Input<string>;
     groups: pulumi.Input<pulumi.Input<string>[]>;
+    /** The record's output. */
+    originals: pulumi.Input<Record<string, string[]>>;
 }
 
 export class InterfaceGroups extends pulumi.dynamic.Resource {
-    public readonly networkInterfaceId!: pulumi.Output<string>;
-    public readonly originalGroups!: pulumi.Output<string[]>;
-    public readonly actualGroups!: pulumi.Output<string[]>;
-    public readonly originals!: pulumi.Output<Record<string, string[]>>;
-    public readonly actual!: pulumi.Output<Record<string, string[]>>;
+    declare public readonly networkInterfaceId: pulumi.Output<string>;
+    declare public readonly originals: pulumi.Output<Record<string, string[]>>;
+    declare public readonly actual: pulumi.Output<Record<string, string[]>>;
 
     constructor(name: string, args: InterfaceGroupsArgs, opts?: pulumi.CustomResourceOptions) {
-        super(interfaceGroupsProvider, name, {
-            kind: INTERFACE_GROUPS_KIND, ...args, networkInterfaceId: undefined, originalGroups: undefined, originals: undefined, actual: undefined,
-            actualGroups: undefined,
-        }, opts);
+        super(interfaceGroupsProvider, name, { kind: INTERFACE_GROUPS_KIND, ...args, networkInterfaceId: undefined, actual: undefined }, opts);
     }
 }

@@ -7,9 +7,9 @@
 // rules are reconciled to hostguard's and restored on destroy (adoptedGroup.ts).
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { AdoptedGroupIngress } from "./adoptedGroup";
+import { AdoptedGroupIngress, AdoptedGroupRecord } from "./adoptedGroup";
 import { DEFAULT_SECURITY_GROUP_DESCRIPTION } from "./config";
-import { InterfaceGroups } from "./interfaceGroups";
+import { InterfaceGroups, InterfaceRecord } from "./interfaceGroups";
 import type { WantedRule } from "./ec2Reconcile";
 
 export interface SecurityGroupArgs {
@@ -82,10 +82,11 @@ export class SecurityGroup extends pulumi.ComponentResource {
         };
         if (args.adoptId !== undefined) {
             // Nothing of @pulumi/aws here: the group exists, and only its inbound
-            // rules change (recorded, restored on destroy). Egress stays as it is.
+            // rules change (recorded first, restored on destroy). Egress stays as it is.
+            const where = { region: region(), ...(args.profile ? { profile: args.profile } : {}), groupId: args.adoptId, ingress: this.ingress };
+            const record = new AdoptedGroupRecord(`${name}-ingress-record`, where, { parent: this });
             const adopted = new AdoptedGroupIngress(`${name}-ingress`, {
-                region: region(), ...(args.profile ? { profile: args.profile } : {}), groupId: args.adoptId, ingress: this.ingress,
-                stackInstanceIds: hosts.map((h) => h.instanceId), sharedInstances: args.sharedInstances ?? [],
+                ...where, stackInstanceIds: hosts.map((h) => h.instanceId), sharedInstances: args.sharedInstances ?? [], original: record.original,
             }, { parent: this });
             this.groupId = adopted.id;
             this.interfaceIds = [];
@@ -105,9 +106,14 @@ export class SecurityGroup extends pulumi.ComponentResource {
             this.groupId = group.id;
             // The interface's WHOLE set, not one more group: EC2 unions the rules of
             // every group on it, so an allow-all group left there keeps the server open.
-            this.interfaceIds = hosts.map((h) => new InterfaceGroups(`${h.name}-interface-groups`, {
-                region: region(), ...(args.profile ? { profile: args.profile } : {}), instanceId: h.instanceId, groups: [group.id, ...(args.keepGroupIds ?? [])],
-            }, { parent: this }).id);
+            // Each instance's interfaces are recorded by a resource of their own first (checkpointed before any change).
+            this.interfaceIds = hosts.map((h) => {
+                const where = { region: region(), ...(args.profile ? { profile: args.profile } : {}), instanceId: h.instanceId };
+                const record = new InterfaceRecord(`${h.name}-interface-record`, { ...where, hostguardGroupId: group.id }, { parent: this });
+                return new InterfaceGroups(`${h.name}-interface-groups`, {
+                    ...where, vpcId: args.vpcId, groups: [group.id, ...(args.keepGroupIds ?? [])], originals: record.originals,
+                }, { parent: this }).id;
+            });
         }
         this.registerOutputs({ groupId: this.groupId, ingress: this.ingress });
     }

@@ -4,7 +4,7 @@
 import {
     AllocateAddressCommand, AssociateAddressCommand, AttachNetworkInterfaceCommand, AuthorizeSecurityGroupIngressCommand,
     CreateManagedPrefixListCommand, CreateNetworkInterfaceCommand, CreateSecurityGroupCommand, CreateSubnetCommand,
-    CreateVpcCommand, DescribeImagesCommand, DescribeNetworkInterfacesCommand, DescribeSecurityGroupsCommand, EC2Client,
+    CreateVpcCommand, DeleteNetworkInterfaceCommand, DescribeImagesCommand, DetachNetworkInterfaceCommand, DescribeNetworkInterfacesCommand, DescribeSecurityGroupsCommand, EC2Client,
     ModifyNetworkInterfaceAttributeCommand, RunInstancesCommand, TerminateInstancesCommand, type IpPermission,
 } from "@aws-sdk/client-ec2";
 import type { WantedRule } from "../../components/ec2Reconcile";
@@ -66,8 +66,29 @@ export class Account {
         return id;
     }
 
+    /**
+     * Terminates the instance as EC2 does: its launch interface (device 0,
+     * DeleteOnTermination true) is deleted, an interface attached later
+     * (DeleteOnTermination false) is detached and survives. moto differs: it
+     * keeps both attached to the terminated instance, so this does the rest.
+     */
     async terminate(instanceId: string): Promise<void> {
+        const enis = await this.client.send(new DescribeNetworkInterfacesCommand({ Filters: [{ Name: "attachment.instance-id", Values: [instanceId] }] }));
         await this.client.send(new TerminateInstancesCommand({ InstanceIds: [instanceId] }));
+        for (const n of enis.NetworkInterfaces ?? []) {
+            if (n.Attachment!.DeviceIndex === 0) {
+                await this.client.send(new DeleteNetworkInterfaceCommand({ NetworkInterfaceId: n.NetworkInterfaceId! }));
+            } else {
+                await this.client.send(new DetachNetworkInterfaceCommand({ AttachmentId: n.Attachment!.AttachmentId!, Force: true }));
+            }
+        }
+    }
+
+    /** Moves the interface from its instance to TO_INSTANCE (a floating interface). */
+    async move(networkInterfaceId: string, toInstance: string, deviceIndex = 1): Promise<void> {
+        const out = await this.client.send(new DescribeNetworkInterfacesCommand({ NetworkInterfaceIds: [networkInterfaceId] }));
+        await this.client.send(new DetachNetworkInterfaceCommand({ AttachmentId: out.NetworkInterfaces![0].Attachment!.AttachmentId! }));
+        await this.client.send(new AttachNetworkInterfaceCommand({ NetworkInterfaceId: networkInterfaceId, InstanceId: toInstance, DeviceIndex: deviceIndex }));
     }
 
     /** The interface's groups, sorted, read with DescribeNetworkInterfaces. */

@@ -6,8 +6,9 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { AuthorizeSecurityGroupIngressCommand, ModifyNetworkInterfaceAttributeCommand } from "@aws-sdk/client-ec2";
 import { ADOPTED_GROUP_KIND, adoptedGroupProvider, type AdoptedGroupState } from "../../components/adoptedGroup";
-import { INTERFACE_GROUPS_KIND, interfaceGroupsProvider, type InterfaceGroupsState } from "../../components/interfaceGroups";
+import { interfaceGroupsProvider, type InterfaceGroupsState } from "../../components/interfaceGroups";
 import { ingressRules } from "../../components/securityGroup";
+import { adoptStack, createStack, destroy, refresh, up } from "./engine";
 import { Account, messyIngress, wantedLines } from "./fixtures";
 import { REGION, startMoto, type Moto } from "./moto";
 
@@ -27,7 +28,7 @@ after(async () => {
 const RULES = ingressRules({ privateCidrs: ["10.0.0.0/8"], adminCidrs: ["203.0.113.0/24"] });
 
 function adoptInputs(groupId: string, over: Partial<AdoptedGroupState> = {}): AdoptedGroupState {
-    return { kind: ADOPTED_GROUP_KIND, region: REGION, groupId, ingress: RULES, stackInstanceIds: [], sharedInstances: [], ...over };
+    return { kind: ADOPTED_GROUP_KIND, region: REGION, groupId, ingress: RULES, stackInstanceIds: [], sharedInstances: [], original: [], ...over };
 }
 
 describe("adopted group ingress provider", () => {
@@ -41,30 +42,31 @@ describe("adopted group ingress provider", () => {
         assert.deepEqual((await p.check({}, inputs)).failures, []);
         assert.deepEqual(await account.snapshot(groupId), before);
 
-        // up
-        const created = await p.create(inputs);
-        assert.equal(created.id, groupId);
+        // up: the record first, then the change
+        const steps = adoptStack(groupId, RULES, [host.instanceId]);
+        const cp = await up(steps);
+        assert.equal(cp.ingress.id, groupId);
         assert.deepEqual(await account.ingress(groupId), wantedLines(RULES));
-        let state = created.outs as AdoptedGroupState;
-        assert.equal(state.original!.length, before.ingress.length);
-        assert.equal((await p.diff(groupId, state, inputs)).changes, false, "no changes right after the up");
+        assert.equal(cp.record.outs.original.length, before.ingress.length);
+        assert.deepEqual(cp.ingress.outs.original, cp.record.outs.original, "the change holds the record");
+        assert.equal((await p.diff(groupId, cp.ingress.outs, steps[1].inputs(cp))).changes, false, "no changes right after the up");
 
-        // a rule added by hand: refresh reads it, the diff shows a change, the update removes it.
+        // a rule added by hand: a plain preview reads it live and plans an update, refresh shows it, the update removes it.
         await moto.client.send(new AuthorizeSecurityGroupIngressCommand({
             GroupId: groupId, IpPermissions: [{ IpProtocol: "tcp", FromPort: 80, ToPort: 80, IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "by hand" }] }],
         }));
-        const read = await p.read(groupId, state);
-        state = read.props as AdoptedGroupState;
+        assert.deepEqual(await p.diff(groupId, cp.ingress.outs, steps[1].inputs(cp)), { changes: true, replaces: [], deleteBeforeReplace: true }, "drift without --refresh");
+        await refresh(steps, cp);
+        const state = cp.ingress.outs as AdoptedGroupState;
         assert.deepEqual(state.actual!["tcp|80-80|cidr4|0.0.0.0/0"], { protocol: "tcp", fromPort: 80, toPort: 80, kind: "cidr4", source: "0.0.0.0/0", description: "by hand" },
             "refresh shows the hand-added rule");
-        assert.deepEqual(await p.diff(groupId, state, inputs), { changes: true, replaces: [], deleteBeforeReplace: true });
-        const updated = await p.update(groupId, state, inputs);
-        state = updated.outs as AdoptedGroupState;
+        assert.equal(cp.record.outs.original.length, before.ingress.length, "refresh keeps the record");
+        await up(steps, cp);
         assert.deepEqual(await account.ingress(groupId), wantedLines(RULES));
-        assert.equal((await p.diff(groupId, (await p.read(groupId, state)).props, inputs)).changes, false);
+        assert.equal((await p.diff(groupId, cp.ingress.outs, steps[1].inputs(cp))).changes, false);
 
         // destroy
-        await p.delete(groupId, state);
+        await destroy(steps, cp);
         assert.deepEqual(await account.snapshot(groupId), before);
     });
 
@@ -87,38 +89,38 @@ describe("adopted group ingress provider", () => {
 
     it("a change of the opt-in or the hosts is an update that only rechecks; another group id is a replacement", async () => {
         const groupId = await account.group([], "quiet");
-        const inputs = adoptInputs(groupId);
-        const state = (await p.create(inputs)).outs as AdoptedGroupState;
-        assert.equal((await p.diff(groupId, state, { ...inputs, sharedInstances: ["i-0123456789abcdef0"] })).changes, true);
-        assert.deepEqual((await p.diff(groupId, state, { ...inputs, groupId: "sg-0123456789abcdef0" })).replaces, ["groupId"]);
-        await p.delete(groupId, state);
+        const steps = adoptStack(groupId, RULES);
+        const cp = await up(steps);
+        const inputs = steps[1].inputs(cp);
+        assert.equal((await p.diff(groupId, cp.ingress.outs, { ...inputs, sharedInstances: ["i-0123456789abcdef0"] })).changes, true);
+        assert.deepEqual((await p.diff(groupId, cp.ingress.outs, { ...inputs, groupId: "sg-0123456789abcdef0" })).replaces, ["groupId"]);
+        await destroy(steps, cp);
         assert.deepEqual(await account.ingress(groupId), []);
     });
 });
 
 describe("interface groups provider (created group)", () => {
-    it("up leaves exactly [hostguard, kept], refresh sees a group added by hand, update removes it, destroy restores the previous set", async () => {
+    it("up leaves exactly [hostguard, kept], a preview sees a group added by hand, update removes it, destroy restores the previous set", async () => {
         const allowAll = await account.group([{ IpProtocol: "-1", IpRanges: [{ CidrIp: "0.0.0.0/0" }] }], "default");
         const lb = await account.group([], "lb");
         const hostguard = await account.group([], "hostguard");
         const host = await account.instance([allowAll, lb]);
-        const inputs: InterfaceGroupsState = { kind: INTERFACE_GROUPS_KIND, region: REGION, instanceId: host.instanceId, groups: [hostguard, lb] };
+        const steps = createStack(host.instanceId, account.vpcId, [hostguard, lb]);
 
-        const created = await q.create(inputs);
-        assert.equal(created.id, `${host.instanceId}/${host.networkInterfaceId}`);
+        const cp = await up(steps);
+        assert.equal(cp.interfaces.id, `${host.instanceId}/${host.networkInterfaceId}`);
         assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [hostguard, lb].sort());
-        let state = created.outs as InterfaceGroupsState;
-        assert.deepEqual([...state.originalGroups!].sort(), [allowAll, lb].sort());
-        assert.equal((await q.diff(created.id, state, inputs)).changes, false);
+        assert.deepEqual(cp.record.outs.originals, { [host.networkInterfaceId]: [allowAll, lb] });
+        assert.equal((await q.diff(cp.interfaces.id, cp.interfaces.outs, steps[1].inputs(cp))).changes, false);
 
         await moto.client.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: host.networkInterfaceId, Groups: [hostguard, lb, allowAll] }));
-        state = (await q.read(created.id, state)).props as InterfaceGroupsState;
-        assert.deepEqual([...state.actualGroups!].sort(), [hostguard, lb, allowAll].sort());
-        assert.equal((await q.diff(created.id, state, inputs)).changes, true);
-        state = (await q.update(created.id, state, inputs)).outs as InterfaceGroupsState;
+        assert.equal((await q.diff(cp.interfaces.id, cp.interfaces.outs, steps[1].inputs(cp))).changes, true, "drift without --refresh");
+        await refresh(steps, cp);
+        assert.deepEqual([...(cp.interfaces.outs as InterfaceGroupsState).actual![host.networkInterfaceId]].sort(), [hostguard, lb, allowAll].sort());
+        await up(steps, cp);
         assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [hostguard, lb].sort());
 
-        await q.delete(created.id, state);
+        await destroy(steps, cp);
         assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll, lb].sort());
     });
 });

@@ -14,6 +14,7 @@ import { ADOPTED_GROUP_KIND, adoptedGroupProvider, type AdoptedGroupState } from
 import { INTERFACE_GROUPS_KIND, interfaceGroupsProvider, type InterfaceGroupsState } from "../../components/interfaceGroups";
 import { ec2Client, reconcileIngress, restoreIngress, wantedAtoms, type Ec2 } from "../../components/ec2Reconcile";
 import { ingressRules } from "../../components/securityGroup";
+import { adoptStack, createStack, destroy, refresh, up, type Checkpoint } from "./engine";
 import { startFaultProxy, type FaultProxy } from "./faultProxy";
 import { Account, messyIngress, wantedLines } from "./fixtures";
 import { REGION, startMoto, useEndpoint, type Moto } from "./moto";
@@ -36,10 +37,10 @@ const ALLOW_ALL = [{ IpProtocol: "-1", IpRanges: [{ CidrIp: "0.0.0.0/0", Descrip
 const HTTP_ANYWHERE = [{ IpProtocol: "tcp", FromPort: 80, ToPort: 80, Ipv6Ranges: [{ CidrIpv6: "::/0", Description: "http v6" }] }];
 
 function adoptInputs(groupId: string, over: Partial<AdoptedGroupState> = {}): AdoptedGroupState {
-    return { kind: ADOPTED_GROUP_KIND, region: REGION, groupId, ingress: RULES, stackInstanceIds: [], sharedInstances: [], ...over };
+    return { kind: ADOPTED_GROUP_KIND, region: REGION, groupId, ingress: RULES, stackInstanceIds: [], sharedInstances: [], original: [], ...over };
 }
 function interfaceInputs(instanceId: string, groups: string[]): InterfaceGroupsState {
-    return { kind: INTERFACE_GROUPS_KIND, region: REGION, instanceId, groups };
+    return { kind: INTERFACE_GROUPS_KIND, region: REGION, instanceId, vpcId: account.vpcId, groups, originals: {} };
 }
 
 describe("create path: every interface of the instance", () => {
@@ -50,24 +51,22 @@ describe("create path: every interface of the instance", () => {
         const hostguard = await account.group([], "hostguard");
         const host = await account.instance([allowAll]);
         const second = await account.secondaryInterface(host.instanceId, [allowAll, web80]);
-        const inputs = interfaceInputs(host.instanceId, [hostguard, lb]);
+        const steps = createStack(host.instanceId, account.vpcId, [hostguard, lb]);
 
-        const created = await q.create(inputs);
-        assert.equal(created.id, `${host.instanceId}/${host.networkInterfaceId}`);
+        const cp = await up(steps);
+        assert.equal(cp.interfaces.id, `${host.instanceId}/${host.networkInterfaceId}`);
         assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [hostguard, lb].sort());
         assert.deepEqual(await account.groupsOn(second), [hostguard, lb].sort(), "the secondary interface is closed too");
-        const state = created.outs as InterfaceGroupsState;
-        assert.deepEqual(state.originals, { [host.networkInterfaceId]: [allowAll], [second]: [allowAll, web80] });
-        assert.equal((await q.diff(created.id, state, inputs)).changes, false);
+        assert.deepEqual(cp.record.outs.originals, { [host.networkInterfaceId]: [allowAll], [second]: [allowAll, web80] });
+        assert.equal((await q.diff(cp.interfaces.id, cp.interfaces.outs, steps[1].inputs(cp))).changes, false);
 
-        // Refresh sees a group put back by hand on the secondary interface only; update removes it.
+        // A group put back by hand on the secondary interface only: the next up removes it.
         await account.client.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: second, Groups: [hostguard, lb, allowAll] }));
-        const read = (await q.read(created.id, state)).props as InterfaceGroupsState;
-        assert.equal((await q.diff(created.id, read, inputs)).changes, true);
-        const updated = (await q.update(created.id, read, inputs)).outs as InterfaceGroupsState;
+        assert.equal((await q.diff(cp.interfaces.id, cp.interfaces.outs, steps[1].inputs(cp))).changes, true);
+        await up(steps, cp);
         assert.deepEqual(await account.groupsOn(second), [hostguard, lb].sort());
 
-        await q.delete(created.id, updated);
+        await destroy(steps, cp);
         assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
         assert.deepEqual(await account.groupsOn(second), [allowAll, web80].sort());
     });
@@ -76,32 +75,17 @@ describe("create path: every interface of the instance", () => {
         const allowAll = await account.group(ALLOW_ALL, "default");
         const hostguard = await account.group([], "hostguard");
         const host = await account.instance([allowAll]);
-        const inputs = interfaceInputs(host.instanceId, [hostguard]);
-        const created = await q.create(inputs);
+        const steps = createStack(host.instanceId, account.vpcId, [hostguard]);
+        const cp = await up(steps);
         const second = await account.secondaryInterface(host.instanceId, [allowAll]);
-        const read = (await q.read(created.id, created.outs)).props as InterfaceGroupsState;
-        assert.equal((await q.diff(created.id, read, inputs)).changes, true, "the new interface shows as drift");
-        const updated = (await q.update(created.id, read, inputs)).outs as InterfaceGroupsState;
+        assert.equal((await (steps[0].provider.diff!)(cp.record.id, cp.record.outs, steps[0].inputs(cp))).changes, true,
+            "a plain preview sees the new interface (the record updates first)");
+        await up(steps, cp);
         assert.deepEqual(await account.groupsOn(second), [hostguard]);
-        assert.deepEqual(updated.originals![second], [allowAll]);
-        await q.delete(created.id, updated);
+        assert.deepEqual(cp.record.outs.originals[second], [allowAll]);
+        await destroy(steps, cp);
         assert.deepEqual(await account.groupsOn(second), [allowAll]);
         assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
-    });
-
-    it("a state from before issue 24 (primary only) records and closes the other interfaces on its next up", async () => {
-        const allowAll = await account.group(ALLOW_ALL, "default");
-        const hostguard = await account.group([], "hostguard");
-        const host = await account.instance([hostguard]);
-        const second = await account.secondaryInterface(host.instanceId, [allowAll]);
-        const inputs = interfaceInputs(host.instanceId, [hostguard]);
-        const old: InterfaceGroupsState = { ...inputs, networkInterfaceId: host.networkInterfaceId, originalGroups: [allowAll], actualGroups: [hostguard] };
-        assert.equal((await q.diff("x", old, inputs)).changes, true);
-        const updated = (await q.update("x", old, inputs)).outs as InterfaceGroupsState;
-        assert.deepEqual(await account.groupsOn(second), [hostguard]);
-        await q.delete("x", updated);
-        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll], "the primary's old record is kept");
-        assert.deepEqual(await account.groupsOn(second), [allowAll]);
     });
 
     it("preview refuses a kept group that lets more than 443 in from anywhere, naming group, rule and interface", async () => {
@@ -185,44 +169,45 @@ describe("nothing to restore is lost when a call fails after the change (fault-i
         process.env.HOSTGUARD_READBACK_TRIES = "2";
     };
 
-    it("adopt: a throttled read-back after the rules changed keeps the true original; the next up and destroy restore it", async () => {
+    it("adopt: a throttled read-back after the rules changed keeps the resource; the next up and destroy restore the true original", async () => {
         const groupId = await account.group(messyIngress(await account.group(), await account.prefixList()), "throttled");
         const before = await account.snapshot(groupId);
-        const inputs = adoptInputs(groupId);
+        const steps = adoptStack(groupId, RULES);
+        const cp: Checkpoint = {};
         viaProxy();
         throttleAfter("AuthorizeSecurityGroupIngress", "DescribeSecurityGroups");
-        const err = await p.create(inputs).then(() => null, (e) => e);
-        assert.ok(err, "create failed");
+        const err = await up(steps, cp).then(() => null, (e) => e);
+        assert.ok(err, "up failed");
         assert.match(err.message, /RequestLimitExceeded|Request limit exceeded/);
         assert.equal(err.id, groupId, "the error carries the id: the engine keeps the resource");
-        assert.equal(err.properties.original.length, before.ingress.length, "and the original rules");
+        assert.equal(cp.ingress.outs.original.length, before.ingress.length, "and the original rules");
         assert.ok(proxy.calls.includes("!DescribeSecurityGroups"));
 
-        // The next up (the engine updates the half-created resource from what it kept), then destroy.
         proxy.rule = () => false;
-        const updated = (await p.update(groupId, err.properties, inputs)).outs as AdoptedGroupState;
+        await up(steps, cp);
         assert.deepEqual(await account.ingress(groupId), wantedLines(RULES));
-        await p.delete(groupId, updated);
+        await destroy(steps, cp);
         assert.deepEqual(await account.snapshot(groupId), before, "the real original is back, not hostguard's rules");
     });
 
-    it("create path: a throttled read-back after the interfaces changed keeps every interface's set; destroy restores them", async () => {
+    it("create path: a throttled read-back after the interfaces changed keeps the resource; destroy restores every interface", async () => {
         const allowAll = await account.group(ALLOW_ALL, "default");
         const hostguard = await account.group([], "hostguard");
         const host = await account.instance([allowAll]);
         const second = await account.secondaryInterface(host.instanceId, [allowAll]);
-        const inputs = interfaceInputs(host.instanceId, [hostguard]);
+        const steps = createStack(host.instanceId, account.vpcId, [hostguard]);
+        const cp: Checkpoint = {};
         viaProxy();
         throttleAfter("ModifyNetworkInterfaceAttribute", "DescribeNetworkInterfaces");
-        const err = await q.create(inputs).then(() => null, (e) => e);
-        assert.ok(err, "create failed");
+        const err = await up(steps, cp).then(() => null, (e) => e);
+        assert.ok(err, "up failed");
         assert.equal(err.id, `${host.instanceId}/${host.networkInterfaceId}`);
-        assert.deepEqual(err.properties.originals, { [host.networkInterfaceId]: [allowAll], [second]: [allowAll] });
+        assert.deepEqual(cp.interfaces.outs.originals, { [host.networkInterfaceId]: [allowAll], [second]: [allowAll] });
 
         proxy.rule = () => false;
-        const updated = (await q.update(err.id, err.properties, inputs)).outs as InterfaceGroupsState;
+        await up(steps, cp);
         assert.deepEqual(await account.groupsOn(second), [hostguard]);
-        await q.delete(err.id, updated);
+        await destroy(steps, cp);
         assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
         assert.deepEqual(await account.groupsOn(second), [allowAll]);
     });
@@ -231,28 +216,30 @@ describe("nothing to restore is lost when a call fails after the change (fault-i
         const groupId = await account.group(HTTP_ANYWHERE, "retried");
         useEndpoint(proxy.endpoint);
         proxy.rule = (action, n) => action === "DescribeSecurityGroups" && n % 2 === 1;
-        const r = await p.create(adoptInputs(groupId));
-        assert.equal(r.id, groupId);
+        const steps = adoptStack(groupId, RULES);
+        const cp = await up(steps);
+        assert.equal(cp.ingress.id, groupId);
         assert.ok(proxy.calls.filter((c) => c === "!DescribeSecurityGroups").length >= 1);
         proxy.rule = () => false;
-        await p.delete(groupId, r.outs);
+        await destroy(steps, cp);
     });
 });
 
 describe("instances and groups that come and go", () => {
-    it("create path: a terminated instance drops the resource on refresh, and destroy succeeds", async () => {
+    it("create path: an instance gone with all its interfaces drops both resources on refresh, and destroy succeeds", async () => {
         const allowAll = await account.group(ALLOW_ALL, "default");
         const hostguard = await account.group([], "hostguard");
         const host = await account.instance([allowAll]);
         const second = await account.secondaryInterface(host.instanceId, [allowAll]);
-        const created = await q.create(interfaceInputs(host.instanceId, [hostguard]));
+        const steps = createStack(host.instanceId, account.vpcId, [hostguard]);
+        const cp = await up(steps);
         // The secondary interface is detached and deleted first, then the instance goes.
         await account.client.send(new DetachNetworkInterfaceCommand({ AttachmentId: (await account.client.send(new DescribeNetworkInterfacesCommand({ NetworkInterfaceIds: [second] }))).NetworkInterfaces![0].Attachment!.AttachmentId! }));
         await account.client.send(new DeleteNetworkInterfaceCommand({ NetworkInterfaceId: second }));
         await account.terminate(host.instanceId);
-        const read = await q.read(created.id, created.outs);
-        assert.equal(read.id, "", "refresh drops it");
-        await q.delete(created.id, created.outs);
+        await refresh(steps, cp);
+        assert.deepEqual(Object.keys(cp), [], "refresh drops both");
+        await destroy(steps, cp);
     });
 
     it("create path: an original group deleted meanwhile is skipped, the others restored", async () => {
@@ -260,28 +247,32 @@ describe("instances and groups that come and go", () => {
         const temp = await account.group([], "temporary");
         const hostguard = await account.group([], "hostguard");
         const host = await account.instance([allowAll, temp]);
-        const created = await q.create(interfaceInputs(host.instanceId, [hostguard]));
+        const steps = createStack(host.instanceId, account.vpcId, [hostguard]);
+        const cp = await up(steps);
         await account.client.send(new DeleteSecurityGroupCommand({ GroupId: temp }));
-        await q.delete(created.id, created.outs);
+        await destroy(steps, cp);
         assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
     });
 
-    it("adopt path: a deleted group drops the resource on refresh, and destroy succeeds; a referenced group deleted is skipped", async () => {
+    it("adopt path: a deleted group drops the resources on refresh, and destroy succeeds; a referenced group deleted is skipped", async () => {
         const gone = await account.group([], "gone");
         const referenced = await account.group([], "referenced");
         const groupId = await account.group([
             { IpProtocol: "tcp", FromPort: 5432, ToPort: 5432, UserIdGroupPairs: [{ GroupId: referenced, Description: "db" }] },
             { IpProtocol: "tcp", FromPort: 22, ToPort: 22, IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "ssh" }] },
         ], "refs");
-        const created = await p.create(adoptInputs(groupId));
+        const steps = adoptStack(groupId, RULES);
+        const cp = await up(steps);
         await account.client.send(new DeleteSecurityGroupCommand({ GroupId: referenced }));
-        await p.delete(groupId, created.outs);
+        await destroy(steps, cp);
         assert.deepEqual(await account.ingress(groupId), ['tcp 22-22 0.0.0.0/0 "ssh"']);
 
-        const c2 = await p.create(adoptInputs(gone));
+        const steps2 = adoptStack(gone, RULES);
+        const cp2 = await up(steps2);
         await account.client.send(new DeleteSecurityGroupCommand({ GroupId: gone }));
-        assert.equal((await p.read(gone, c2.outs)).id, "");
-        await p.delete(gone, c2.outs);
+        await refresh(steps2, cp2);
+        assert.deepEqual(Object.keys(cp2), []);
+        await destroy(steps2, cp2);
     });
 
     it("adopt path: preview names a hosts[].instanceId that is terminated", async () => {

@@ -730,8 +730,8 @@ s13_aws_adopt() {
     fail "the adopt-mode stack holds @pulumi/aws resources: ${types}"
   fi
   expect_eq "hostguard's dynamic resources" \
-    "$(jq -r '[.deployment.resources[] | select(.type == "pulumi-nodejs:dynamic:Resource") | .inputs.kind] | join(",")' "${E2E_LOG_DIR}/13-export.json")" \
-    "hostguard:adopted-group-ingress"
+    "$(jq -r '[.deployment.resources[] | select(.type == "pulumi-nodejs:dynamic:Resource") | .inputs.kind] | sort | join(",")' "${E2E_LOG_DIR}/13-export.json")" \
+    "hostguard:adopted-group-ingress,hostguard:adopted-group-record"
 
   # A rule added by hand: preview --refresh shows it, up --refresh removes it.
   moto_ec2 add-rule "${group}"

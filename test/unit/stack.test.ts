@@ -34,6 +34,8 @@ let calls: Array<{ token: string; inputs: Record<string, any> }> = [];
 const DYNAMIC = "pulumi-nodejs:dynamic:Resource";
 const EXPECTED_TYPES = new Set(["hostguard:aws:SecurityGroup", "hostguard:host:HostDeployment", "aws:ec2/securityGroup:SecurityGroup", "command:remote:Command", "random:index/randomInteger:RandomInteger", DYNAMIC]);
 const GROUP_ID = "sg-0mock0000000000001";
+const VPC_ID = "vpc-0123456789abcdef0";
+const RECORDED_RULES = [{ protocol: "tcp", fromPort: 22, toPort: 22, kind: "cidr4", source: "0.0.0.0/0" }];
 const REGION = "eu-west-1";
 
 before(async () => {
@@ -48,7 +50,10 @@ before(async () => {
                 return { id: `${args.name}-id`, state: { ...args.inputs, result: args.name.startsWith("web2") ? 427 : 183 } };
             }
             const id = args.type === "aws:ec2/securityGroup:SecurityGroup" ? GROUP_ID : args.inputs.kind === "hostguard:adopted-group-ingress" ? args.inputs.groupId : `${args.name}-id`;
-            return { id, state: args.inputs };
+            // The records' outputs (what destroy restores), to see them reach the enforcing resources.
+            const record = args.inputs.kind === "hostguard:adopted-group-record" ? { original: RECORDED_RULES }
+                : args.inputs.kind === "hostguard:interface-record" ? { originals: { [`eni-of-${args.inputs.instanceId}`]: ["sg-0recorded"] } } : {};
+            return { id, state: { ...args.inputs, ...record } };
         },
         call(args) {
             // The program looks nothing up: the dynamic resources read EC2 themselves, at deploy time.
@@ -173,13 +178,16 @@ describe("stack with one host", () => {
     it("adopts an existing group with one dynamic resource that reconciles its inbound rules, and no @pulumi/aws resource or invoke", async () => {
         const { resources, out } = await build(rawConfig(["web1"], { securityGroupId: "sg-0aaaaaaaaaaaaaaa1", securityGroupName: "launch-wizard-1", securityGroupDescription: "launch-wizard-1 created 2024-01-01" }));
         assert.deepEqual(resources.filter((r) => r.type.startsWith("aws:") || r.type === DYNAMIC).map((r) => `${r.type} ${r.name}`), [
-            `${DYNAMIC} hostguard-ingress`,
+            `${DYNAMIC} hostguard-ingress`, `${DYNAMIC} hostguard-ingress-record`,
         ]);
         assert.deepEqual(calls, []);
+        const record = resources.find((r) => r.name === "hostguard-ingress-record")!;
         const adopted = resources.find((r) => r.name === "hostguard-ingress")!;
         const { __provider, ...inputs } = adopted.inputs;
+        const { __provider: _p, ...recordInputs } = record.inputs;
+        assert.deepEqual(recordInputs, { kind: "hostguard:adopted-group-record", region: REGION, groupId: "sg-0aaaaaaaaaaaaaaa1", ingress: inputs.ingress });
         assert.deepEqual(inputs, {
-            kind: "hostguard:adopted-group-ingress", region: REGION, groupId: "sg-0aaaaaaaaaaaaaaa1",
+            kind: "hostguard:adopted-group-ingress", region: REGION, groupId: "sg-0aaaaaaaaaaaaaaa1", original: RECORDED_RULES,
             ingress: [
                 { description: "HTTPS from anywhere", protocol: "tcp", fromPort: 443, toPort: 443, cidrBlocks: ["0.0.0.0/0"], ipv6CidrBlocks: ["::/0"], securityGroups: [] },
                 { description: "application port from the private network", protocol: "tcp", fromPort: 8080, toPort: 8080, cidrBlocks: ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"], ipv6CidrBlocks: [], securityGroups: [] },
@@ -364,8 +372,22 @@ describe("the created group on the hosts' instances, and the adopted group's gua
             const { __provider, ...inputs } = a.inputs;
             return { name: a.name, inputs };
         }), [
-            { name: "web1-interface-groups", inputs: { kind: "hostguard:interface-groups", region: REGION, instanceId: "i-0123456789abcdef0", groups: [GROUP_ID, "sg-0cccccccccccccccc"] } },
-            { name: "web2-interface-groups", inputs: { kind: "hostguard:interface-groups", region: REGION, instanceId: "i-0fedcba9", groups: [GROUP_ID, "sg-0cccccccccccccccc"] } },
+            {
+                name: "web1-interface-groups", inputs: {
+                    kind: "hostguard:interface-groups", region: REGION, instanceId: "i-0123456789abcdef0", vpcId: VPC_ID, groups: [GROUP_ID, "sg-0cccccccccccccccc"],
+                    originals: { "eni-of-i-0123456789abcdef0": ["sg-0recorded"] },
+                },
+            },
+            {
+                name: "web2-interface-groups", inputs: {
+                    kind: "hostguard:interface-groups", region: REGION, instanceId: "i-0fedcba9", vpcId: VPC_ID, groups: [GROUP_ID, "sg-0cccccccccccccccc"],
+                    originals: { "eni-of-i-0fedcba9": ["sg-0recorded"] },
+                },
+            },
+        ]);
+        // Each instance's record comes first, naming hostguard's group (an interface already carrying it is refused).
+        assert.deepEqual(resources.filter((r) => r.inputs.kind === "hostguard:interface-record").map((r) => [r.name, r.inputs.instanceId, r.inputs.hostguardGroupId]), [
+            ["web1-interface-record", "i-0123456789abcdef0", GROUP_ID], ["web2-interface-record", "i-0fedcba9", GROUP_ID],
         ]);
         // The mocks do not pass the parent, but the mock monitor's URNs carry the type chain.
         const urns = [...((pulumi.runtime.getMonitor() as any).getRegisteredResources() as Map<string, unknown>).keys()];
@@ -376,7 +398,7 @@ describe("the created group on the hosts' instances, and the adopted group's gua
         assert.deepEqual(calls, []);
         assert.equal(out.securityGroupInterfaceIds?.length, 2);
         // Nothing else changes: the group and both deployments are still all there.
-        assert.equal(resources.length, 2 + 2 + 2 * 7);
+        assert.equal(resources.length, 2 + 2 + 2 + 2 * 7);
     });
 
     it("sets only the interfaces of hosts that name an instance", async () => {

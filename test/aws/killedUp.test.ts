@@ -1,0 +1,285 @@
+// Issue 33 against moto's EC2 API through the fault proxy: what destroy must
+// restore is in the state before the first EC2 change is sent. An up killed
+// with SIGKILL right after its first change (a child process running it, the
+// engine's checkpoint in a file), a change EC2 applied whose answer was lost,
+// a half-changed original refused, an interface whose original groups are all
+// gone, and interfaces that outlive or leave their instance. engine.ts plays
+// the engine; what EC2 ends up with is read by the test itself.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { after, afterEach, before, describe, it } from "node:test";
+import {
+    CreateSubnetCommand, CreateVpcCommand, DeleteSecurityGroupCommand,
+    DescribeSecurityGroupsCommand, ModifyNetworkInterfaceAttributeCommand, RunInstancesCommand,
+} from "@aws-sdk/client-ec2";
+import { ingressRules } from "../../components/securityGroup";
+import { interfaceGroupsProvider, type InterfaceGroupsState } from "../../components/interfaceGroups";
+import { adoptStack, createStack, destroy, refresh, up, type Checkpoint } from "./engine";
+import { startFaultProxy, type FaultProxy } from "./faultProxy";
+import { Account, messyIngress, wantedLines } from "./fixtures";
+import { REGION, startMoto, useEndpoint, type Moto } from "./moto";
+
+let moto: Moto;
+let account: Account;
+let proxy: FaultProxy;
+const q = interfaceGroupsProvider as Required<typeof interfaceGroupsProvider>;
+
+before(async () => {
+    moto = await startMoto();
+    account = await Account.create(moto.client);
+    proxy = await startFaultProxy(moto.endpoint);
+});
+after(async () => {
+    await proxy?.stop();
+    await moto?.stop();
+});
+afterEach(() => {
+    proxy.rule = () => false;
+    useEndpoint(moto.endpoint);
+    delete process.env.AWS_MAX_ATTEMPTS;
+    delete process.env.HOSTGUARD_READBACK_TRIES;
+});
+
+const RULES = ingressRules({ privateCidrs: ["10.0.0.0/8"], adminCidrs: ["203.0.113.0/24"] });
+const ALLOW_ALL = [{ IpProtocol: "-1", IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "allow all" }] }];
+const CHANGES = ["AuthorizeSecurityGroupIngress", "RevokeSecurityGroupIngress", "UpdateSecurityGroupRuleDescriptionsIngress", "ModifyNetworkInterfaceAttribute"];
+
+/**
+ * Runs an up of SPEC in a child process through the proxy, holds its first EC2
+ * change (applied, unanswered) and kills the child with SIGKILL there: what
+ * the engine had checkpointed by then is returned.
+ */
+async function killedUp(spec: Record<string, unknown>): Promise<Checkpoint> {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), `hostguard-i33-${process.pid}-`));
+    const file = path.join(dir, "checkpoint.json");
+    let first = true;
+    const held = new Promise<string>((resolve) => {
+        proxy.rule = (action) => {
+            if (first && CHANGES.includes(action)) {
+                first = false;
+                setImmediate(() => resolve(action));
+                return "hold";
+            }
+            return false;
+        };
+    });
+    const child = spawn(process.execPath, ["--import", "tsx", path.join(__dirname, "engineChild.ts"), JSON.stringify({ ...spec, file })], {
+        env: { ...process.env, AWS_ENDPOINT_URL: proxy.endpoint }, stdio: ["ignore", "ignore", "pipe"],
+    });
+    let stderr = "";
+    child.stderr!.on("data", (d) => (stderr += d));
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    const action = await Promise.race([held, exited.then((code) => { throw new Error(`the up ended (${code}) before any change: ${stderr}`); })]);
+    child.kill("SIGKILL");
+    await exited;
+    proxy.rule = () => false;
+    assert.ok(CHANGES.includes(action));
+    const cp = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, "utf8")) as Checkpoint : {};
+    fs.rmSync(dir, { recursive: true, force: true });
+    return cp;
+}
+
+describe("an up killed with SIGKILL after its first EC2 change", () => {
+    it("adopt: the second up and destroy restore every original rule", async () => {
+        const groupId = await account.group(messyIngress(await account.group(), await account.prefixList()), "killed");
+        const before = await account.snapshot(groupId);
+        const cp = await killedUp({ stack: "adopt", groupId, ingress: RULES });
+        assert.deepEqual(Object.keys(cp), ["record"], "the record was checkpointed; the change was pending");
+        assert.notDeepEqual(await account.ingress(groupId), before.ingress, "the first change reached EC2");
+
+        const steps = adoptStack(groupId, RULES);
+        await up(steps, cp);
+        assert.deepEqual(await account.ingress(groupId), wantedLines(RULES));
+        await destroy(steps, cp);
+        assert.deepEqual(await account.snapshot(groupId), before, "every original rule is back");
+    });
+
+    it("create path: the second up and destroy restore every interface's groups", async () => {
+        const allowAll = await account.group(ALLOW_ALL, "default");
+        const web = await account.group([], "web");
+        const hostguard = await account.group([], "hostguard");
+        const host = await account.instance([allowAll]);
+        const second = await account.secondaryInterface(host.instanceId, [allowAll, web]);
+        const cp = await killedUp({ stack: "create", instanceId: host.instanceId, vpcId: account.vpcId, groups: [hostguard] });
+        assert.deepEqual(Object.keys(cp), ["record"]);
+        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [hostguard], "the first interface was changed");
+
+        const steps = createStack(host.instanceId, account.vpcId, [hostguard]);
+        await up(steps, cp);
+        assert.deepEqual(await account.groupsOn(second), [hostguard]);
+        await destroy(steps, cp);
+        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
+        assert.deepEqual(await account.groupsOn(second), [allowAll, web].sort());
+        await account.client.send(new DeleteSecurityGroupCommand({ GroupId: hostguard }));
+    });
+
+    it("a record made after such a kill without one (another stack, a deleted state) is refused, naming what to do", async () => {
+        const groupId = await account.group([], "already-hostguards");
+        const steps = adoptStack(groupId, RULES);
+        await up(steps);
+        const err = await up(adoptStack(groupId, RULES)).then(() => null, (e: Error) => e);
+        assert.match(String(err?.message), new RegExp(`security group ${groupId} already has exactly hostguard's inbound rules.*run up again`));
+
+        const allowAll = await account.group(ALLOW_ALL, "default");
+        const hostguard = await account.group([], "hostguard");
+        const host = await account.instance([hostguard, allowAll]);
+        const refused = await up(createStack(host.instanceId, account.vpcId, [hostguard])).then(() => null, (e: Error) => e);
+        assert.match(String(refused?.message), new RegExp(`network interface ${host.networkInterfaceId} of instance ${host.instanceId} already carries hostguard's group ${hostguard}`));
+        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [hostguard, allowAll].sort(), "nothing changed");
+    });
+});
+
+describe("a change EC2 applied whose answer was lost (fault proxy: forwarded, then 503)", () => {
+    it("adopt: the authorize's retry is refused as a duplicate; the rule shows, so the up goes on; destroy restores", async () => {
+        const groupId = await account.group(messyIngress(await account.group(), await account.prefixList()), "lost-answer");
+        const before = await account.snapshot(groupId);
+        useEndpoint(proxy.endpoint);
+        proxy.rule = (action, n) => (action === "AuthorizeSecurityGroupIngress" && n === 1 ? "lose" : false);
+        const steps = adoptStack(groupId, RULES);
+        const cp = await up(steps);
+        assert.ok(proxy.calls.includes("!AuthorizeSecurityGroupIngress"));
+        assert.deepEqual(await account.ingress(groupId), wantedLines(RULES));
+        await destroy(steps, cp);
+        assert.deepEqual(await account.snapshot(groupId), before);
+    });
+
+    it("adopt: when the read after it fails too, the failure counts as changed: the state keeps the resource and destroy restores", async () => {
+        const groupId = await account.group(messyIngress(await account.group(), await account.prefixList()), "lost-unread");
+        const before = await account.snapshot(groupId);
+        useEndpoint(proxy.endpoint);
+        process.env.AWS_MAX_ATTEMPTS = "1";
+        let lost = false;
+        proxy.rule = (action) => {
+            if (action === "AuthorizeSecurityGroupIngress" && !lost) {
+                lost = true;
+                return "lose";
+            }
+            return lost && action === "DescribeSecurityGroups";
+        };
+        const cp: Checkpoint = {};
+        const steps = adoptStack(groupId, RULES);
+        const err = await up(steps, cp).then(() => null, (e) => e);
+        assert.match(String(err?.message), /changing the inbound rules of .* failed/);
+        assert.equal(err.id, groupId, "an initialization failure: the engine keeps the resource");
+        proxy.rule = () => false;
+        await destroy(steps, cp);
+        assert.deepEqual(await account.snapshot(groupId), before, "hostguard's authorized rules are gone again");
+    });
+
+    it("create path: a modify applied and unanswered on every try reads back as done; destroy restores", async () => {
+        const allowAll = await account.group(ALLOW_ALL, "default");
+        const hostguard = await account.group([], "hostguard");
+        const host = await account.instance([allowAll]);
+        useEndpoint(proxy.endpoint);
+        process.env.AWS_MAX_ATTEMPTS = "2";
+        proxy.rule = (action) => (action === "ModifyNetworkInterfaceAttribute" ? "lose" : false);
+        const steps = createStack(host.instanceId, account.vpcId, [hostguard]);
+        const cp = await up(steps);
+        assert.ok(proxy.calls.includes("!ModifyNetworkInterfaceAttribute"));
+        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [hostguard]);
+        proxy.rule = () => false;
+        await destroy(steps, cp);
+        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
+    });
+
+    it("create path: a lost modify whose read-back fails counts as changed; destroy takes hostguard's group off", async () => {
+        const allowAll = await account.group(ALLOW_ALL, "default");
+        const hostguard = await account.group([], "hostguard");
+        const host = await account.instance([allowAll]);
+        useEndpoint(proxy.endpoint);
+        process.env.AWS_MAX_ATTEMPTS = "1";
+        let lost = false;
+        proxy.rule = (action) => {
+            if (action === "ModifyNetworkInterfaceAttribute" && !lost) {
+                lost = true;
+                return "lose";
+            }
+            return lost && action === "DescribeNetworkInterfaces";
+        };
+        const cp: Checkpoint = {};
+        const steps = createStack(host.instanceId, account.vpcId, [hostguard]);
+        const err = await up(steps, cp).then(() => null, (e) => e);
+        assert.ok(err?.id, `an initialization failure: ${err?.message}`);
+        proxy.rule = () => false;
+        await destroy(steps, cp);
+        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
+    });
+});
+
+describe("interfaces whose originals are gone, that outlive or leave their instance, or sit in another VPC", () => {
+    it("every original group deleted meanwhile: destroy gives the interface the VPC's default group", async () => {
+        const temp = await account.group([], "temporary");
+        const hostguard = await account.group([], "hostguard");
+        const host = await account.instance([temp]);
+        const steps = createStack(host.instanceId, account.vpcId, [hostguard]);
+        const cp = await up(steps);
+        await account.client.send(new DeleteSecurityGroupCommand({ GroupId: temp }));
+        const warnings: string[] = [];
+        const warn = console.warn;
+        console.warn = (m: string) => warnings.push(m);
+        try {
+            await destroy(steps, cp);
+        } finally {
+            console.warn = warn;
+        }
+        const vpcDefault = (await account.client.send(new DescribeSecurityGroupsCommand({
+            Filters: [{ Name: "vpc-id", Values: [account.vpcId] }, { Name: "group-name", Values: ["default"] }],
+        }))).SecurityGroups![0].GroupId!;
+        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [vpcDefault]);
+        assert.ok(warnings.some((w) => w.includes(`gets ${account.vpcId}'s default group ${vpcDefault}`)), warnings.join("\n"));
+    });
+
+    it("a terminated instance with a surviving secondary interface: refresh keeps it, destroy puts its groups back", async () => {
+        const allowAll = await account.group(ALLOW_ALL, "default");
+        const hostguard = await account.group([], "hostguard");
+        const host = await account.instance([allowAll]);
+        const second = await account.secondaryInterface(host.instanceId, [allowAll]);
+        const steps = createStack(host.instanceId, account.vpcId, [hostguard]);
+        const cp = await up(steps);
+        await account.terminate(host.instanceId);
+        await refresh(steps, cp);
+        assert.deepEqual(Object.keys(cp.record?.outs.originals ?? {}), [second], "only the gone primary is dropped");
+        assert.deepEqual(Object.keys(cp.interfaces?.outs.originals ?? {}), [second]);
+        assert.deepEqual(await account.groupsOn(second), [hostguard]);
+        await destroy(steps, cp);
+        assert.deepEqual(await account.groupsOn(second), [allowAll], "hostguard's group is off the detached interface");
+    });
+
+    it("an interface moved to another instance is left as it is by destroy, with a warning; the others are restored", async () => {
+        const allowAll = await account.group(ALLOW_ALL, "default");
+        const hostguard = await account.group([], "hostguard");
+        const host = await account.instance([allowAll]);
+        const other = await account.instance([allowAll]);
+        const floating = await account.secondaryInterface(host.instanceId, [allowAll]);
+        const steps = createStack(host.instanceId, account.vpcId, [hostguard]);
+        const cp = await up(steps);
+        await account.move(floating, other.instanceId);
+        await account.client.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: floating, Groups: [hostguard] }));
+        const warnings: string[] = [];
+        const warn = console.warn;
+        console.warn = (m: string) => warnings.push(m);
+        try {
+            await destroy(steps, cp);
+        } finally {
+            console.warn = warn;
+        }
+        assert.deepEqual(await account.groupsOn(floating), [hostguard], "the other server's interface is not opened");
+        assert.ok(warnings.some((w) => w.includes(`${floating} moved from ${host.instanceId} to ${other.instanceId}`)), warnings.join("\n"));
+        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
+    });
+
+    it("preview refuses an instance in another VPC than hostguard:vpcId (moto would accept the cross-VPC group EC2 refuses)", async () => {
+        const vpc = await account.client.send(new CreateVpcCommand({ CidrBlock: "10.9.0.0/16" }));
+        const subnet = await account.client.send(new CreateSubnetCommand({ VpcId: vpc.Vpc!.VpcId!, CidrBlock: "10.9.1.0/24" }));
+        const r = await account.client.send(new RunInstancesCommand({ ImageId: account.imageId, MinCount: 1, MaxCount: 1, SubnetId: subnet.Subnet!.SubnetId! }));
+        const instanceId = r.Instances![0].InstanceId!;
+        const hostguard = await account.group([], "hostguard");
+        const inputs: InterfaceGroupsState = { kind: "hostguard:interface-groups", region: REGION, instanceId, vpcId: account.vpcId, groups: [hostguard], originals: {} };
+        const checked = await q.check({}, inputs);
+        assert.equal(checked.failures![0]?.property, "vpcId");
+        assert.match(checked.failures![0].reason, new RegExp(`is in ${vpc.Vpc!.VpcId}, not in hostguard:vpcId ${account.vpcId}`));
+    });
+});
