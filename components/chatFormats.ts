@@ -115,6 +115,70 @@ export function formatRow(format: ChatFormat): FormatRow {
     return FORMAT_ROWS.find((r) => r.format === format)!;
 }
 
+/** A refusal of the destination, naming its key (without the namespace); never the URL or the routing key. */
+export class ChatFormatError extends Error {
+    constructor(readonly key: string, readonly reason: string) {
+        super(reason);
+        this.name = "ChatFormatError";
+    }
+}
+
+/** What the stack config says of the destination; `url` only when it can be read (not at render, where it is encrypted). */
+export interface DestinationConfig {
+    url?: string;
+    hasWebhookUrl: boolean;
+    hasRoutingKey: boolean;
+    configured?: ChatFormat;
+    region?: PagerdutyRegion;
+}
+
+/** The format a URL's host and path make sure of, after refusing a retired connector and a URL meant otherwise. */
+function formatOfUrl(url: string, configured: ChatFormat | undefined): ChatFormat | undefined {
+    if (isRetired(url)) {
+        throw new ChatFormatError("webhookUrl", `is ${RETIRED_HINT} (the value is not shown because it is a secret)`);
+    }
+    const known = formatOfHost(url);
+    if (known === "pagerduty") {
+        throw new ChatFormatError("webhookUrl", "is PagerDuty's Events API: set the integration's routing key with "
+            + "`pulumi config set --secret hostguard:pagerdutyRoutingKey ...` (and hostguard:pagerdutyRegion eu for an EU account) instead, and remove hostguard:webhookUrl");
+    }
+    if (known === "discord" && /\/slack\/?$/.test(urlPath(url))) {
+        throw new ChatFormatError("webhookUrl", "is Discord's Slack-compatible endpoint (ending in /slack): remove the trailing /slack, hostguard speaks Discord's own format");
+    }
+    if (configured !== undefined && known !== undefined && configured !== known) {
+        throw new ChatFormatError("chatFormat", `is ${configured}, but hostguard:webhookUrl is a ${formatRow(known).title} URL: set it to ${known}, or remove it (it is detected)`);
+    }
+    return configured ?? known;
+}
+
+/**
+ * The format of the stack's one destination: hostguard:chatFormat when set, else what a known
+ * host of the webhook URL names, else slack (today's behaviour). Undefined when only the URL,
+ * unreadable here, could tell. Throws ChatFormatError naming the key.
+ */
+export function resolveChatFormat(c: DestinationConfig): ChatFormat | undefined {
+    if (c.hasRoutingKey && c.hasWebhookUrl) {
+        throw new ChatFormatError("pagerdutyRoutingKey", "and hostguard:webhookUrl are both set: a stack has one destination; remove one");
+    }
+    if (c.region !== undefined && !c.hasRoutingKey) {
+        throw new ChatFormatError("pagerdutyRegion", "is only used with hostguard:pagerdutyRoutingKey; remove it");
+    }
+    if (c.hasRoutingKey) {
+        if (c.configured !== undefined && c.configured !== "pagerduty") {
+            throw new ChatFormatError("chatFormat", `is ${c.configured}, but hostguard:pagerdutyRoutingKey is set (PagerDuty): set it to pagerduty, or remove it`);
+        }
+        return "pagerduty";
+    }
+    if (c.configured === "pagerduty") {
+        throw new ChatFormatError("pagerdutyRoutingKey", "is required with hostguard:chatFormat pagerduty (PagerDuty takes a routing key, not a URL): "
+            + "`pulumi config set --secret hostguard:pagerdutyRoutingKey ...` with the key of an Events API v2 integration, and remove hostguard:webhookUrl");
+    }
+    if (c.url === undefined) {
+        return c.hasWebhookUrl ? c.configured : c.configured ?? "slack";
+    }
+    return formatOfUrl(c.url, c.configured) ?? "slack";
+}
+
 // ---- the host agent's copy ---------------------------------------------------
 
 export const FORMATS_BLOCK_BEGIN = "# BEGIN format table (generated from components/chatFormats.ts by `npm run settings:gen`; do not edit)";

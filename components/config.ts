@@ -3,6 +3,7 @@
 // is created. Pure: no Pulumi runtime needed, so `tools/render.ts` and the unit
 // tests use exactly the same checks as `pulumi preview`.
 import * as net from "node:net";
+import { ChatFormatError, resolveChatFormat, type ChatFormat, type PagerdutyRegion } from "./chatFormats";
 import { addressKey, hostBitsFix, isPrivateBlock, overlaps, PRIVATE_RANGES, widePublicReason } from "./cidr";
 import { hostKeyRefusal } from "./hostKey";
 import {
@@ -65,8 +66,16 @@ export interface HostguardConfig {
     adminCidrs: string[];
     /** Legal values that are surely a mistake, one line each naming the key: printed by preview and render. */
     warnings: string[];
+    /**
+     * The destination's format: hostguard:chatFormat, else detected from the webhook's host (else slack);
+     * undefined only when the URL could not be read here (render): the deploy detects it then.
+     */
+    chatFormat?: ChatFormat;
+    /** PagerDuty's region (with pagerdutyRoutingKey). */
+    pagerdutyRegion: PagerdutyRegion;
     /** Presence only: the values themselves are read with requireSecret/getSecret. */
     hasWebhookUrl: boolean;
+    hasPagerdutyRoutingKey: boolean;
     hasHeartbeatUrl: boolean;
     hasSshPrivateKey: boolean;
     hasBastionPrivateKey: boolean;
@@ -255,7 +264,9 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
             + "list the balancer's subnets in trustedProxies (README, Behind a load balancer)");
     }
 
-    const hasWebhookUrl = secretPresent(raw, "webhookUrl", requireSecrets);
+    const hasPagerdutyRoutingKey = secretPresent(raw, "pagerdutyRoutingKey", false);
+    const hasWebhookUrl = secretPresent(raw, "webhookUrl", requireSecrets && !hasPagerdutyRoutingKey);
+    const { chatFormat, pagerdutyRegion } = destination(raw, hasWebhookUrl, hasPagerdutyRoutingKey);
     const hasHeartbeatUrl = secretPresent(raw, "heartbeatUrl", false);
     const hasSshPrivateKey = secretPresent(raw, "sshPrivateKey", requireSecrets);
     const hasBastionPrivateKey = secretPresent(raw, "bastionPrivateKey", false);
@@ -263,8 +274,24 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
     return {
         settings, hosts, bastion, aws: useAws, insecureAcceptAnyHostKey, vpcId, securityGroupId, securityGroupName, securityGroupDescription,
         sharedSecurityGroupInstances, keepSecurityGroupIds, keepSecurityGroupsLimit, privateCidrs, privateCidrsAllowPublic, adminCidrs, hasWebhookUrl, hasHeartbeatUrl, hasSshPrivateKey,
-        hasBastionPrivateKey, warnings,
+        hasBastionPrivateKey, warnings, chatFormat, pagerdutyRegion, hasPagerdutyRoutingKey,
     };
+}
+
+/** The destination's format and PagerDuty region (components/chatFormats.ts decides); a refusal names the key. */
+function destination(raw: RawConfig, hasWebhookUrl: boolean, hasRoutingKey: boolean): { chatFormat?: ChatFormat; pagerdutyRegion: PagerdutyRegion } {
+    const configured = text(raw, "chatFormat") as ChatFormat | undefined;
+    const region = text(raw, "pagerdutyRegion") as PagerdutyRegion | undefined;
+    const v = raw.webhookUrl;
+    const url = typeof v === "string" && v !== "" ? v.trim() : undefined;
+    try {
+        return { chatFormat: resolveChatFormat({ url, hasWebhookUrl, hasRoutingKey, configured, region }), pagerdutyRegion: region ?? "us" };
+    } catch (e) {
+        if (e instanceof ChatFormatError) {
+            throw new ConfigError(e.key, e.reason);
+        }
+        throw e;
+    }
 }
 
 /** The payload settings, by the table of components/settings.ts; a refusal names the key. */

@@ -9,12 +9,13 @@ import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
 import { readPayload, renderHost, tarFiles, type PayloadFile } from "./bundles";
+import { type ChatFormat } from "./chatFormats";
 import { BastionSettings, PayloadSettings, TargetHost } from "./config";
 import { PARTS, type Part } from "./fileTable";
 import { cronSchedule, JAIL_NAME } from "./hostFiles";
 import {
     curlUrlLine, partCreateCommand, partDeleteCommand, removeHeartbeatCommand, setHeartbeatCommand, setWebhookCommand,
-    WEBHOOK_CHECK_TRANSIENT,
+    WEBHOOK_CHECK_TRANSIENT, webhookFileText,
 } from "./remoteCommands";
 import { INTERVAL_SECONDS, pinnedOffset, splitOffset } from "./schedule";
 
@@ -26,8 +27,12 @@ export interface HostDeploymentArgs {
     bastion?: BastionSettings;
     /** Secret: the bastion's key; defaults to privateKey. */
     bastionPrivateKey?: pulumi.Input<string>;
-    /** Secret: the chat webhook. Reaches the host only on the stdin of set-webhook. */
+    /** Secret: the chat webhook (PagerDuty's: its Events API endpoint). Reaches the host only on the stdin of set-webhook. */
     webhookUrl: pulumi.Input<string>;
+    /** The webhook's format (default slack), written beside it in the same root-only file. */
+    chatFormat?: pulumi.Input<ChatFormat>;
+    /** Secret, PagerDuty only: the routing key, written beside the webhook in the same root-only file. */
+    pagerdutyRoutingKey?: pulumi.Input<string>;
     /** Secret, optional: the heartbeat URL. Reaches the host only on the stdin of set-heartbeat. */
     heartbeatUrl?: pulumi.Input<string>;
     /** hostguard:adminCidrs, which the jail never bans. */
@@ -124,7 +129,8 @@ export class HostDeployment extends pulumi.ComponentResource {
             connection,
             create: setWebhookCommand(sudo, args.settings.verifyWebhook),
             // Rotation changes only this stdin: an in-place update that runs set-webhook again.
-            stdin: pulumi.secret(pulumi.output(args.webhookUrl).apply(curlUrlLine)),
+            stdin: pulumi.secret(pulumi.all([args.webhookUrl, args.chatFormat ?? "slack", args.pagerdutyRoutingKey])
+                .apply(([url, format, key]) => webhookFileText(url, format, key))),
             logging: "none",
             addPreviousOutputInEnv: false,
         }, { parent: this, dependsOn: [base], additionalSecretOutputs: ["stdin", "stdout", "stderr"] });

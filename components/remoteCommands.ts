@@ -3,6 +3,7 @@
 // prints them). Pure functions: a command's text never carries a secret, which
 // travels only on its stdin.
 import { type PartBundle } from "./bundles";
+import { type ChatFormat } from "./chatFormats";
 import { type Part } from "./fileTable";
 import { INSTALL_DIR } from "./hostFiles";
 
@@ -68,6 +69,25 @@ export function removeHeartbeatCommand(sudo: boolean): string {
  */
 export function curlUrlLine(url: string): string {
     return `url = "${url.trim()}"\n`;
+}
+
+/**
+ * The stdin of set-webhook: the webhook file's text. The URL line, then, beside
+ * it in the same root-only file, `format = "..."` for any format but slack (the
+ * host's default) and, for PagerDuty, `routing_key = "..."`: so a rotation and a
+ * format change are one in-place update, and neither reaches argv. Only ever
+ * built inside a secret Output. (Until the host agent reads the two lines,
+ * `install set-webhook` keeps the first line only: issue 34.)
+ */
+export function webhookFileText(url: string, format: ChatFormat = "slack", routingKey?: string): string {
+    const lines = [curlUrlLine(url)];
+    if (format !== "slack") {
+        lines.push(`format = "${format}"\n`);
+    }
+    if (routingKey !== undefined) {
+        lines.push(`routing_key = "${routingKey.trim()}"\n`);
+    }
+    return lines.join("");
 }
 
 function asRoot(script: string, sudo: boolean): string {

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { CHAT_FORMATS, PAGERDUTY_REGIONS } from "./chatFormats";
 // The one table of hostguard's settings: for every key its stack-config name,
 // its name in the host's `hostguard.conf` (or none when only a rendered file
 // uses it), its type, default, allowed values and one line of documentation.
@@ -113,6 +114,12 @@ export const RULES = {
     },
     /** Not anchored: the key's armour line somewhere in the text. */
     privateKey: { pattern: "-----BEGIN [A-Z ]*PRIVATE KEY-----", allowed: "a PEM or OpenSSH private key" },
+    chatFormat: {
+        pattern: `^(${CHAT_FORMATS.join("|")})$`,
+        allowed: `one of ${CHAT_FORMATS.join(", ")}`,
+    },
+    routingKey: { pattern: "^[A-Za-z0-9]{32}$", allowed: "a PagerDuty Events API v2 routing key: 32 letters and digits" },
+    pagerdutyRegion: { pattern: `^(${Object.keys(PAGERDUTY_REGIONS).join("|")})$`, allowed: `one of ${Object.keys(PAGERDUTY_REGIONS).join(", ")}` },
     httpsUrl: {
         pattern: `^${URL_BODY}$`,
         allowed: "one https:// URL: a host name or [IPv6] address, an optional port, path and query of RFC 3986 characters; "
@@ -192,7 +199,16 @@ export const STACK_KEYS = [
         key: "insecureAcceptAnyHostKey", type: "boolean", default: "`false`",
         doc: "`true` lets hosts and bastion go without `hostKey` (any server accepted); warned about on every run",
     },
-    { key: "webhookUrl", type: "secret", rule: "httpsUrl", secret: true, default: "(required)", doc: "the chat webhook every alert is posted to" },
+    { key: "webhookUrl", type: "secret", rule: "httpsUrl", secret: true, default: "(required unless `pagerdutyRoutingKey`)", doc: "the chat webhook every alert is posted to" },
+    {
+        key: "chatFormat", type: "text", rule: "chatFormat", default: "detected",
+        doc: "what the webhook speaks (see Alert destinations); unset: detected from the webhook's host (Slack, Teams Workflows, Google Chat, Discord), else `slack`, which Mattermost and Rocket.Chat also take; one that contradicts a known host is refused",
+    },
+    {
+        key: "pagerdutyRoutingKey", type: "secret", rule: "routingKey", secret: true, default: "none",
+        doc: "PagerDuty instead of a webhook: the routing (integration) key of an Events API v2 integration; implies `chatFormat` `pagerduty`, `webhookUrl` stays unset",
+    },
+    { key: "pagerdutyRegion", type: "text", rule: "pagerdutyRegion", default: "`us`", doc: "`eu` for an EU PagerDuty account (events.eu.pagerduty.com); only with `pagerdutyRoutingKey`" },
     {
         key: "heartbeatUrl", type: "secret", rule: "httpsUrl", secret: true, default: "none",
         doc: "a dead man's switch (a healthchecks-style ping URL) requested after each monitor run that completed and left nothing undelivered; kept like the webhook (`/etc/hostguard/heartbeat.curlrc`, 0600)",

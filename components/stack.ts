@@ -5,6 +5,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as runtimeConfig from "@pulumi/pulumi/runtime/config";
 import * as runtimeState from "@pulumi/pulumi/runtime/state";
 import { configWarnings, HostguardConfig, NAMESPACE, RawConfig, refuseNamespaceTypos, SECRET_KEYS } from "./config";
+import { PAGERDUTY_REGIONS, resolveChatFormat, type ChatFormat } from "./chatFormats";
 import { HostDeployment, type InstalledFile } from "./hostDeployment";
 import { IngressRule, SecurityGroup } from "./securityGroup";
 import { type PayloadFile } from "./bundles";
@@ -71,12 +72,32 @@ export function refuseAssumeRole(config: Pick<HostguardConfig, "securityGroupId"
     }
 }
 
+/**
+ * The one destination: the webhook with its format (detected again here from the decrypted URL, by the
+ * rule validateConfig applied at preview), or PagerDuty's endpoint with the routing key. Secrets stay secret.
+ */
+function chatDestination(config: HostguardConfig, cfg: pulumi.Config): {
+    webhookUrl: pulumi.Output<string>; chatFormat: pulumi.Output<ChatFormat>; pagerdutyRoutingKey?: pulumi.Output<string>;
+} {
+    if (config.hasPagerdutyRoutingKey) {
+        return {
+            webhookUrl: pulumi.output(PAGERDUTY_REGIONS[config.pagerdutyRegion]), chatFormat: pulumi.output("pagerduty" as const),
+            pagerdutyRoutingKey: cfg.requireSecret("pagerdutyRoutingKey"),
+        };
+    }
+    const webhookUrl = cfg.requireSecret("webhookUrl");
+    const chatFormat = webhookUrl.apply((url) => resolveChatFormat({
+        url: url.trim(), hasWebhookUrl: true, hasRoutingKey: false, configured: config.chatFormat,
+    }) ?? "slack");
+    return { webhookUrl, chatFormat };
+}
+
 export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): StackOutputs {
     for (const warning of configWarnings(config)) {
         pulumi.log.warn(warning);
     }
     const cfg = new pulumi.Config(NAMESPACE);
-    const webhookUrl = cfg.requireSecret("webhookUrl");
+    const { webhookUrl, chatFormat, pagerdutyRoutingKey } = chatDestination(config, cfg);
     const privateKey = cfg.requireSecret("sshPrivateKey");
     const bastionPrivateKey = cfg.getSecret("bastionPrivateKey");
     const heartbeatUrl = config.hasHeartbeatUrl ? cfg.requireSecret("heartbeatUrl") : undefined;
@@ -106,7 +127,7 @@ export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): St
     }
     for (const host of config.hosts) {
         const d = new HostDeployment(host.name, {
-            host, settings: config.settings, privateKey, bastion: config.bastion, bastionPrivateKey, webhookUrl, heartbeatUrl,
+            host, settings: config.settings, privateKey, bastion: config.bastion, bastionPrivateKey, webhookUrl, chatFormat, pagerdutyRoutingKey, heartbeatUrl,
             adminCidrs: config.adminCidrs, payload,
         });
         out.hosts[host.name] = {

@@ -19,11 +19,13 @@ import {
 import { renderHost } from "../components/bundles";
 import { cronSchedule, JAIL_NAME, SETTINGS_FILE } from "../components/hostFiles";
 import {
-    curlUrlLine, partCreateCommand, partDeleteCommand, removeHeartbeatCommand, setHeartbeatCommand, setWebhookCommand,
+    partCreateCommand, partDeleteCommand, removeHeartbeatCommand, setHeartbeatCommand, setWebhookCommand, webhookFileText,
 } from "../components/remoteCommands";
+import { PAGERDUTY_REGIONS } from "../components/chatFormats";
 import { SETTING_KEYS, validateSettings } from "../components/settings";
 
 const REDACTED = "<redacted: set with pulumi config set --secret hostguard:webhookUrl>";
+const REDACTED_KEY = "<redacted: set with pulumi config set --secret hostguard:pagerdutyRoutingKey>";
 const USAGE = "usage: npm run render -- --stack NAME [--out DIR] [--cron-minute 0-9] [--cron-second 0-59]\n"
     + "       npm run render -- --payload DIR [--cron-minute 0-9] [--cron-second 0-59] [settingKey=value ...]";
 
@@ -109,7 +111,7 @@ export function renderStack(root: string, stack: string, outDir: string, cronMin
         for (const f of files) {
             write(path.join(hostDir, f.destination), f.content, f.mode);
         }
-        write(path.join(hostDir, "etc/hostguard/webhook.curlrc"), curlUrlLine(REDACTED), 0o600);
+        write(path.join(hostDir, "etc/hostguard/webhook.curlrc"), renderedWebhookFile(config), 0o600);
         const manifest = {
             stack, host: host.name, address: host.host, user: host.user, hostKeyChecked: host.hostKey !== undefined,
             bastion: config.bastion?.host ?? null,
@@ -122,7 +124,10 @@ export function renderStack(root: string, stack: string, outDir: string, cronMin
                 create: partCreateCommand(b, sudo), delete: partDeleteCommand(b.part, sudo),
             }])),
             destinations: Object.fromEntries(files.map((f) => [f.destination, { part: f.part, source: f.path, mode: f.mode.toString(8), sha256: f.sha256 }])),
-            webhook: { create: setWebhookCommand(sudo, config.settings.verifyWebhook), stdin: "secret (redacted)", configured: config.hasWebhookUrl },
+            webhook: {
+                create: setWebhookCommand(sudo, config.settings.verifyWebhook), stdin: "secret (redacted)", configured: config.hasWebhookUrl || config.hasPagerdutyRoutingKey,
+                chatFormat: config.chatFormat ?? "detected at deploy from the webhook's host (slack unless a known host)",
+            },
             heartbeat: config.hasHeartbeatUrl
                 ? { create: setHeartbeatCommand(sudo), delete: removeHeartbeatCommand(sudo), stdin: "secret (redacted)" }
                 : null,
@@ -131,6 +136,14 @@ export function renderStack(root: string, stack: string, outDir: string, cronMin
         written.push(hostDir);
     }
     return written;
+}
+
+/** The webhook file as the host gets it, its secrets redacted (the format line only when it is known here). */
+function renderedWebhookFile(config: HostguardConfig): string {
+    if (config.hasPagerdutyRoutingKey) {
+        return webhookFileText(PAGERDUTY_REGIONS[config.pagerdutyRegion], "pagerduty", REDACTED_KEY);
+    }
+    return webhookFileText(REDACTED, config.chatFormat ?? "slack");
 }
 
 /** Every bundle merged into DIR (the base settings file included), for the given settings. */

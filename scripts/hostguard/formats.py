@@ -306,6 +306,8 @@ def detect(url: str, configured: str = "") -> str:
     if configured and configured not in FORMATS:
         raise FormatError(f"{FORMAT_KEY} must be one of {', '.join(FORMATS)}, got {configured!r}")
     known = next((fmt for host, suffix, fmt in HOSTS if _matches(host, suffix, name)), None)
+    if known == "discord" and path.rstrip("/").endswith("/slack"):
+        raise FormatError(f"{URL_KEY} is Discord's Slack-compatible endpoint: remove the trailing /slack")
     if configured and known is not None and known != configured:
         raise FormatError(f"{FORMAT_KEY} is {configured}, but {URL_KEY} is a {FACTS[known][4]} URL: set it to {known}")
     return configured or known or "slack"

@@ -418,6 +418,11 @@ def test_a_retired_teams_connector_is_refused(url: str) -> None:
         assert url not in str(refused.value) and "/webhook" not in str(refused.value)
 
 
+def test_discords_slack_endpoint_is_refused() -> None:
+    with pytest.raises(formats.FormatError, match="hostguard:webhookUrl is Discord's Slack-compatible endpoint"):
+        formats.detect(URLS["discord"] + "/slack")
+
+
 def test_outlook_elsewhere_is_not_a_connector() -> None:
     assert formats.detect("https://outlook.office.com/owa/x") == "slack"
 

@@ -100,6 +100,30 @@ describe("render tool", () => {
         }
     });
 
+    it("renders the chat format beside the webhook, and PagerDuty's routing key only in the root-only webhook file, redacted (issue 34)", () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hg-render-chat-"));
+        const base = ["config:", "  hostguard:aws: false", "  hostguard:hosts:", "    - {name: t1, host: 127.0.0.1, user: root, hostKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake00000000000000000000000000000000000000A}"];
+        try {
+            fs.writeFileSync(path.join(dir, "Pulumi.t.yaml"), [...base, "  hostguard:chatFormat: googlechat", "  hostguard:webhookUrl:", "    secure: v1:SENTINELCIPHERTEXT", ""].join("\n"));
+            let [hostDir] = renderStack(dir, "t", path.join(dir, "out"), 0);
+            assert.match(fs.readFileSync(path.join(hostDir, "etc/hostguard/webhook.curlrc"), "utf8"), /^url = "<redacted[^\n]*"\nformat = "googlechat"\n$/);
+            assert.equal(JSON.parse(fs.readFileSync(path.join(hostDir, "manifest.json"), "utf8")).webhook.chatFormat, "googlechat");
+            fs.writeFileSync(path.join(dir, "Pulumi.t.yaml"), [...base, "  hostguard:pagerdutyRegion: eu", "  hostguard:pagerdutyRoutingKey:", "    secure: v1:SENTINELCIPHERTEXT", ""].join("\n"));
+            [hostDir] = renderStack(dir, "t", path.join(dir, "out"), 0);
+            const curlrc = path.join(hostDir, "etc/hostguard/webhook.curlrc");
+            assert.equal(fs.readFileSync(curlrc, "utf8"), 'url = "https://events.eu.pagerduty.com/v2/enqueue"\nformat = "pagerduty"\n'
+                + 'routing_key = "<redacted: set with pulumi config set --secret hostguard:pagerdutyRoutingKey>"\n');
+            assert.equal(fs.statSync(curlrc).mode & 0o777, 0o600);
+            const files = tree(hostDir);
+            assert.deepEqual(files.filter((f) => /routing_key = "|--secret hostguard:pagerdutyRoutingKey/.test(fs.readFileSync(path.join(hostDir, f), "latin1"))), ["etc/hostguard/webhook.curlrc"]);
+            assert.ok(!files.some((f) => fs.readFileSync(path.join(hostDir, f), "latin1").includes("SENTINELCIPHERTEXT")));
+            const manifest = JSON.parse(fs.readFileSync(path.join(hostDir, "manifest.json"), "utf8"));
+            assert.deepEqual([manifest.webhook.configured, manifest.webhook.chatFormat], [true, "pagerduty"]);
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+    });
+
     it("fails on a bad stack file naming the key, as the CLI entry point", () => {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hg-render-bad-"));
         try {

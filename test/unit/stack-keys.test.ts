@@ -74,7 +74,7 @@ describe("17.1: stack keys have rows in the one table", () => {
         for (const r of STACK_KEYS) {
             assert.ok(KNOWN_KEYS.includes(r.key), r.key);
         }
-        assert.deepEqual([...SECRET_KEYS].sort(), ["bastionPrivateKey", "heartbeatUrl", "sshPrivateKey", "webhookUrl"]);
+        assert.deepEqual([...SECRET_KEYS].sort(), ["bastionPrivateKey", "heartbeatUrl", "pagerdutyRoutingKey", "sshPrivateKey", "webhookUrl"]);
     });
     it("issue 15's keys are rows: validated, defaulted to []", () => {
         const c = validateConfig(good({ securityGroupId: "sg-0123456789abcdef0", sharedSecurityGroupInstances: '["i-0123abcd"]' }), ENGINE);

@@ -106,7 +106,7 @@ async function build(raw: RawConfig, region: string | null = REGION, aws: Record
         ...Object.fromEntries(["profile", "assumeRole", "assumeRoles"].map((k) => [`aws:${k}`, aws[k] ?? ""])),
         ...Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined).map(([k, v]) => [`hostguard:${k}`, String(v)])),
     },
-        ["hostguard:webhookUrl", "hostguard:sshPrivateKey", "hostguard:heartbeatUrl"]);
+        ["hostguard:webhookUrl", "hostguard:sshPrivateKey", "hostguard:heartbeatUrl", "hostguard:pagerdutyRoutingKey"]);
     const out = buildStack(validateConfig(raw, AS_SECRETS), payload());
     await settle(out);
     return { out, resources: [...recorded].sort((a, b) => (a.name < b.name ? -1 : 1)) };
@@ -273,6 +273,41 @@ describe("the webhook secret", () => {
                 assert.equal(secret, false, `${name}: plain outputs stay plain`);
                 assert.ok(!JSON.stringify(value).includes("SENTINEL"), `${name}: output carries the webhook`);
             }
+        }
+    });
+});
+
+describe("the chat format and PagerDuty's routing key (issue 34)", () => {
+    const ROUTING = "R0123456789abcdef0123456SENTINEL";
+    /** Every input but the webhook command's secret stdin and the secret connection, as text. */
+    function plainInputs(resources: Recorded[]): string {
+        return resources.map((r) => {
+            const inputs = { ...r.inputs };
+            delete inputs.connection;
+            if (r.name.endsWith("-webhook")) {
+                delete inputs.stdin;
+            }
+            return JSON.stringify(inputs);
+        }).join("\n");
+    }
+    it("the detected format travels beside the webhook in its secret stdin, never in the command", async () => {
+        const teams = "https://x1.2c.environment.api.powerplatform.com/powerautomate/automations/direct/workflows/0123/triggers/manual/paths/invoke?sig=SENTINEL";
+        const { resources } = await build(rawConfig(["web1"], { webhookUrl: teams }));
+        const hook = resources.find((r) => r.name === "web1-webhook")!;
+        assert.ok(isMockSecret(hook.inputs.stdin));
+        assert.equal(unwrap(hook.inputs.stdin), `url = "${teams}"\nformat = "teams"\n`);
+        assert.equal(hook.inputs.create, setWebhookCommand(true, true));
+        assert.ok(!plainInputs(resources).includes("SENTINEL") && !plainInputs(resources).includes("teams"));
+    });
+    it("a routing key replaces the webhook: PagerDuty's endpoint, the format and the key in the one secret stdin", async () => {
+        const { resources, out } = await build(rawConfig(["web1"], { webhookUrl: undefined, pagerdutyRoutingKey: ROUTING, pagerdutyRegion: "eu" }));
+        const hook = resources.find((r) => r.name === "web1-webhook")!;
+        assert.ok(isMockSecret(hook.inputs.stdin));
+        assert.equal(unwrap(hook.inputs.stdin), `url = "https://events.eu.pagerduty.com/v2/enqueue"\nformat = "pagerduty"\nrouting_key = "${ROUTING}"\n`);
+        assert.equal(hook.inputs.logging, "none");
+        assert.ok(!plainInputs(resources).includes("SENTINEL"), "the routing key outside the secret stdin");
+        for (const o of [out.hosts.web1.files, out.hosts.web1.partHashes]) {
+            assert.ok(!JSON.stringify((await resolved(o as pulumi.Output<unknown>)).value).includes("SENTINEL"));
         }
     });
 });
