@@ -20,7 +20,7 @@ import sys
 import time
 
 from . import log, paths
-from .atomicfile import tmp_path, write_atomic
+from .atomicfile import write_atomic
 from .settings import Settings
 
 POST = "post"
@@ -124,11 +124,6 @@ def unlink_quietly(path: str) -> None:
         os.unlink(path)
     except OSError:
         pass
-
-
-def runtime_files(path: str) -> list[str]:
-    """What save() writes for the state file PATH (as on the host), as --runtime-files lines."""
-    return [f"state {path}", f"state {tmp_path(path)}"]
 
 
 def take_lock(path: str) -> "int | None":

@@ -72,12 +72,6 @@ _READ_MAX = 1 << 20
 OUTPUT_MAX = 4 << 20
 
 
-def runtime_files() -> list[str]:
-    """What a run writes, as `state PATH` lines (install records them; uninstall removes them)."""
-    lines = [f"state {path}" for path in (RUNNING_PATH, RUNNING_TMP_PATH, LOCK_PATH, STUCK_PATH)]
-    return lines + alert_state.runtime_files(ALERT_STATE_PATH) + settings_module.runtime_files()
-
-
 def quoted(text: str) -> str:
     """TEXT as a JSON string for log lines and alert keys: one line whatever it holds."""
     return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
@@ -528,13 +522,10 @@ def monitor(settings: Settings) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if argv == ["--runtime-files"]:
-        sys.stdout.write("".join(line + "\n" for line in runtime_files()))
-        return 0
     try:
         if argv:
             settings_file = paths.under(paths.SETTINGS_PATH)
-            raise HostguardError(f"usage: {NAME} [--runtime-files] (settings in {settings_file})")
+            raise HostguardError(f"usage: {NAME} (settings in {settings_file})")
 
         settings = settings_module.load()
         lock_fd = alert_state.take_lock(paths.under(LOCK_PATH))

@@ -47,11 +47,6 @@ _UNITS = (
 )
 
 
-def runtime_files() -> list[str]:
-    lines = [f"state {path}" for path in (CPU_SAMPLE_PATH, LOCK_PATH, DF_PID_PATH)]
-    return lines + alert_state.runtime_files(ALERT_STATE_PATH) + settings_module.runtime_files()
-
-
 # ---- the figures (pure: each from one /proc-style text; None for a text the kernel does not write) ----
 
 
@@ -410,12 +405,9 @@ def monitor(settings: Settings) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if argv == ["--runtime-files"]:
-        sys.stdout.write("".join(line + "\n" for line in runtime_files()))
-        return 0
     try:
         if argv:
-            raise HostguardError(f"usage: {NAME} [--runtime-files] (settings in {paths.under(paths.SETTINGS_PATH)})")
+            raise HostguardError(f"usage: {NAME} (settings in {paths.under(paths.SETTINGS_PATH)})")
         settings = settings_module.load()
         lock_fd = alert_state.take_lock(paths.under(LOCK_PATH))
         if lock_fd is None:

@@ -14,7 +14,6 @@ reloaded (services.py) only when the root is / and the part changed them.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import glob
 import hashlib
@@ -28,7 +27,7 @@ import sys
 import time
 from types import FrameType
 
-from . import log, paths, programs, safepath, services, spool, txnstore, userio, webedit
+from . import log, paths, programs, runtime_files, safepath, services, txnstore, userio, webedit
 from .atomicfile import write_all
 from .errors import EX_USAGE, HostguardError
 from .settings import Settings, SettingsError, parse
@@ -60,11 +59,6 @@ MONITOR_LOGS = ("host-monitor", "container-monitor")
 SERVICE = {"bantool": "fail2ban", "web": "nginx"}
 # Part web's http-context drop-in when the stack sets trustedProxies (components/hostFiles.ts).
 REALIP_DROPIN = "/etc/nginx/conf.d/hostguard-realip.conf"
-# A line of a program's --runtime-files: "message|state PATH", PATH (a glob in its
-# last name only) in hostguard's own root-only state or spool dir.
-RUNTIME_LINE = re.compile(
-    rf"(message|state) (({re.escape(STATE)}|{re.escape(paths.SPOOL_PATH)})/[.]?[A-Za-z0-9_][A-Za-z0-9_.*-]*)"
-)
 WEB_KINDS = ("include", "props")
 PROP_KEY = "spring.web.resources.add-mappings"
 
@@ -139,6 +133,22 @@ def read_url(data: bytes) -> str:
     return ""
 
 
+def undelivered(path: str) -> int:
+    """The messages in the spool database PATH (read-only: the notifier's module is not imported); 0 when
+    it cannot be read."""
+    import sqlite3
+    import urllib.parse
+
+    try:
+        db = sqlite3.connect(f"file:{urllib.parse.quote(path)}?mode=ro", uri=True)
+        try:
+            return int(db.execute("SELECT count(*) FROM message").fetchone()[0])
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return 0
+
+
 class Installer:
     def __init__(self, command: str, part: str, root: str, settings: str, remove: bool) -> None:
         self.command, self.root, self.remove = command, root, remove
@@ -148,7 +158,6 @@ class Installer:
         self.settings: Settings | None = None
         self.rows: list[tuple[str, str, str, str]] | None = None
         self.checked: set[str] = set()
-        self.runtime: dict[str, list[str]] = {}
         self.store: txnstore.Store | None = None
         self.part = ""
         self.m: dict[int, Rec] = {}
@@ -582,24 +591,6 @@ class Installer:
             raise SettingsError(path, data[: exc.start].count(b"\n") + 1, "not UTF-8 text") from None
         return parse(text, path)
 
-    def runtime_lines(self, part: str) -> list[str]:
-        """The files PART's programs write while running (`PROGRAM --runtime-files`), checked."""
-        out: list[str] = []
-        for src, _, mode in self.part_files(part):
-            if mode != 0o755 or src == "install":
-                continue
-            try:
-                run = subprocess.run([f"{self.bundle}/{src}", "--runtime-files"], stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, timeout=10, check=True)  # fmt: skip
-            except (OSError, subprocess.SubprocessError):
-                raise die(f"{src} --runtime-files failed") from None
-            for line in run.stdout.decode("utf-8", "replace").splitlines():
-                if not RUNTIME_LINE.fullmatch(line):
-                    raise die(f"{src} --runtime-files: refused line '{line}': want message|state and a file in"
-                              f" {STATE} or {paths.SPOOL_PATH}")  # fmt: skip
-                out.append(line)
-        return out
-
     def preflight(self) -> None:
         """Everything that could fail for a reason other than the disk, before the first write."""
         assert self.settings is not None
@@ -614,7 +605,6 @@ class Installer:
                     raise die(f"{dest} is a directory: refused")
             for folder in (d for p, d, _ in DIRS if p == part):
                 self.root_dir(folder)
-            self.runtime[part] = self.runtime_lines(part)
             if part == "web":
                 s = self.settings
                 if s.nginx_server_conf or s.app_properties:
@@ -677,8 +667,8 @@ class Installer:
         self.changed = self.find("reload", "pending") is not None
         for folder, mode in ((d, m) for p, d, m in DIRS if p == part):
             self.ensure_dir(folder, mode)
-        # What the programs write while running, recorded before they are placed.
-        self.step(add=[("runtime", line.split(" ")[1], line.split(" ")[0], "") for line in self.runtime[part]])
+        # The part's programs write files while running (runtime_files.TABLE): noted before they are placed.
+        self.step(add=[("runtime", part, "", "")])
         for src, dest, mode in self.part_files(part):
             with open(self.source_file(src, dest), "rb") as f:
                 self.install_file(f.read(), dest, mode)
@@ -791,19 +781,19 @@ class Installer:
         log.info(f"part {part} uninstalled")
 
     def remove_runtime_files(self) -> None:
-        """What the part's programs wrote while running; undelivered messages go with the service (counted)."""
+        """What the part's programs wrote while running (runtime_files.TABLE), newest first; undelivered
+        messages go with the service (counted). The part's runtime record goes after them."""
         dropped = 0
-        for rec in [r for r in self.m.values() if r.kind == "runtime"][::-1]:
-            for path in glob.glob(glob.escape(self.root) + rec.path):
+        for kind, pattern in runtime_files.TABLE[self.part][::-1]:
+            for path in glob.glob(glob.escape(self.root) + pattern):
                 if not (os.path.isfile(path) or os.path.islink(path)):
                     continue
-                if rec.a == "message":
-                    with contextlib.suppress(Exception):  # an unreadable spool counts 0
-                        dropped += spool.undelivered(path)
+                if kind == "message":
+                    dropped += undelivered(path)
                 self.remove_file(path[len(self.root) :])
-            self.step(drop=[rec.id])
         if dropped:
             warn(f"dropped {dropped} undelivered message(s) from the spool")
+        self.step(drop=[r.id for r in self.m.values() if r.kind == "runtime"])
 
     def close_uninstall(self) -> None:
         """The part's directories go (deepest first, when empty); when no part is left, the store and the

@@ -9,7 +9,6 @@ Run by the fail2ban action hostguard-nginx-ban (modelled on fail2ban's own
 nginx-block-map action), as root:
 
     hostguard-nginx-ban [--pid FILE] [--nginx-opts WORDS] ban IP | unban IP | flush
-    hostguard-nginx-ban --runtime-files
 
 IP is checked with `ipaddress` before it is written, so the list never
 holds what nginx could not read. The map matches `$remote_addr` exactly, so
@@ -45,18 +44,11 @@ TEST_TIMEOUT = 20.0
 LIST_HEADER = (
     "# hostguard: addresses the nginx-bad-request jail bans (hostguard-nginx-ban keeps this file; do not edit)"
 )
-USAGE = (
-    "usage: hostguard-nginx-ban [--pid FILE] [--nginx-opts WORDS] ban IP | unban IP | flush\n"
-    "       hostguard-nginx-ban --runtime-files\n"
-)
+USAGE = "usage: hostguard-nginx-ban [--pid FILE] [--nginx-opts WORDS] ban IP | unban IP | flush\n"
 
 
 class Refused(HostguardError):
     """The ban list or nginx could not be brought up to date (exit 1, said on stderr)."""
-
-
-def runtime_files() -> list[str]:
-    return [f"state {paths.STATE_PATH}/{LIST_NAME}", f"state {paths.STATE_PATH}/{TMP_NAME}"]
 
 
 def entry(text: str) -> str:
@@ -197,9 +189,6 @@ def apply(command: str, target: str | None, pid_file: str, nginx_opts: list[str]
 
 def main(argv: list[str]) -> int:
     os.umask(0o077)
-    if argv == ["--runtime-files"]:
-        print("\n".join(runtime_files()))
-        return 0
     pid_file, nginx_opts = "/run/nginx.pid", []
     while len(argv) >= 2 and argv[0] in ("--pid", "--nginx-opts"):
         if argv[0] == "--pid":

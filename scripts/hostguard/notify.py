@@ -15,8 +15,7 @@ from . import log, paths
 from .errors import EX_CONFIG, EX_IOERR, EX_NOPERM, EX_OK, EX_TEMPFAIL, EX_USAGE, HostguardError, UsageError
 from .message import as_posted
 from .settings import Settings, load
-from .settings import runtime_files as settings_runtime_files
-from .spool import EVENTS, HINT_NAME, RESERVE_NAME, Spool, SpoolFull
+from .spool import EVENTS, Spool, SpoolFull
 
 USAGE = """usage: hostguard-notify text TEXT
        hostguard-notify event start|stop --jail NAME [--channel CHANNEL]
@@ -26,31 +25,10 @@ USAGE = """usage: hostguard-notify text TEXT
        hostguard-notify intake      (started by the ban tool's action lines: ban-intake.sh)
        hostguard-notify status
        hostguard-notify --test
-       hostguard-notify --runtime-files
 """
 FLUSH_LOG = ".flush.log"
 INTAKE_HOLD = 60.0
 EVENT_DRAIN_MAX = 65536
-
-
-def runtime_files() -> list[str]:
-    """What the notifier writes under the spool dir, as install records it: `message PATH` / `state PATH`.
-
-    The database comes last: uninstall removes in reverse order, so it counts
-    the messages in spool.db (which opens it, making its -wal and -shm again)
-    before it removes the journal files.
-    """
-    spool = paths.SPOOL_PATH
-    names = [".lock", FLUSH_LOG, RESERVE_NAME, RESERVE_NAME + ".tmp", HINT_NAME, paths.WAKE_NAME]
-    names += ["spool.db-wal", "spool.db-shm"]
-    lines = [f"state {spool}/{name}" for name in names]
-    # The bash notifier's files, imported by the first flush: an uninstall before it still removes them.
-    lines += [
-        f"state {spool}/{glob}" for glob in ("dead-msg-*", ".tmp-msg-*", ".notify-*", ".bound.lock", ".last-post")
-    ]
-    lines += [f"message {spool}/msg-*.json", f"message {spool}/.sending-msg-*", f"message {spool}/{paths.INTAKE_NAME}"]
-    lines.append(f"message {spool}/spool.db")
-    return lines + settings_runtime_files()
 
 
 # ---- text ---------------------------------------------------------------------
@@ -338,9 +316,6 @@ def run(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         return usage()
     verb, args = argv[0], argv[1:]
-    if verb == "--runtime-files" and not args:
-        sys.stdout.write("".join(line + "\n" for line in runtime_files()))
-        return EX_OK
     if verb == "text":
         if len(args) != 1:
             raise UsageError("text takes exactly one argument")

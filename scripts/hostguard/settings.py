@@ -134,12 +134,6 @@ def parse(text: str, file: str, validate: bool = True) -> Settings:
     return Settings(values)
 
 
-def runtime_files() -> list[str]:
-    """What load writes, as the programs' --runtime-files lines (install records them)."""
-    path = paths.STATE_PATH + "/" + VALID_CACHE_NAME
-    return [f"state {path}", f"state {path}.tmp"]
-
-
 def _cache_path() -> str:
     return paths.under(paths.STATE_PATH) + "/" + VALID_CACHE_NAME
 

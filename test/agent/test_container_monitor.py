@@ -271,13 +271,3 @@ def test_old_state_files_only_forget(root: Path, docker: Path, posts: Posts) -> 
     assert container_monitor.main([]) == 0
     assert posts.take() == []
     assert not (state_dir / "container-monitor.alerts").exists()
-
-
-def test_runtime_files(capsys: pytest.CaptureFixture[str]) -> None:
-    assert container_monitor.main(["--runtime-files"]) == 0
-    assert capsys.readouterr().out == (
-        "state /var/lib/hostguard/containers.running\nstate /var/lib/hostguard/containers.running.tmp\n"
-        "state /var/lib/hostguard/container-monitor.lock\nstate /var/lib/hostguard/container-monitor.stuck\n"
-        "state /var/lib/hostguard/container-monitor.alerts\nstate /var/lib/hostguard/.container-monitor.alerts.tmp\n"
-        "state /var/lib/hostguard/settings.valid\nstate /var/lib/hostguard/settings.valid.tmp\n"
-    )

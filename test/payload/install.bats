@@ -163,18 +163,14 @@ EOF
   local spooled
   spooled="$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM message").fetchone()[0])' \
     "${ROOT}/var/spool/hostguard/spool.db")"
-  # What the bash notifier left (an upgrade before its first flush) goes too.
-  printf 'x\n' >"${ROOT}/var/spool/hostguard/.notify-last-error"
-  printf 'x\n' >"${ROOT}/var/spool/hostguard/dead-msg-1-1-1.json"
-  printf 'x\n' >"${ROOT}/var/spool/hostguard/dead-msg-1-1-1.json.reason"
-  # Two ban-tool messages still in the intake (ban-intake.sh's records).
+  # Two ban-tool messages still in the intake (ban-intake.sh's records): removed, not counted.
   printf '\nban\tj\t192.0.2.%s\t10\t1\t.\n' 1 2 >"${ROOT}/var/spool/hostguard/ban.intake"
   run hg_install uninstall
   echo "${output}"
   [[ "${status}" -eq 0 ]]
   # The test's message, and any alert this machine's load made the monitor send.
   ((spooled >= 1))
-  [[ "${output}" == *"dropped $((spooled + 2)) undelivered message(s)"* ]]
+  [[ "${output}" == *"dropped ${spooled} undelivered message(s)"* ]]
   hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
   hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
 }
@@ -227,19 +223,6 @@ EOF
     done
   done
   ((killed >= 6))
-}
-
-@test "a program declaring a runtime file outside hostguard's state and spool stops the part before any write" {
-  hg_install install --part base --settings "${SETTINGS}" >/dev/null
-  hg_listing_before
-  local bad
-  for bad in 'state /etc/passwd' 'state /var/lib/hostguard/../x' 'state /var/lib/hostguard/.*' \
-    'stale /var/lib/hostguard/x' 'state /var/lib/hostguard/sub/x' 'message /var/spool/hostguard/*'; do
-    printf '#!/bin/sh\nprintf "%%s\\n" "state /var/lib/hostguard/ok" "%s"\n' "${bad}" >"${PAYLOAD}/host-monitor"
-    hg_assert_refused "host-monitor --runtime-files: refused line '${bad}'" install --part monitors --settings "${SETTINGS}"
-  done
-  printf '#!/bin/sh\nexit 3\n' >"${PAYLOAD}/host-monitor"
-  hg_assert_refused "host-monitor --runtime-files failed" install --part monitors --settings "${SETTINGS}"
 }
 
 @test "the installed copy of install can uninstall alone" {

@@ -1,0 +1,46 @@
+"""The files hostguard's programs write while running, per part: the one table uninstall removes them by.
+
+Each row: part, kind, path on the host (a glob in its last name only), the
+program that writes it. `state` files are removed; a `message` file is the
+spool database: uninstall counts its undelivered messages (a read-only query,
+installer.py) before it removes it, and says how many went. The database
+comes after its -wal and -shm files here: uninstall removes in reverse order,
+so it counts first. Every path is in hostguard's root-only state or spool
+directory. test/agent/test_runtime_files.py runs each program and checks
+that what it wrote is listed here for its part.
+"""
+
+from __future__ import annotations
+
+from .paths import SPOOL_PATH, STATE_PATH
+
+_SETTINGS = [("state", f"{STATE_PATH}/settings.valid"), ("state", f"{STATE_PATH}/settings.valid.tmp")]
+
+
+def _alerts(name: str) -> list[tuple[str, str]]:
+    return [("state", f"{STATE_PATH}/{name}.alerts"), ("state", f"{STATE_PATH}/.{name}.alerts.tmp")]
+
+
+TABLE: dict[str, list[tuple[str, str]]] = {
+    # hostguard-notify (delivery, the ban tool's intake).
+    "base": [
+        *[("state", f"{SPOOL_PATH}/{name}") for name in (".lock", ".flush.log", ".reserve", ".reserve.tmp")],
+        *[("state", f"{SPOOL_PATH}/{name}") for name in (".pending", ".ban.wake", "ban.intake")],
+        ("state", f"{SPOOL_PATH}/spool.db-wal"),
+        ("state", f"{SPOOL_PATH}/spool.db-shm"),
+        ("message", f"{SPOOL_PATH}/spool.db"),
+        *_SETTINGS,
+    ],
+    # host-monitor, container-monitor.
+    "monitors": [
+        *[("state", f"{STATE_PATH}/{name}") for name in ("cpu.sample", "host-monitor.lock", "host-monitor.df-pid")],
+        *_alerts("host-monitor"),
+        *[("state", f"{STATE_PATH}/containers.running{tail}") for tail in ("", ".tmp")],
+        *[("state", f"{STATE_PATH}/container-monitor.{tail}") for tail in ("lock", "stuck")],
+        *_alerts("container-monitor"),
+        *_SETTINGS,
+    ],
+    # hostguard-nginx-ban (with trustedProxies).
+    "bantool": [("state", f"{STATE_PATH}/nginx-bans.map"), ("state", f"{STATE_PATH}/.nginx-bans.map.tmp")],
+    "web": [],
+}
