@@ -3,7 +3,7 @@
 # the chat webhook. Load with `load ../helpers/receiver` from test/payload/*.bats;
 # the end-to-end tests and the benchmark source it.
 #
-#   receiver_start [--dir DIR] [--bind ADDR] [--port N] [--mode MODE] [--ip IP]...
+#   receiver_start [--dir DIR] [--bind ADDR] [--port N] [--mode MODE] [--ip IP]... [--flavour F]
 #       Makes a test CA in DIR (default $BATS_TEST_TMPDIR/receiver; extra IPs
 #       for the server certificate with --ip, e.g. a namespace address),
 #       starts the receiver in the background on a free port (or N: restart
@@ -17,6 +17,11 @@
 #         RECEIVER_MESSAGES     one JSON line per delivered (200 ok) message
 #         RECEIVER_REQUESTS     one JSON line per request: path, status, time
 #         RECEIVER_MODE_FILE    the fault mode, re-read on every request
+#       --flavour F: another chat service (mattermost, rocketchat, teams,
+#       googlechat, discord, pagerduty, webhook; test/helpers/receiver_flavours.py):
+#       RECEIVER_URL gets that service's URL shape (the sentinel in its secret
+#       part) and RECEIVER_ROUTING_KEY is PagerDuty's routing key (the sentinel
+#       and digits: 32 characters).
 #       To run it inside a network namespace, prefix the command yourself:
 #       RECEIVER_WRAP=(ip netns exec NS) receiver_start --bind 10.x.y.z ...
 #   receiver_stop                  stops it (safe to call twice; use in teardown)
@@ -48,9 +53,25 @@ source "${BASH_SOURCE[0]%/*}/process.bash"
 RECEIVER_SENTINEL="SENTINELsecret"
 RECEIVER_SECRET_PATH="/services/T000/B000/${RECEIVER_SENTINEL}"
 RECEIVER_HELPERS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+export RECEIVER_ROUTING_KEY="${RECEIVER_SENTINEL}0123456789abcdef01"
+
+# The path (and query) of each flavour's URL, its secret part the sentinel.
+receiver_flavour_path() {
+  case "$1" in
+    slack) printf '%s' "/services/T000/B000/${RECEIVER_SENTINEL}" ;;
+    mattermost) printf '%s' "/hooks/${RECEIVER_SENTINEL}0123456789ab" ;;
+    rocketchat) printf '%s' "/hooks/abc123/${RECEIVER_SENTINEL}" ;;
+    teams) printf '%s' "/powerautomate/automations/direct/workflows/0123456789abcdef0123456789abcdef/triggers/manual/paths/invoke?api-version=1&sp=%2Ftriggers%2Fmanual%2Frun&sv=1.0&sig=${RECEIVER_SENTINEL}" ;;
+    googlechat) printf '%s' "/v1/spaces/AAAA1234/messages?key=KEY0123&token=${RECEIVER_SENTINEL}" ;;
+    discord) printf '%s' "/api/webhooks/123456789012345678/${RECEIVER_SENTINEL}" ;;
+    pagerduty) printf '%s' "/v2/enqueue" ;;
+    webhook) printf '%s' "/alertmanager/${RECEIVER_SENTINEL}" ;;
+    *) return 64 ;;
+  esac
+}
 
 receiver_start() {
-  local dir="" bind=127.0.0.1 mode=ok port=0
+  local dir="" bind=127.0.0.1 mode=ok port=0 flavour=slack
   local -a ips=()
   while (($#)); do
     case "$1" in
@@ -59,6 +80,7 @@ receiver_start() {
       --mode) mode="$2"; shift 2 ;;
       --ip) ips+=("$2"); shift 2 ;;
       --port) port="$2"; shift 2 ;;
+      --flavour) flavour="$2"; shift 2 ;;
       *) echo "receiver_start: unknown option $1" >&2; return 64 ;;
     esac
   done
@@ -76,7 +98,7 @@ receiver_start() {
   "${RECEIVER_WRAP[@]+"${RECEIVER_WRAP[@]}"}" python3 "${RECEIVER_HELPERS}/webhook-receiver.py" \
     --cert "${dir}/server.pem" --key "${dir}/server.key" \
     --messages "${dir}/messages.jsonl" --requests "${dir}/requests.jsonl" \
-    --mode-file "${dir}/mode" --bind "${bind}" --port "${port}" \
+    --mode-file "${dir}/mode" --bind "${bind}" --port "${port}" --flavour "${flavour}" \
     >"${dir}/port" 2>"${dir}/receiver.err" 3>&- &
   export RECEIVER_PID=$!
   local i
@@ -96,7 +118,8 @@ receiver_start() {
   export RECEIVER_DIR="${dir}" RECEIVER_BIND="${bind}"
   RECEIVER_PORT="$(head -n1 "${dir}/port")"
   export RECEIVER_PORT
-  export RECEIVER_URL="https://${host}:${RECEIVER_PORT}${RECEIVER_SECRET_PATH}"
+  RECEIVER_SECRET_PATH="$(receiver_flavour_path "${flavour}")" || { echo "receiver_start: unknown flavour ${flavour}" >&2; return 64; }
+  export RECEIVER_URL="https://${host}:${RECEIVER_PORT}${RECEIVER_SECRET_PATH}" RECEIVER_FLAVOUR="${flavour}"
   export RECEIVER_CA="${dir}/ca.pem" RECEIVER_WRONG_CA="${dir}/wrong-ca.pem"
   export RECEIVER_MESSAGES="${dir}/messages.jsonl"
   export RECEIVER_REQUESTS="${dir}/requests.jsonl"
@@ -118,8 +141,10 @@ receiver_texts() {
   python3 -c '
 import json, sys
 for line in open(sys.argv[1], encoding="utf-8"):
-    p = json.loads(line)["payload"]
-    t = p.get("text") if isinstance(p, dict) else None
+    record = json.loads(line)
+    p = record["payload"]
+    # A flavour records what its service shows as "text".
+    t = record["text"] if "text" in record else p.get("text") if isinstance(p, dict) else None
     print(t.replace("\n", "\\n") if isinstance(t, str) else "<no text>")
 ' "${RECEIVER_MESSAGES}"
 }

@@ -45,9 +45,14 @@ it at run time by rewriting that file (write a temp file, then rename):
                    invalid_payload
 "down" is simply not running the receiver.
 
+--flavour F (default slack: all of the above) makes it another chat service:
+mattermost, rocketchat, teams, googlechat, discord, pagerduty or webhook, each
+checking a request as that service does and answering with its own bodies;
+their modes are listed in receiver_flavours.py.
+
 Usage: webhook-receiver.py --cert C --key K --messages FILE
                            [--requests FILE] [--mode-file FILE] [--mode MODE]
-                           [--bind ADDR] [--port N]
+                           [--bind ADDR] [--port N] [--flavour F]
 Prints the bound port on the first line of stdout (port 0 picks a free one).
 """
 
@@ -64,6 +69,8 @@ import threading
 import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import receiver_flavours
 
 
 class State:
@@ -122,10 +129,10 @@ def make_handler(state):
         def log_message(self, fmt, *args):  # keep the test output quiet
             pass
 
-        def answer(self, status, body, headers=()):
+        def answer(self, status, body, headers=(), content_type="text/html"):
             data = body.encode("utf-8")
             self.send_response(status)
-            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             for name, value in headers:
                 self.send_header(name, value)
@@ -172,11 +179,39 @@ def make_handler(state):
                               "time": now, "method": "GET"})
             self.answer(status, "OK" if status == 200 else "internal_error")
 
+        def flavoured(self, raw, now, name, params):
+            # Another service's flavour: its checks, answers and modes.
+            if name == "hang":
+                self.note("hang", now)
+                time.sleep(float(params[0]) if params else 600.0)
+                return
+            if name == "reset":
+                self.reset(now)
+                return
+            if name == "status500":
+                self.note(500, now)
+                self.answer(500, "internal_error")
+                return
+            reply = receiver_flavours.reply(
+                state.args.flavour, name, params, self.path,
+                self.headers.get("Content-Type", ""), raw, now, state)
+            if reply.record is not None:
+                record = {"path": self.path, "raw": raw, "time": now,
+                          "flavour": state.args.flavour}
+                record.update(reply.record)
+                state.append(state.args.messages, record)
+            self.note(reply.label, now)
+            self.answer(reply.status, reply.body, reply.headers,
+                        reply.content_type)
+
         def do_POST(self):
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length).decode("utf-8", "surrogateescape")
             now = time.time()
             name, params = state.mode()
+            if state.args.flavour != "slack":
+                self.flavoured(raw, now, name, params)
+                return
             payload = None
             try:
                 form = urllib.parse.parse_qs(raw, keep_blank_values=True,
@@ -332,6 +367,8 @@ def main():
     parser.add_argument("--mode", default="ok")
     parser.add_argument("--bind", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--flavour", default="slack",
+                        choices=receiver_flavours.FLAVOURS)
     args = parser.parse_args()
 
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
