@@ -57,10 +57,22 @@ async function guardRefusal(s: AdoptedGroupState): Promise<string> {
     return ec2.sharedGroupRefusal(s.groupId, ec2.foreignUsers(users, s.stackInstanceIds ?? [], s.sharedInstances ?? []), SHARED_INSTANCES_KEY);
 }
 
-/** The whole-host check: every other group on every interface of the stack's instances; "" when only 443 is open. */
+/**
+ * The whole-host check: every other group on every interface of the stack's
+ * instances, read live, with hostguard's rules; "" when only 443 is open. An
+ * instance that does not carry the adopted group is refused: hostguard's rules
+ * would not be on it.
+ */
 async function hostRefusals(s: AdoptedGroupState): Promise<{ refusals: string[]; reachable: Record<string, string[]> }> {
-    const { open, missing, reachable } = await exposure.openGroups(client(s), s.stackInstanceIds ?? [], [s.groupId]);
+    const { open, missing, reachable, interfaces } = await exposure.openGroups(client(s), s.stackInstanceIds ?? [],
+        { skip: [s.groupId], own: ec2.wantedAtoms(s.ingress ?? []) });
     const out = missing.map((i) => `instance ${i} (a hosts[].instanceId) does not exist or is terminated: set the server's current instance id or remove it`);
+    for (const [instanceId, list] of Object.entries(interfaces)) {
+        if (!list.some((n) => n.groups.includes(s.groupId))) {
+            out.push(`instance ${instanceId} (a hosts[].instanceId) does not carry the adopted group ${s.groupId} on any interface, so hostguard's rules would `
+                + `not apply to it: add the group to its interface (\`aws ec2 modify-network-interface-attribute --network-interface-id ${list[0]?.networkInterfaceId ?? "eni-..."} --groups ${s.groupId} ...\`), or remove its instanceId`);
+        }
+    }
     const refusal = exposure.openGroupsRefusal(open, "Remove those rules, or take the groups off the interfaces "
         + "(`aws ec2 modify-network-interface-attribute --network-interface-id eni-... --groups ...`), then preview again; "
         + `only ${s.groupId}'s rules are changed by hostguard on this path.`);

@@ -167,3 +167,101 @@ export function addressKey(host: string): string {
     const a = addressValue(host);
     return a ? `ip${a.family}:${a.value}` : host.toLowerCase().replace(/\.$/, "");
 }
+
+/** An inbound rule as reachability sees it: the protocol, its ports (absent: all), its sources (CIDR text; others are skipped). */
+export interface Inbound {
+    /** tcp, udp, icmp, icmpv6, -1 (all traffic), a protocol number, or a name EC2 accepts ("6", "all", ...). */
+    protocol: string;
+    fromPort?: number;
+    toPort?: number;
+    sources: readonly string[];
+}
+
+/** A protocol and port range (absent ports: the whole protocol; protocol "-1": all traffic). */
+export interface PortRange {
+    protocol: string;
+    fromPort?: number;
+    toPort?: number;
+}
+
+const PROTOCOL_NAMES: Record<string, string> = { "6": "tcp", "17": "udp", "1": "icmp", "58": "icmpv6", all: "-1" };
+
+/** The protocol in EC2's lower-case name (tcp, udp, icmp, icmpv6, -1, or its number). */
+export function protocolName(p: string): string {
+    const s = String(p).toLowerCase();
+    return PROTOCOL_NAMES[s] ?? s;
+}
+
+const wide = (rules: readonly Inbound[]) => widePublicReason(rules.flatMap((r) => [...r.sources])) !== null;
+
+/** A range in words: `tcp 22`, `tcp 1000-2000`, `all traffic`, `icmp`, `protocol 50`. */
+export function rangeText(r: PortRange): string {
+    if (r.protocol === "-1") {
+        return "all traffic";
+    }
+    if (r.fromPort === undefined) {
+        return ["icmp", "icmpv6"].includes(r.protocol) ? r.protocol : `protocol ${r.protocol}`;
+    }
+    return `${r.protocol} ${r.fromPort === r.toPort ? r.fromPort : `${r.fromPort}-${r.toPort}`}`;
+}
+
+/** True when RULE lets in part of RANGE (all traffic lets in everything). */
+export function admits(rule: Inbound, range: PortRange): boolean {
+    const p = protocolName(rule.protocol);
+    if (p === "-1") {
+        return true;
+    }
+    if (p !== range.protocol) {
+        return false;
+    }
+    return range.fromPort === undefined || rule.fromPort === undefined
+        || ((rule.fromPort ?? 0) <= (range.toPort ?? 65535) && (range.fromPort ?? 0) <= (rule.toPort ?? 65535));
+}
+
+/**
+ * What RULES let in from the whole internet together: THE definition of
+ * "open to the world", the union rule of widePublicReason applied per
+ * protocol and port. A range is open when the sources of all the rules that
+ * admit it cover more than a /16 of public IPv4 or a /32 of public IPv6
+ * together, so 0.0.0.0/1 + 128.0.0.0/1 on two groups is the world, as is
+ * ::/1 + 8000::/1. All traffic ("-1") admits every protocol and port; when
+ * all traffic is open it is one range, and the others name only what each
+ * protocol opens by itself. Sources that are not CIDRs (groups, prefix
+ * lists) are not counted.
+ */
+export function worldOpenings(rules: readonly Inbound[]): PortRange[] {
+    const norm = rules.map((r) => ({ ...r, protocol: protocolName(r.protocol) }));
+    const all = norm.filter((r) => r.protocol === "-1");
+    const out: PortRange[] = wide(all) ? [{ protocol: "-1" }] : [];
+    const base = out.length > 0 ? [] : all;
+    for (const protocol of [...new Set(norm.map((r) => r.protocol))].filter((p) => p !== "-1").sort()) {
+        const own = norm.filter((r) => r.protocol === protocol);
+        if (!["tcp", "udp"].includes(protocol)) {
+            if (wide([...own, ...base])) {
+                out.push({ protocol });
+            }
+            continue;
+        }
+        // Between two consecutive rule edges the rules that admit a port are the same: one test per piece.
+        const cover = [...own, ...base].map((r) => ({ r, from: r.protocol === "-1" ? 0 : r.fromPort ?? 0, to: r.protocol === "-1" ? 65535 : r.toPort ?? 65535 }));
+        const edges = [...new Set(cover.flatMap((c) => [c.from, c.to + 1]))].sort((a, b) => a - b);
+        for (let i = 0; i + 1 < edges.length; i++) {
+            const [from, to] = [edges[i], edges[i + 1] - 1];
+            if (!wide(cover.filter((c) => c.from <= from && to <= c.to).map((c) => c.r))) {
+                continue;
+            }
+            const last = out[out.length - 1];
+            if (last?.protocol === protocol && last.toPort === from - 1) {
+                last.toPort = to;
+            } else {
+                out.push({ protocol, fromPort: from, toPort: to });
+            }
+        }
+    }
+    return out;
+}
+
+/** True when RANGE is exactly TCP 443, the one port the SPEC opens to the world. */
+export function isHttpsOnly(r: PortRange): boolean {
+    return r.protocol === "tcp" && r.fromPort === 443 && r.toPort === 443;
+}

@@ -10,6 +10,8 @@
 // providers, so they capture nothing but each other and load the SDK with
 // `require` when they run.
 
+import { protocolName } from "./cidr";
+
 /** One inbound permission for one source: the unit EC2 authorizes and revokes. */
 export interface RuleAtom {
     /** Lower case: tcp, udp, icmp, icmpv6, -1 (all), or a protocol number. */
@@ -125,12 +127,7 @@ function command(name: string, input: Record<string, unknown>): unknown {
     return new sdk[`${name}Command`](input);
 }
 
-const PROTOCOL_NAMES: Record<string, string> = { "6": "tcp", "17": "udp", "1": "icmp", "58": "icmpv6", all: "-1" };
-
-function normalProtocol(p: unknown): string {
-    const s = String(p ?? "").toLowerCase();
-    return PROTOCOL_NAMES[s] ?? s;
-}
+const normalProtocol = (p: unknown): string => protocolName(String(p ?? ""));
 
 /** Identity of a permission as EC2 matches it on revoke (descriptions do not count). */
 export function ruleKey(a: RuleAtom): string {

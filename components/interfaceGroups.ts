@@ -41,6 +41,8 @@ export interface InterfaceGroupsState extends InstanceRef {
     vpcId: string;
     /** The whole set every interface must carry: hostguard's group first, then the kept ones. */
     groups: string[];
+    /** hostguard's group's inbound rules (counted with the kept groups' in what the server lets in from anywhere). */
+    ingress: ec2.WantedRule[];
     /** The record's output: what destroy restores, by interface id. */
     originals: Record<string, string[]>;
     /** Set by check (shown by preview): what the instance lets in from anywhere after the change. */
@@ -166,16 +168,14 @@ export const interfaceGroupsProvider: pulumi.dynamic.ResourceProvider = {
             return { inputs: news, failures: [] };
         }
         let found: Awaited<ReturnType<typeof exposure.openGroups>>;
-        let interfaces: ec2.HostInterface[] | null;
         try {
-            found = await exposure.openGroups(client(news), [news.instanceId], [], kept, true);
-            interfaces = await ec2.instanceInterfaces(client(news), news.instanceId);
+            found = await exposure.openGroups(client(news), [news.instanceId], { extra: kept, replaceGroups: true, own: ec2.wantedAtoms(news.ingress ?? []) });
         } catch (e) {
             throw new Error(`reading the interfaces of ${news.instanceId} and its kept groups failed (region ${news.region}): ${(e as Error).message}`);
         }
         const failures: pulumi.dynamic.CheckFailure[] = found.missing.map((i) => ({ property: "instanceId", reason: missingInstance(i).message }));
         // EC2 refuses a group of another VPC on an interface: the up would fail halfway.
-        for (const n of (interfaces ?? []).filter((x) => /^vpc-/.test(String(news.vpcId)) && x.vpcId !== news.vpcId)) {
+        for (const n of (found.interfaces[news.instanceId] ?? []).filter((x) => /^vpc-/.test(String(news.vpcId)) && x.vpcId !== news.vpcId)) {
             failures.push({
                 property: "vpcId", reason: `network interface ${n.networkInterfaceId} of instance ${news.instanceId} is in ${n.vpcId}, not in hostguard:vpcId ${news.vpcId} `
                     + "(the created group's VPC): set hostguard:vpcId to the instance's VPC, or detach that interface",
@@ -282,6 +282,7 @@ export interface InterfaceGroupsArgs {
     instanceId: pulumi.Input<string>;
     vpcId: pulumi.Input<string>;
     groups: pulumi.Input<pulumi.Input<string>[]>;
+    ingress: ec2.WantedRule[];
     /** The record's output. */
     originals: pulumi.Input<Record<string, string[]>>;
 }

@@ -111,7 +111,7 @@ export class SecurityGroup extends pulumi.ComponentResource {
                 const where = { region: region(), ...(args.profile ? { profile: args.profile } : {}), instanceId: h.instanceId };
                 const record = new InterfaceRecord(`${h.name}-interface-record`, { ...where, hostguardGroupId: group.id }, { parent: this });
                 return new InterfaceGroups(`${h.name}-interface-groups`, {
-                    ...where, vpcId: args.vpcId, groups: [group.id, ...(args.keepGroupIds ?? [])], originals: record.originals,
+                    ...where, vpcId: args.vpcId, groups: [group.id, ...(args.keepGroupIds ?? [])], ingress: this.ingress, originals: record.originals,
                 }, { parent: this }).id;
             });
         }

@@ -2,9 +2,7 @@
 // pulumi/pulumi-policy-aws src/network.ts). Types are matched by their token,
 // so the pack needs no provider SDK. Exported for the tests in tests/.
 import { EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
-import { widePublicReason } from "../components/cidr";
-
-const WORLD = new Set(["0.0.0.0/0", "::/0"]);
+import { admits, isHttpsOnly, parseBlock, publicSize, rangeText, widePublicReason, worldOpenings } from "../components/cidr";
 const SG = "aws:ec2/securityGroup:SecurityGroup";
 const SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule";
 const VPC_INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule";
@@ -51,20 +49,32 @@ export function inboundRules(args: Pick<ResourceValidationArgs, "type" | "props"
     }
 }
 
-const isHttpsOnly = (r: Inbound) => ["tcp", "6"].includes(r.protocol.toLowerCase()) && r.fromPort === 443 && r.toPort === 443;
 const isAllProtocols = (r: Inbound) => ["-1", "all"].includes(r.protocol.toLowerCase());
 
+/** True when one of SOURCES holds a public address (a private range alone never opens anything to the world). */
+const hasPublic = (sources: string[]) => sources.some((c) => {
+    const b = parseBlock(c);
+    return b !== null && publicSize([b], b.family) > 0n;
+});
+
+/**
+ * The world is components/cidr.ts's worldOpenings (the union rule the
+ * validator and the whole-host check use): 0.0.0.0/1 and 128.0.0.0/1 on two
+ * rules of one resource are the world too. Every rule with a public source
+ * that admits part of a range open to the world beyond TCP 443 is named.
+ */
 export function noWorldInboundExceptHttps(level: EnforcementLevel = "mandatory"): ResourceValidationPolicy {
     return {
         name: "no-world-inbound-except-https",
-        description: "Inbound rules from 0.0.0.0/0 or ::/0 may only open TCP 443.",
+        description: "Only TCP 443 may be open to the world (sources that together cover more than a /16 of public IPv4 or a /32 of public IPv6).",
         enforcementLevel: level,
         validateResource: (args, report) => {
-            for (const r of inboundRules(args)) {
-                const open = r.sources.filter((s) => WORLD.has(s));
-                if (open.length > 0 && !isHttpsOnly(r)) {
-                    report(`${r.where} opens protocol ${r.protocol} ports ${r.fromPort}-${r.toPort} to ${open.join(" and ")}; only TCP 443 may be public.`);
-                }
+            const rules = inboundRules(args);
+            const beyond = worldOpenings(rules).filter((r) => !isHttpsOnly(r));
+            for (const r of rules.filter((x) => hasPublic(x.sources) && beyond.some((b) => admits(x, b)))) {
+                const open = beyond.filter((b) => admits(r, b)).map(rangeText).join(", ");
+                report(`${r.where} opens protocol ${r.protocol} ports ${r.fromPort}-${r.toPort} to ${r.sources.join(" and ")}; with the resource's other `
+                    + `sources that is the world on ${open}: only TCP 443 may be public.`);
             }
         },
     };

@@ -53,6 +53,17 @@ describe("no-world-inbound-except-https", () => {
         assert.equal((await violations(p, args(RULE, { type: "ingress", protocol: "tcp", fromPort: 80, toPort: 80, cidrBlocks: ["0.0.0.0/0"] }))).length, 1);
         assert.deepEqual(await violations(p, args(RULE, { type: "egress", protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"] })), []);
     });
+    it("flags SSH to 0.0.0.0/1 and 128.0.0.0/1 on two rules (the union rule of components/cidr.ts), not a private range beside them", async () => {
+        const v = await violations(p, args(SG, { ingress: [
+            https,
+            { protocol: "tcp", fromPort: 22, toPort: 22, cidrBlocks: ["0.0.0.0/1"] },
+            { protocol: "tcp", fromPort: 20, toPort: 30, cidrBlocks: ["128.0.0.0/1", "10.0.0.0/8"] },
+            { protocol: "tcp", fromPort: 22, toPort: 22, cidrBlocks: ["10.0.0.0/8"] },
+        ] }));
+        assert.deepEqual(v.map((m) => m.split(" opens")[0]), ["ingress[1]", "ingress[2]"]);
+        assert.match(v[0], /the world on tcp 20-30/);
+        assert.deepEqual(await violations(p, args(SG, { ingress: [https, { protocol: "-1", ipv6CidrBlocks: ["::/1"] }, { protocol: "-1", ipv6CidrBlocks: ["8000::/1"] }] })).then((x) => x.length), 2);
+    });
     it("flags a port range around 443 on a vpc ingress rule, passes exact 443", async () => {
         assert.equal((await violations(p, args(VPC, { ipProtocol: "tcp", fromPort: 0, toPort: 65535, cidrIpv4: "0.0.0.0/0" }))).length, 1);
         assert.deepEqual(await violations(p, args(VPC, { ipProtocol: "tcp", fromPort: 443, toPort: 443, cidrIpv6: "::/0" })), []);

@@ -11,7 +11,11 @@ import type * as pulumi from "@pulumi/pulumi";
 import { ADOPTED_GROUP_KIND, ADOPTED_GROUP_RECORD_KIND, adoptedGroupProvider, adoptedGroupRecordProvider } from "../../components/adoptedGroup";
 import { INTERFACE_GROUPS_KIND, INTERFACE_RECORD_KIND, interfaceGroupsProvider, interfaceRecordProvider } from "../../components/interfaceGroups";
 import type { WantedRule } from "../../components/ec2Reconcile";
+import { ingressRules } from "../../components/securityGroup";
 import { REGION } from "./moto";
+
+/** hostguard's rules for the tests' stacks. */
+export const RULES = ingressRules({ privateCidrs: ["10.0.0.0/8"], adminCidrs: ["203.0.113.0/24"] });
 
 export type Checkpoint = Record<string, { id: string; outs: any }>;
 
@@ -34,13 +38,13 @@ export function adoptStack(groupId: string, ingress: WantedRule[], stackInstance
 }
 
 /** The create path's resources for one instance (hostguard's group already created: its id is GROUPS[0]). */
-export function createStack(instanceId: string, vpcId: string, groups: string[]): Step[] {
+export function createStack(instanceId: string, vpcId: string, groups: string[], ingress: WantedRule[] = RULES): Step[] {
     const where = { region: REGION, instanceId };
     return [
         { name: "record", provider: interfaceRecordProvider, inputs: () => ({ kind: INTERFACE_RECORD_KIND, ...where, hostguardGroupId: groups[0] }) },
         {
             name: "interfaces", provider: interfaceGroupsProvider,
-            inputs: (cp) => ({ kind: INTERFACE_GROUPS_KIND, ...where, vpcId, groups, originals: cp.record.outs.originals }),
+            inputs: (cp) => ({ kind: INTERFACE_GROUPS_KIND, ...where, vpcId, groups, ingress, originals: cp.record.outs.originals }),
         },
     ];
 }

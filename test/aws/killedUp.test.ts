@@ -277,7 +277,7 @@ describe("interfaces whose originals are gone, that outlive or leave their insta
         const r = await account.client.send(new RunInstancesCommand({ ImageId: account.imageId, MinCount: 1, MaxCount: 1, SubnetId: subnet.Subnet!.SubnetId! }));
         const instanceId = r.Instances![0].InstanceId!;
         const hostguard = await account.group([], "hostguard");
-        const inputs: InterfaceGroupsState = { kind: "hostguard:interface-groups", region: REGION, instanceId, vpcId: account.vpcId, groups: [hostguard], originals: {} };
+        const inputs: InterfaceGroupsState = { kind: "hostguard:interface-groups", region: REGION, instanceId, vpcId: account.vpcId, groups: [hostguard], ingress: RULES, originals: {} };
         const checked = await q.check({}, inputs);
         assert.equal(checked.failures![0]?.property, "vpcId");
         assert.match(checked.failures![0].reason, new RegExp(`is in ${vpc.Vpc!.VpcId}, not in hostguard:vpcId ${account.vpcId}`));

@@ -40,7 +40,7 @@ function adoptInputs(groupId: string, over: Partial<AdoptedGroupState> = {}): Ad
     return { kind: ADOPTED_GROUP_KIND, region: REGION, groupId, ingress: RULES, stackInstanceIds: [], sharedInstances: [], original: [], ...over };
 }
 function interfaceInputs(instanceId: string, groups: string[]): InterfaceGroupsState {
-    return { kind: INTERFACE_GROUPS_KIND, region: REGION, instanceId, vpcId: account.vpcId, groups, originals: {} };
+    return { kind: INTERFACE_GROUPS_KIND, region: REGION, instanceId, vpcId: account.vpcId, groups, ingress: RULES, originals: {} };
 }
 
 describe("create path: every interface of the instance", () => {
@@ -137,6 +137,48 @@ describe("adopt path: every other group on every interface is read", () => {
         const passed = await p.check({}, adoptInputs(adopted, { stackInstanceIds: [host.instanceId] }));
         assert.deepEqual(passed.failures, []);
         assert.deepEqual(passed.inputs.worldReachable, { [host.instanceId]: ["tcp 443"] }, "after the up, only 443 from anywhere");
+    });
+});
+
+describe("open to the world by the union rule (issue 33), on every stack instance", () => {
+    it("adopt: SSH to 0.0.0.0/1 + 128.0.0.0/1 on a second group and everything to ::/1 + 8000::/1 on a secondary interface are refused", async () => {
+        const adopted = await account.group([], "adopted");
+        const halves = await account.group([{ IpProtocol: "tcp", FromPort: 22, ToPort: 22, IpRanges: [{ CidrIp: "0.0.0.0/1" }, { CidrIp: "128.0.0.0/1" }] }], "halves");
+        const v6a = await account.group([{ IpProtocol: "-1", Ipv6Ranges: [{ CidrIpv6: "::/1" }] }], "v6-low");
+        const v6b = await account.group([{ IpProtocol: "-1", Ipv6Ranges: [{ CidrIpv6: "8000::/1" }] }], "v6-high");
+        const host = await account.instance([adopted, halves]);
+        const second = await account.secondaryInterface(host.instanceId, [v6a, v6b]);
+        const r = await p.check({}, adoptInputs(adopted, { stackInstanceIds: [host.instanceId] }));
+        assert.equal(r.failures!.length, 1, JSON.stringify(r.failures));
+        const reason = r.failures![0].reason;
+        assert.match(reason, new RegExp(`group ${halves} on interface ${host.networkInterfaceId} of instance ${host.instanceId} lets in tcp 22 from 0.0.0.0/1, tcp 22 from 128.0.0.0/1`));
+        assert.match(reason, new RegExp(`group ${v6a} on interface ${second} .*lets in all traffic from ::/1`));
+        assert.match(reason, new RegExp(`group ${v6b} on interface ${second} .*lets in all traffic from 8000::/1`));
+        assert.deepEqual(r.inputs.worldReachable, { [host.instanceId]: ["all traffic", "tcp 22", "tcp 443"] });
+    });
+
+    it("adopt: SSH from a /16 on a second group is refused together with hostguard's own SSH sources (a /16 plus a /24 is beyond the limit)", async () => {
+        const adopted = await account.group([], "adopted");
+        const wide16 = await account.group([{ IpProtocol: "tcp", FromPort: 22, ToPort: 22, IpRanges: [{ CidrIp: "198.18.0.0/16" }] }], "wide16");
+        const host = await account.instance([adopted, wide16]);
+        const r = await p.check({}, adoptInputs(adopted, { stackInstanceIds: [host.instanceId] }));
+        assert.match(r.failures![0]?.reason ?? "", new RegExp(`group ${wide16} .* lets in tcp 22 from 198.18.0.0/16`));
+    });
+
+    it("adopt: an instance of the stack that does not carry the adopted group is refused, naming it", async () => {
+        const adopted = await account.group([], "adopted");
+        const other = await account.group([], "other");
+        const host = await account.instance([other]);
+        const r = await p.check({}, adoptInputs(adopted, { stackInstanceIds: [host.instanceId] }));
+        assert.match(r.failures![0]?.reason ?? "", new RegExp(`instance ${host.instanceId} .*does not carry the adopted group ${adopted}`));
+    });
+
+    it("create path: a kept group opening SSH to both halves of the internet is refused", async () => {
+        const halves = await account.group([{ IpProtocol: "tcp", FromPort: 22, ToPort: 22, IpRanges: [{ CidrIp: "0.0.0.0/1" }, { CidrIp: "128.0.0.0/1" }] }], "kept-halves");
+        const host = await account.instance([halves]);
+        const r = await q.check({}, interfaceInputs(host.instanceId, ["sg-00000000", halves]));
+        assert.equal(r.failures![0]?.property, "groups");
+        assert.match(r.failures![0].reason, /reachable from anywhere on tcp 443, tcp 22/);
     });
 });
 

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { blockText, hostBitsFix, isPrivateBlock, parseBlock, PRIVATE_RANGES } from "../../components/cidr";
 import { ConfigError, validateConfig, type RawConfig } from "../../components/config";
-import { worldOpenBeyond443, worldPorts, ruleText } from "../../components/hostExposure";
+import { worldPorts, ruleText } from "../../components/hostExposure";
 import { ingressSteps, wantedAtoms, type RuleAtom } from "../../components/ec2Reconcile";
 import { ingressRules } from "../../components/securityGroup";
 
@@ -113,14 +113,22 @@ describe("hosts and groups per interface", () => {
 describe("world exposure and call order (pure)", () => {
     const atom = (protocol: string, source: string, from?: number, to?: number): RuleAtom =>
         ({ protocol, kind: source.includes(":") ? "cidr6" : "cidr4", source, ...(from === undefined ? {} : { fromPort: from, toPort: to ?? from }) });
-    it("only tcp 443 may be open to the world; a range that includes 443 is not 443", () => {
-        assert.equal(worldOpenBeyond443(atom("tcp", "0.0.0.0/0", 443)), false);
-        assert.equal(worldOpenBeyond443(atom("tcp", "::/0", 443)), false);
-        assert.equal(worldOpenBeyond443(atom("tcp", "0.0.0.0/0", 1, 65535)), true);
-        assert.equal(worldOpenBeyond443(atom("-1", "::/0")), true);
-        assert.equal(worldOpenBeyond443(atom("udp", "0.0.0.0/0", 443)), true);
-        assert.equal(worldOpenBeyond443(atom("tcp", "10.0.0.0/8", 22)), false);
+    it("open to the world is the union rule over every rule that admits a port: halves of the internet on two groups are the world", () => {
+        assert.deepEqual(worldPorts([atom("tcp", "0.0.0.0/0", 443), atom("tcp", "::/0", 443)]), ["tcp 443"]);
+        assert.deepEqual(worldPorts([atom("tcp", "0.0.0.0/0", 1, 65535)]), ["tcp 1-65535"]);
+        assert.deepEqual(worldPorts([atom("udp", "0.0.0.0/0", 443)]), ["udp 443"]);
+        assert.deepEqual(worldPorts([atom("tcp", "10.0.0.0/8", 22), atom("tcp", "203.0.113.0/24", 22)]), [], "private and a /24: not the world");
+        assert.deepEqual(worldPorts([atom("tcp", "0.0.0.0/1", 22), atom("tcp", "128.0.0.0/1", 22)]), ["tcp 22"]);
+        assert.deepEqual(worldPorts([atom("-1", "::/1"), atom("-1", "8000::/1")]), ["all traffic"]);
+        assert.deepEqual(worldPorts([atom("tcp", "1.0.0.0/16", 22), atom("tcp", "2.0.0.0/16", 22)]), ["tcp 22"], "two /16s are more than a /16");
+        assert.deepEqual(worldPorts([atom("tcp", "1.0.0.0/16", 22), atom("tcp", "1.0.0.0/16", 23)]), [], "one /16 per port is within the limit");
+        // All traffic from one /16 with SSH from another: each within the limit, SSH together beyond it.
+        assert.deepEqual(worldPorts([atom("-1", "1.0.0.0/16"), atom("tcp", "2.0.0.0/16", 20, 25)]), ["tcp 20-25"]);
+        assert.deepEqual(worldPorts([atom("-1", "0.0.0.0/1"), atom("tcp", "128.0.0.0/1", 20, 25)]), ["all traffic", "tcp 20-25"], "half the internet is beyond a /16");
+        // Ranges split at every edge: only the ports both /16s admit.
+        assert.deepEqual(worldPorts([atom("tcp", "1.0.0.0/16", 1000, 2000), atom("tcp", "2.0.0.0/16", 1500, 3000)]), ["tcp 1500-2000"]);
         assert.deepEqual(worldPorts([atom("tcp", "0.0.0.0/0", 443), atom("tcp", "::/0", 443), atom("-1", "::/0"), atom("tcp", "10.0.0.0/8", 22)]), ["all traffic", "tcp 443"]);
+        assert.deepEqual(worldPorts([atom("icmp", "0.0.0.0/1", 8, -1), atom("icmp", "128.0.0.0/1", 0, -1)]), ["icmp"]);
         assert.equal(ruleText({ ...atom("tcp", "0.0.0.0/0", 80), description: "http" }), 'tcp 80 from 0.0.0.0/0 ("http")');
     });
     it("ingressSteps: describe, authorize, revoke; early revokes only at the quota, never of a rule that lets 443 in", () => {

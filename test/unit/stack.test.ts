@@ -403,6 +403,7 @@ describe("the created group on the hosts' instances, and the adopted group's gua
         const { resources, out } = await build(rawConfig([], {
             hosts: hostsWith(["i-0123456789abcdef0", "i-0fedcba9"]), keepSecurityGroupIds: JSON.stringify(["sg-0cccccccccccccccc"]),
         }));
+        const sg = resources.find((r) => r.type === "aws:ec2/securityGroup:SecurityGroup")!.inputs;
         assert.deepEqual(interfaces(resources).map((a) => {
             const { __provider, ...inputs } = a.inputs;
             return { name: a.name, inputs };
@@ -410,12 +411,14 @@ describe("the created group on the hosts' instances, and the adopted group's gua
             {
                 name: "web1-interface-groups", inputs: {
                     kind: "hostguard:interface-groups", region: REGION, instanceId: "i-0123456789abcdef0", vpcId: VPC_ID, groups: [GROUP_ID, "sg-0cccccccccccccccc"],
+                    ingress: sg.ingress,
                     originals: { "eni-of-i-0123456789abcdef0": ["sg-0recorded"] },
                 },
             },
             {
                 name: "web2-interface-groups", inputs: {
                     kind: "hostguard:interface-groups", region: REGION, instanceId: "i-0fedcba9", vpcId: VPC_ID, groups: [GROUP_ID, "sg-0cccccccccccccccc"],
+                    ingress: sg.ingress,
                     originals: { "eni-of-i-0fedcba9": ["sg-0recorded"] },
                 },
             },
