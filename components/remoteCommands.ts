@@ -3,7 +3,7 @@
 // prints them). Pure functions: a command's text never carries a secret, which
 // travels only on its stdin.
 import { type PartBundle } from "./bundles";
-import { type ChatFormat } from "./chatFormats";
+import { formatLine, routingKeyLine, type ChatFormat } from "./chatFormats";
 import { type Part } from "./fileTable";
 import { INSTALL_DIR } from "./hostFiles";
 
@@ -82,10 +82,10 @@ export function curlUrlLine(url: string): string {
 export function webhookFileText(url: string, format: ChatFormat = "slack", routingKey?: string): string {
     const lines = [curlUrlLine(url)];
     if (format !== "slack") {
-        lines.push(`format = "${format}"\n`);
+        lines.push(`${formatLine(format)}\n`);
     }
     if (routingKey !== undefined) {
-        lines.push(`routing_key = "${routingKey.trim()}"\n`);
+        lines.push(`${routingKeyLine(routingKey.trim())}\n`);
     }
     return lines.join("");
 }

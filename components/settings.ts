@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { CHAT_FORMATS, PAGERDUTY_REGIONS } from "./chatFormats";
+import { CHAT_FORMATS, PAGERDUTY_REGIONS, ROUTING_KEY_PATTERN } from "./chatFormats";
 // The one table of hostguard's settings: for every key its stack-config name,
 // its name in the host's `hostguard.conf` (or none when only a rendered file
 // uses it), its type, default, allowed values and one line of documentation.
@@ -118,7 +118,7 @@ export const RULES = {
         pattern: `^(${CHAT_FORMATS.join("|")})$`,
         allowed: `one of ${CHAT_FORMATS.join(", ")}`,
     },
-    routingKey: { pattern: "^[A-Za-z0-9]{32}$", allowed: "a PagerDuty Events API v2 routing key: 32 letters and digits" },
+    routingKey: { pattern: ROUTING_KEY_PATTERN, allowed: "a PagerDuty Events API v2 routing key: 32 letters and digits" },
     pagerdutyRegion: { pattern: `^(${Object.keys(PAGERDUTY_REGIONS).join("|")})$`, allowed: `one of ${Object.keys(PAGERDUTY_REGIONS).join(", ")}` },
     httpsUrl: {
         pattern: `^${URL_BODY}$`,

@@ -93,6 +93,19 @@ describe("hostguard:chatFormat detected from the webhook's host", () => {
     });
 });
 
+describe("a format the host agent does not speak yet is warned about (until issue 34's wiring)", () => {
+    it("warns for teams, googlechat, discord, pagerduty and webhook; not for the Slack-compatible ones", () => {
+        const warned = (extra: RawConfig): boolean => validateConfig(raw(extra), { secretKeys: SECRET_KEYS }).warnings
+            .some((w) => w.startsWith("hostguard:chatFormat is ") && w.includes("verifyWebhook false"));
+        for (const [url, format] of SHAPES) {
+            assert.equal(warned({ webhookUrl: url }), !["slack", "mattermost", "rocketchat"].includes(format), url);
+        }
+        assert.equal(warned({ webhookUrl: "https://chat.example.org/hooks/x", chatFormat: "mattermost" }), false);
+        assert.equal(warned({ webhookUrl: "https://chat.example.org/hooks/x", chatFormat: "webhook" }), true);
+        assert.equal(warned({ pagerdutyRoutingKey: ROUTING }), true);
+    });
+});
+
 describe("refused before deploy, naming the key and never the URL", () => {
     const contradictions: Array<[string, ChatFormat, ChatFormat]> = [
         [SHAPES[5][0], "slack", "googlechat"], [SHAPES[6][0], "slack", "discord"], [SHAPES[0][0], "teams", "slack"],
@@ -171,6 +184,29 @@ describe("the webhook file's text (set-webhook's stdin)", () => {
         assert.equal(webhookFileText("https://chat.example.org/hooks/x", "teams"), 'url = "https://chat.example.org/hooks/x"\nformat = "teams"\n');
         assert.equal(webhookFileText("https://events.eu.pagerduty.com/v2/enqueue", "pagerduty", ROUTING),
             `url = "https://events.eu.pagerduty.com/v2/enqueue"\nformat = "pagerduty"\nrouting_key = "${ROUTING}"\n`);
+    });
+});
+
+describe("the host agent reads the webhook file's lines by the generated rules (format_table.py, Debian's python3)", () => {
+    it("every format line and the routing key line match; the URL line is urlfile's", () => {
+        const texts = [...CHAT_FORMATS.map((f) => webhookFileText("https://chat.example.org/hooks/x", f)),
+            webhookFileText("https://events.pagerduty.com/v2/enqueue", "pagerduty", ROUTING)];
+        const program = [
+            "import json, re, sys",
+            "from hostguard.format_table import FORMAT_LINE_RE, ROUTING_KEY_LINE_RE",
+            "out = []",
+            "for text in json.load(sys.stdin):",
+            "    found = {}",
+            "    for line in text.splitlines()[1:]:",
+            "        m = re.fullmatch(FORMAT_LINE_RE, line) or re.fullmatch(ROUTING_KEY_LINE_RE, line)",
+            "        found[line.split(' ')[0]] = m.group(1) if m else None",
+            "    out.append(found)",
+            "print(json.dumps(out))",
+        ].join("\n");
+        const host = JSON.parse(execFileSync("python3", ["-c", program], {
+            input: JSON.stringify(texts), env: { ...process.env, PYTHONPATH: SCRIPTS }, encoding: "utf8",
+        })) as Array<Record<string, string | null>>;
+        assert.deepEqual(host, [...CHAT_FORMATS.map((f) => (f === "slack" ? {} : { format: f })), { format: "pagerduty", routing_key: ROUTING }]);
     });
 });
 
