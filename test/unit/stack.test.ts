@@ -14,6 +14,10 @@ import { sha256, type PayloadFile } from "../../components/bundles";
 import { setWebhookCommand } from "../../components/remoteCommands";
 import { buildStack, type StackOutputs } from "../../components/stack";
 import { readStackFile, renderStack } from "../../tools/render";
+import { noAllProtocolsInbound, noWorldInboundExceptHttps, remoteCommandHostKey, sshSourcesLimited, webhookInputsSecret } from "../../policy/policies";
+
+/** The pack's policies, as policy/index.ts lists them. */
+const PACK = [noWorldInboundExceptHttps(), noAllProtocolsInbound(), webhookInputsSecret(), remoteCommandHostKey(), sshSourcesLimited()];
 
 const ROOT = path.resolve(__dirname, "../..");
 /** The secrets below stand for values the engine decrypted: it marks their keys secret. */
@@ -26,7 +30,9 @@ const BASTION_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBastionKeyFake00000000
 const SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d";
 const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
 
-interface Recorded { type: string; name: string; inputs: Record<string, any>; importId?: string }
+interface Recorded { type: string; name: string; inputs: Record<string, any>; importId?: string; additionalSecretOutputs: string[] }
+/** The additionalSecretOutputs of each registration by `type::name` (the mocks' newResource does not see the options). */
+const secretOutputs = new Map<string, string[]>();
 let recorded: Recorded[] = [];
 /** Every provider function call (invoke) the program made, in order. */
 let calls: Array<{ token: string; inputs: Record<string, any> }> = [];
@@ -44,7 +50,10 @@ before(async () => {
             if (!EXPECTED_TYPES.has(args.type)) {
                 throw new Error(`unexpected resource ${args.type} ${args.name}`);
             }
-            recorded.push({ type: args.type, name: args.name, inputs: args.inputs, importId: args.id || undefined });
+            recorded.push({
+                type: args.type, name: args.name, inputs: args.inputs, importId: args.id || undefined,
+                additionalSecretOutputs: secretOutputs.get(`${args.type}::${args.name}`) ?? [],
+            });
             if (args.type === "random:index/randomInteger:RandomInteger") {
                 // Offsets (seconds 0-599): web2 draws minute 7 second 7, every other host minute 3 second 3.
                 return { id: `${args.name}-id`, state: { ...args.inputs, result: args.name.startsWith("web2") ? 427 : 183 } };
@@ -61,6 +70,13 @@ before(async () => {
             throw new Error(`unexpected call ${args.token}`);
         },
     }, "hostguard", "test", false);
+    // The request carries the resource options; keep what the policy pack checks.
+    const monitor = pulumi.runtime.getMonitor() as any;
+    const register = monitor.registerResource.bind(monitor);
+    monitor.registerResource = (req: any, callback: unknown) => {
+        secretOutputs.set(`${req.getType()}::${req.getName()}`, req.getAdditionalsecretoutputsList());
+        return register(req, callback);
+    };
 });
 after(() => {
     recorded = [];
@@ -274,6 +290,54 @@ describe("the webhook secret", () => {
                 assert.ok(!JSON.stringify(value).includes("SENTINEL"), `${name}: output carries the webhook`);
             }
         }
+    });
+});
+
+/** A value as a policy sees it: secrets unwrapped, everywhere. */
+function plain(v: any): any {
+    const u = unwrap(v);
+    return Array.isArray(u) ? u.map(plain) : u && typeof u === "object" ? Object.fromEntries(Object.entries(u).map(([k, x]) => [k, plain(x)])) : u;
+}
+
+/** Every message of every policy of the pack (policy/index.ts's list) over RESOURCES, as `pulumi preview --policy-pack` would give them. */
+async function policyViolations(resources: Recorded[]): Promise<string[]> {
+    const out: string[] = [];
+    const args = resources.map((r) => ({
+        type: r.type, name: r.name, urn: `urn:pulumi:test::hostguard::${r.type}::${r.name}`, props: plain(r.inputs),
+        opts: { additionalSecretOutputs: r.additionalSecretOutputs, protect: false, ignoreChanges: [], aliases: [], customTimeouts: {} },
+    }));
+    for (const policy of PACK) {
+        const report = (m: string) => out.push(`${policy.name}: ${m}`);
+        if ("validateResource" in policy && policy.validateResource) {
+            for (const a of args) {
+                for (const v of [policy.validateResource].flat()) {
+                    await v(a as any, report);
+                }
+            }
+        }
+        if ("validateStack" in policy && policy.validateStack) {
+            await policy.validateStack({ resources: args } as any, report);
+        }
+    }
+    return out;
+}
+
+describe("the policy pack on the program's own resources", () => {
+    it("passes every resource of a stack with a created group on its instances and of an adopting one", async () => {
+        const withInstances = JSON.stringify(JSON.parse(rawConfig(["web1", "web2"]).hosts as string).map((h: object, i: number) => ({ ...h, instanceId: `i-0${i}23456789abcdef0` })));
+        for (const extra of [{ hosts: withInstances }, { securityGroupId: "sg-0aaaaaaaaaaaaaaa1" }]) {
+            const { resources } = await build(rawConfig(["web1", "web2"], extra));
+            assert.ok(resources.some((r) => r.name.endsWith("-webhook")));
+            assert.deepEqual(await policyViolations(resources), []);
+        }
+    });
+
+    it("sees the set-webhook command's secret outputs: without stdin among them the pack fails (the state would hold the URL in plain text)", async () => {
+        const { resources } = await build(rawConfig(["web1"]));
+        const webhook = resources.find((r) => r.name.endsWith("-webhook"))!;
+        assert.deepEqual([...webhook.additionalSecretOutputs].sort(), ["connection", "stderr", "stdin", "stdout"]);
+        const without = resources.map((r) => (r === webhook ? { ...r, additionalSecretOutputs: r.additionalSecretOutputs.filter((k) => k !== "stdin") } : r));
+        assert.deepEqual(await policyViolations(without), ['webhook-inputs-secret: the set-webhook command must list "stdin" in additionalSecretOutputs.']);
     });
 });
 
