@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import time
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from .format_table import FACTS
@@ -33,6 +35,7 @@ CHANNEL = "channel"  # re-send without the channel override
 WEBHOOK = "webhook"  # the webhook itself is refused
 
 ERROR_MAX = 200
+_HTTP_DATE = r"[A-Za-z]{3}, [0-9]{2} [A-Za-z]{3} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT"
 SLACK_REFUSALS = frozenset(
     {
         (403, "invalid_token"),
@@ -69,21 +72,23 @@ def header(headers: Mapping[str, str], name: str) -> str | None:
 
 
 def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
-    """Seconds a Retry-After VALUE asks for: decimal seconds or an HTTP date (as chat.retry_after_seconds)."""
+    """Seconds a Retry-After VALUE asks for: decimal seconds (09 is nine) or an HTTP date, exactly as
+    chat.retry_after_seconds reads it; None when neither."""
     if value is None:
         return None
     value = value.strip()
     if value.isascii() and value.isdigit() and len(value) <= 9:
         return float(int(value, 10))
+    if not re.fullmatch(_HTTP_DATE, value):
+        return None
     from email.utils import parsedate_to_datetime
 
     try:
         when = parsedate_to_datetime(value).timestamp()
-    except (TypeError, ValueError, OverflowError, IndexError):
+    except (TypeError, ValueError, OverflowError):
         return None
-    import time
-
-    return float(max(0, int(when) - int(time.time() if now is None else now)))
+    current = time.time() if now is None else now
+    return float(max(0, int(when) - int(current)))
 
 
 def _json_of(text: str) -> dict[str, object]:
