@@ -184,15 +184,15 @@ export function partBundle(part: Part, files: HostFile[], settings: PayloadSetti
     };
 }
 
-/** What a host's files depend on besides its settings and cron minute. */
-export type HostExtras = Omit<HostValues, "settings" | "cronMinute">;
+/** What the files depend on besides the settings: the stack's pinned minute and admin networks (nothing of one host). */
+export type HostExtras = Omit<HostValues, "settings">;
 
-/** Every file a host receives and every part's bundle. */
-export function renderHost(settings: PayloadSettings, cronMinute: number, payload: PayloadFile[] = readPayload(), extras: HostExtras = {}): {
+/** Every file a host receives and every part's bundle: the same bytes for every host of the stack. */
+export function renderHost(settings: PayloadSettings, payload: PayloadFile[] = readPayload(), extras: HostExtras = {}): {
     files: HostFile[];
     bundles: PartBundle[];
 } {
-    const files = hostFiles({ settings, cronMinute, ...extras }, payload);
+    const files = hostFiles({ settings, ...extras }, payload);
     return {
         files,
         bundles: PARTS.map((p) => partBundle(p, files, settings)),

@@ -33,8 +33,6 @@ export interface TargetHost {
     user: string;
     /** Expected SSH host key (`ssh-ed25519 AAAA...`); required unless insecureAcceptAnyHostKey. */
     hostKey?: string;
-    /** Fixed cron minute offset 0-9; when absent a random one is drawn once and kept in state. */
-    cronMinute?: number;
     /**
      * EC2 instance (`i-...`) of this host. With a created group every network interface of it gets
      * exactly that group (plus keepSecurityGroupIds); with an adopted one it may carry the group.
@@ -45,6 +43,8 @@ export interface TargetHost {
 export interface HostguardConfig {
     settings: PayloadSettings;
     hosts: TargetHost[];
+    /** hostguard:cronMinute: every host's monitors on this minute; absent: each host derives its offset. */
+    cronMinute?: number;
     bastion?: BastionSettings;
     /** false leaves every AWS resource out (local or non-AWS hosts, end-to-end tests). */
     aws: boolean;
@@ -197,6 +197,9 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
 
     const sshUser = text(raw, "sshUser") ?? DEFAULT_SSH_USER;
     const hosts = hostList(raw, sshUser);
+    const minuteRow = stackKeyRow("cronMinute");
+    const cronMinute = raw.cronMinute === undefined ? undefined
+        : intValue("cronMinute", scalar(raw, "cronMinute"), minuteRow.min!, minuteRow.max!);
     const bastion = bastionSettings(raw, sshUser);
     const insecureAcceptAnyHostKey = bool(raw, INSECURE_HOST_KEY_OPT_OUT, false);
     if (!insecureAcceptAnyHostKey) {
@@ -277,7 +280,7 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
     const hasBastionPrivateKey = secretPresent(raw, "bastionPrivateKey", false);
 
     return {
-        settings, hosts, bastion, aws: useAws, insecureAcceptAnyHostKey, vpcId, securityGroupId, securityGroupName, securityGroupDescription,
+        settings, hosts, ...(cronMinute === undefined ? {} : { cronMinute }), bastion, aws: useAws, insecureAcceptAnyHostKey, vpcId, securityGroupId, securityGroupName, securityGroupDescription,
         sharedSecurityGroupInstances, keepSecurityGroupIds, keepSecurityGroupsLimit, privateCidrs, privateCidrsAllowPublic, adminCidrs, hasWebhookUrl, hasHeartbeatUrl, hasSshPrivateKey,
         hasBastionPrivateKey, warnings, chatFormat, pagerdutyRegion, hasPagerdutyRoutingKey,
     };
@@ -455,8 +458,7 @@ function hostList(raw: RawConfig, sshUser: string): TargetHost[] {
             port: o.port as number,
             user: o.user as string,
             hostKey: o.hostKey as string | undefined,
-            // Only present when given, so hosts without them compare equal to before.
-            ...(o.cronMinute === undefined ? {} : { cronMinute: o.cronMinute as number }),
+            // Only present when given, so hosts without it compare equal to before.
             ...(o.instanceId === undefined ? {} : { instanceId: o.instanceId as string }),
         };
     });

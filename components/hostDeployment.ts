@@ -7,17 +7,15 @@
 // order would run the old part's uninstall after the new install.
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
-import * as random from "@pulumi/random";
 import { readPayload, renderHost, tarFiles, type PayloadFile } from "./bundles";
 import { type ChatFormat } from "./chatFormats";
 import { BastionSettings, PayloadSettings, TargetHost } from "./config";
 import { PARTS, type Part } from "./fileTable";
-import { cronSchedule, JAIL_NAME } from "./hostFiles";
+import { JAIL_NAME } from "./hostFiles";
 import {
     curlUrlLine, partCreateCommand, partDeleteCommand, removeHeartbeatCommand, setHeartbeatCommand, setWebhookCommand,
     WEBHOOK_CHECK_TRANSIENT, webhookFileText,
 } from "./remoteCommands";
-import { INTERVAL_SECONDS, pinnedOffset, splitOffset } from "./schedule";
 
 export interface HostDeploymentArgs {
     host: TargetHost;
@@ -37,6 +35,8 @@ export interface HostDeploymentArgs {
     heartbeatUrl?: pulumi.Input<string>;
     /** hostguard:adminCidrs, which the jail never bans. */
     adminCidrs?: readonly string[];
+    /** hostguard:cronMinute; absent: the host derives its monitors' offset (scripts/at-offset.sh). */
+    cronMinute?: number;
     /** Defaults to the files of scripts/. */
     payload?: PayloadFile[];
 }
@@ -51,10 +51,6 @@ export interface InstalledFile {
 }
 
 export class HostDeployment extends pulumi.ComponentResource {
-    /** Seconds 0-599 after each 10-minute mark at which the monitors run. */
-    public readonly cronOffset: pulumi.Output<number>;
-    public readonly cronMinute: pulumi.Output<number>;
-    public readonly cronSchedule: pulumi.Output<string>;
     public readonly jail: string = JAIL_NAME;
     /** What the host received: every file of every part with its hash (no secret: the webhook is not a file here). */
     public readonly files: pulumi.Output<InstalledFile[]>;
@@ -66,33 +62,15 @@ export class HostDeployment extends pulumi.ComponentResource {
         const sudo = args.host.user !== "root";
 
         // A render error (a bad files.table row, a payload file no part ships) belongs to this
-        // host: a ResourceError on it, thrown by a first render before any child exists.
-        const render = (o: number): ReturnType<typeof renderHost> => {
-            try {
-                return renderHost(args.settings, splitOffset(o).minute, payload, {
-                    cronSecond: splitOffset(o).second, hostName: args.host.name, adminCidrs: args.adminCidrs ?? [],
-                });
-            } catch (e) {
-                throw new pulumi.ResourceError(e instanceof Error ? e.message : String(e), this, true);
-            }
-        };
-        render(0);
+        // host: a ResourceError on it, thrown before any child exists. The bundles are the
+        // stack's, the same bytes for every host: nothing of this host is rendered into them.
+        let rendered: ReturnType<typeof renderHost>;
+        try {
+            rendered = renderHost(args.settings, payload, { cronMinute: args.cronMinute, adminCidrs: args.adminCidrs ?? [] });
+        } catch (e) {
+            throw new pulumi.ResourceError(e instanceof Error ? e.message : String(e), this, true);
+        }
 
-        // Drawn once over the whole interval (minute and second) and kept in state, so a
-        // fleet spreads its posts over the 10 minutes; a host's explicit cronMinute needs no
-        // random provider (test stacks, pinned fleets) and runs on that minute. The alias
-        // keeps the URN of the minute-only draw (0-9) of earlier versions: the wider range
-        // replaces it once, with a new draw.
-        const offset: pulumi.Output<number> = args.host.cronMinute !== undefined
-            ? pulumi.output(pinnedOffset(args.host.cronMinute))
-            : new random.RandomInteger(`${name}-cron-offset`, { min: 0, max: INTERVAL_SECONDS - 1 }, {
-                parent: this, aliases: [{ name: `${name}-cron-minute` }],
-            }).result;
-        this.cronOffset = offset;
-        this.cronMinute = offset.apply((o) => splitOffset(o).minute);
-        this.cronSchedule = this.cronMinute.apply(cronSchedule);
-
-        const rendered = offset.apply(render);
         const connection = pulumi.secret(pulumi.output({
             host: args.host.host,
             port: args.host.port,
@@ -111,12 +89,12 @@ export class HostDeployment extends pulumi.ComponentResource {
         }));
 
         const partCommand = (part: Part, dependsOn: pulumi.Resource[]): command.remote.Command => {
-            const bundle = rendered.apply((r) => r.bundles.find((b) => b.part === part)!);
+            const bundle = rendered.bundles.find((b) => b.part === part)!;
             return new command.remote.Command(`${name}-${part}`, {
                 connection,
-                create: bundle.apply((b) => partCreateCommand(b, sudo)),
+                create: partCreateCommand(bundle, sudo),
                 delete: partDeleteCommand(part, sudo),
-                stdin: bundle.apply(async (b) => (await tarFiles(b.files)).toString("base64")),
+                stdin: pulumi.output(tarFiles(bundle.files).then((t) => t.toString("base64"))),
                 addPreviousOutputInEnv: false,
             }, { parent: this, dependsOn });
         };
@@ -155,10 +133,10 @@ export class HostDeployment extends pulumi.ComponentResource {
             partCommand(part, [base, webhook]);
         }
 
-        this.files = rendered.apply((r) => r.files.map((f): InstalledFile => ({
+        this.files = pulumi.output(rendered.files.map((f): InstalledFile => ({
             part: f.part, path: f.path, destination: f.destination, sha256: f.sha256,
         })));
-        this.partHashes = rendered.apply((r) => Object.fromEntries(r.bundles.map((b) => [b.part, b.sha256])));
-        this.registerOutputs({ cronOffset: this.cronOffset, cronSchedule: this.cronSchedule, files: this.files, partHashes: this.partHashes, jail: this.jail });
+        this.partHashes = pulumi.output(Object.fromEntries(rendered.bundles.map((b) => [b.part, b.sha256])));
+        this.registerOutputs({ files: this.files, partHashes: this.partHashes, jail: this.jail });
     }
 }

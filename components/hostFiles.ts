@@ -1,5 +1,6 @@
 // The files a host receives that depend on the stack's settings, rendered as
-// pure functions of the validated settings (model: pulumi-eks userdata.ts):
+// pure functions of the validated settings (model: pulumi-eks userdata.ts),
+// the same for every host of a stack:
 // the settings file hostguard.conf, the cron file and the fail2ban jail. The
 // file table (scripts/files.table) names them by their source path; RENDERED
 // maps that path to its renderer. Nothing here reads the disk.
@@ -10,15 +11,18 @@ export const INSTALL_DIR = "/usr/local/lib/hostguard";
 /** The settings file: its source name in the file table and in every bundle (install reads it there). */
 export const SETTINGS_FILE = "hostguard.conf";
 
-/** What a host's rendered files depend on: its settings, its name and its schedule. */
+/**
+ * What the rendered files depend on: the stack's settings, never one host's
+ * name or offset, so every host of a stack receives the same bytes (one
+ * object serves a whole fleet, components/fleet.ts). The host's name comes
+ * from the host (HOST_NAME is left empty: the kernel's name); the monitors'
+ * offset is derived on the host (scripts/at-offset.sh) unless the stack pins
+ * a minute.
+ */
 export interface HostValues {
     settings: PayloadSettings;
-    /** Offset 0-9 of the every-10-minutes schedule. */
-    cronMinute: number;
-    /** Seconds 0-59 the cron line sleeps after the minute (the rest of the host's 600 s offset). */
-    cronSecond?: number;
-    /** The host's name in hostguard:hosts (HOST_NAME, the label of its messages). */
-    hostName?: string;
+    /** hostguard:cronMinute: every host runs its monitors on this minute (0-9, second 0); absent: derived on each host. */
+    cronMinute?: number;
     /** hostguard:adminCidrs: the jail never bans them, so a deployer cannot lock themselves out. */
     adminCidrs?: readonly string[];
 }
@@ -32,49 +36,54 @@ function line(key: string, value: string): string {
 
 /**
  * hostguard.conf: the settings the host's scripts read at run time, keys in
- * the table's order, then the host's own HOST_NAME. With `only`, just those
- * rows (a part's install step).
+ * the table's order, then HOST_NAME, empty: the host labels its messages with
+ * its own (kernel's) name, so the file is the same for every host. With
+ * `only`, just those rows (a part's install step).
  */
-export function renderSettingsFile(s: PayloadSettings, only?: (key: SettingKey) => boolean, hostName = ""): string {
+export function renderSettingsFile(s: PayloadSettings, only?: (key: SettingKey) => boolean): string {
     const rows = HOST_SETTINGS.filter((r) => only === undefined || only(r.key as SettingKey));
     return [
         "# hostguard settings, written by the Pulumi program (components/settings.ts).",
         "# Change the stack config and run `pulumi up`; edits here are overwritten.",
         ...rows.map((r) => line(r.host as string, hostText(s[r.key as SettingKey]))),
-        ...(only === undefined ? [line("HOST_NAME", hostName)] : []),
+        ...(only === undefined ? [line("HOST_NAME", "")] : []),
         "",
     ].join("\n");
 }
 
-/** The schedule of both monitors: every 10 minutes, shifted by the host's offset. */
-export function cronSchedule(cronMinute: number): string {
+/** The schedule of both monitors: every 10 minutes, from the pinned minute (0 when derived on the host). */
+export function cronSchedule(cronMinute = 0): string {
     if (!Number.isInteger(cronMinute) || cronMinute < 0 || cronMinute > 9) {
         throw new Error(`cron minute must be an integer 0-9, got ${cronMinute}`);
     }
     return `${cronMinute}-59/10 * * * *`;
 }
 
+/** Runs a monitor after the host's own offset (scripts/at-offset.sh, part monitors). */
+export const AT_OFFSET = `${INSTALL_DIR}/at-offset.sh`;
+
 /**
- * The cron file. Cron starts a job on the minute; the rest of the host's
- * offset (cronSecond, 0-59) is a `sleep` in front of the command, left out
- * when 0 (then the line is the SPEC's every-10-minutes job as it was). With
- * containerMonitor false only the host monitor is scheduled (the container
- * monitor's script is still installed, and install does not need the runtime).
+ * The cron file, the same for every host. Cron starts a job on the minute:
+ * with a pinned cronMinute the monitors run on it; otherwise on every
+ * 10-minute mark through at-offset.sh, which sleeps the host's offset
+ * (0-599 s, derived from its instance id) first. With containerMonitor false
+ * only the host monitor is scheduled (the container monitor's script is
+ * still installed, and install does not need the runtime).
  */
-export function renderCron(cronMinute: number, cronSecond = 0, containerMonitor = true): string {
-    if (!Number.isInteger(cronSecond) || cronSecond < 0 || cronSecond > 59) {
-        throw new Error(`cron second must be an integer 0-59, got ${cronSecond}`);
-    }
+export function renderCron(cronMinute: number | undefined, containerMonitor = true): string {
     const schedule = cronSchedule(cronMinute);
-    const wait = cronSecond === 0 ? "" : `sleep ${cronSecond}; `;
+    const wait = cronMinute === undefined ? `sh ${AT_OFFSET} ` : "";
     const job = (name: string) => `${schedule} root ${wait}${INSTALL_DIR}/${name} >> /var/log/hostguard/${name}.log 2>&1`;
     return [
         containerMonitor
             ? "# hostguard: host and container monitors every 10 minutes."
             : "# hostguard: the host monitor every 10 minutes (the stack's containerMonitor is false: no container monitor).",
         "# Rendered by the Pulumi program (components/hostFiles.ts) and placed by",
-        "# /usr/local/lib/hostguard/install; the offset (minute and second) is drawn",
-        "# once per host, so a fleet spreads its posts over the 10 minutes.",
+        "# /usr/local/lib/hostguard/install; the same on every host of the stack.",
+        ...(cronMinute === undefined
+            ? ["# at-offset.sh waits this host's offset (0-599 s, from its instance id),",
+                "# so a fleet spreads its posts over the 10 minutes."]
+            : ["# The stack pins the minute (hostguard:cronMinute)."]),
         "SHELL=/bin/sh",
         "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
         job("host-monitor"),
@@ -220,8 +229,8 @@ export function renderProxiedDenySnippet(deny: string): string {
  * snippet starts from the plain one).
  */
 export const RENDERED: Readonly<Record<string, (v: HostValues, read: (source: string) => string) => string>> = {
-    [SETTINGS_FILE]: (v) => renderSettingsFile(v.settings, undefined, v.hostName),
-    "cron.d/hostguard": (v) => renderCron(v.cronMinute, v.cronSecond, v.settings.containerMonitor),
+    [SETTINGS_FILE]: (v) => renderSettingsFile(v.settings),
+    "cron.d/hostguard": (v) => renderCron(v.cronMinute, v.settings.containerMonitor),
     "fail2ban/jail.d/hostguard-nginx-bad-request.local": (v) => renderJail(v.settings, v.adminCidrs),
     "nginx/hostguard-realip.conf": (v) => renderRealIpDropIn(v.settings),
     "nginx/hostguard-deny-proxied.conf": (_v, read) => renderProxiedDenySnippet(read("nginx/hostguard-deny.conf")),

@@ -175,7 +175,6 @@ export const STACK_KEYS = [
             { name: "port", min: 1, max: 65535, default: "`22`", doc: "SSH port" },
             { name: "user", rule: "userName", default: "`sshUser`", doc: "SSH user" },
             { name: "hostKey", rule: "hostKey", default: "(required)", doc: HOST_KEY_DOC },
-            { name: "cronMinute", min: 0, max: 9, default: "drawn", doc: "pins the monitors to this minute (second 0) instead of drawing the offset" },
             {
                 name: "instanceId", rule: "instanceId", default: "none",
                 doc: "the host's EC2 instance: with a *created* group every network interface of it gets exactly that group (plus `keepSecurityGroupIds`); on both paths preview reads every group on its interfaces and refuses one open to the internet beyond TCP 443; with an adopted group it also marks the instance as the stack's for the shared-group guard; unique among hosts (refused when `aws` is `false`)",
@@ -212,6 +211,10 @@ export const STACK_KEYS = [
     {
         key: "heartbeatUrl", type: "secret", rule: "httpsUrl", secret: true, default: "none",
         doc: "a dead man's switch (a healthchecks-style ping URL) requested after each monitor run that completed and left nothing undelivered; kept like the webhook (`/etc/hostguard/heartbeat.curlrc`, 0600)",
+    },
+    {
+        key: "cronMinute", type: "integer", min: 0, max: 9, default: "derived on each host",
+        doc: "pins every host's monitors to this minute (second 0); without it each host waits its own offset (0-599 s, derived from its instance id) after each 10-minute mark",
     },
     { key: "aws", type: "boolean", default: "`true`", doc: "`false` leaves the security group out (non-AWS or test hosts)" },
     { key: "vpcId", type: "text", rule: "vpcId", default: "(required when `aws`)", doc: "VPC of the group" },
@@ -401,8 +404,8 @@ export const HOST_SETTINGS: readonly SettingRow[] = SETTINGS.filter((r) => r.hos
 export const PER_HOST_SETTINGS: readonly SettingRow[] = [
     {
         key: "hosts[].name", host: "HOST_NAME", type: "word", default: "", pattern: `^(${HOST_NAME_BODY})?$`,
-        allowed: "empty or a host name of hostguard:hosts",
-        doc: "the host's name in labelled messages (empty: the kernel's host name)",
+        allowed: "empty or a host name",
+        doc: "the host's name in labelled messages (empty: the kernel's host name); the Pulumi program leaves it empty, so every host of a stack receives the same bundles",
     },
 ];
 

@@ -42,9 +42,6 @@ export function stackSecretKeys(): string[] | undefined {
 export interface HostOutputs {
     files: pulumi.Output<InstalledFile[]>;
     partHashes: pulumi.Output<Record<string, string>>;
-    /** Seconds 0-599 after each 10-minute mark at which the monitors run. */
-    cronOffset: pulumi.Output<number>;
-    cronSchedule: pulumi.Output<string>;
     jail: string;
 }
 
@@ -128,10 +125,10 @@ export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): St
     for (const host of config.hosts) {
         const d = new HostDeployment(host.name, {
             host, settings: config.settings, privateKey, bastion: config.bastion, bastionPrivateKey, webhookUrl, chatFormat, pagerdutyRoutingKey, heartbeatUrl,
-            adminCidrs: config.adminCidrs, payload,
+            adminCidrs: config.adminCidrs, cronMinute: config.cronMinute, payload,
         });
         out.hosts[host.name] = {
-            files: d.files, partHashes: d.partHashes, cronOffset: d.cronOffset, cronSchedule: d.cronSchedule, jail: d.jail,
+            files: d.files, partHashes: d.partHashes, jail: d.jail,
         };
     }
     return out;

@@ -26,10 +26,11 @@ import { SETTING_KEYS, validateSettings } from "../components/settings";
 
 const REDACTED = "<redacted: set with pulumi config set --secret hostguard:webhookUrl>";
 const REDACTED_KEY = "<redacted: set with pulumi config set --secret hostguard:pagerdutyRoutingKey>";
-const USAGE = "usage: npm run render -- --stack NAME [--out DIR] [--cron-minute 0-9] [--cron-second 0-59]\n"
-    + "       npm run render -- --payload DIR [--cron-minute 0-9] [--cron-second 0-59] [settingKey=value ...]";
+const USAGE = "usage: npm run render -- --stack NAME [--out DIR] [--cron-minute 0-9]\n"
+    + "       npm run render -- --payload DIR [--cron-minute 0-9] [settingKey=value ...]";
 
-interface Options { stack: string; out: string; payload: string; cronMinute: number; cronSecond: number; settings: RawConfig }
+/** cronMinute: as hostguard:cronMinute (absent: each host derives its offset, scripts/at-offset.sh). */
+interface Options { stack: string; out: string; payload: string; cronMinute?: number; settings: RawConfig }
 
 /** A flag's integer value in MIN..MAX, or one line saying what is wrong. */
 function intFlag(flag: string, value: string, min: number, max: number): number {
@@ -40,18 +41,17 @@ function intFlag(flag: string, value: string, min: number, max: number): number 
 }
 
 function parseArgs(argv: string[]): Options {
-    const opts: Options = { stack: "", out: "render", payload: "", cronMinute: 0, cronSecond: 0, settings: {} };
+    const opts: Options = { stack: "", out: "render", payload: "", settings: {} };
     for (let i = 0; i < argv.length; i++) {
         const [flag, value] = [argv[i], argv[i + 1]];
         const setting = /^([A-Za-z]+)=(.*)$/s.exec(flag);
-        if (["--stack", "--out", "--payload", "--cron-minute", "--cron-second"].includes(flag) && value === undefined) {
+        if (["--stack", "--out", "--payload", "--cron-minute"].includes(flag) && value === undefined) {
             throw new Error(`${flag} needs a value (${USAGE.split("\n")[0]})`);
         }
         if (flag === "--stack") { opts.stack = value; i++; }
         else if (flag === "--out") { opts.out = value; i++; }
         else if (flag === "--payload") { opts.payload = value; i++; }
         else if (flag === "--cron-minute") { opts.cronMinute = intFlag(flag, value, 0, 9); i++; }
-        else if (flag === "--cron-second") { opts.cronSecond = intFlag(flag, value, 0, 59); i++; }
         else if (setting && SETTING_KEYS.includes(setting[1] as never)) { opts.settings[setting[1]] = setting[2]; }
         else { throw new Error(`unexpected ${JSON.stringify(flag)} (${USAGE.split("\n")[0]})`); }
     }
@@ -92,17 +92,16 @@ function write(file: string, content: string | Buffer, mode = 0o644): void {
     fs.chmodSync(file, mode);
 }
 
-export function renderStack(root: string, stack: string, outDir: string, cronMinute: number, cronSecond = 0): string[] {
+export function renderStack(root: string, stack: string, outDir: string, pinned?: number): string[] {
     const config = stackConfig(root, stack);
+    const cronMinute = pinned ?? config.cronMinute;
     const stackDir = path.join(outDir, stack);
     fs.rmSync(stackDir, { recursive: true, force: true });
     const written: string[] = [];
     for (const host of config.hosts) {
         const hostDir = path.join(stackDir, host.name);
         const sudo = host.user !== "root";
-        const { files, bundles } = renderHost(config.settings, cronMinute, undefined, {
-            cronSecond, hostName: host.name, adminCidrs: config.adminCidrs,
-        });
+        const { files, bundles } = renderHost(config.settings, undefined, { cronMinute, adminCidrs: config.adminCidrs });
         for (const b of bundles) {
             for (const f of b.files) {
                 write(path.join(hostDir, "parts", b.part, f.path), f.content, f.mode);
@@ -115,8 +114,10 @@ export function renderStack(root: string, stack: string, outDir: string, cronMin
         const manifest = {
             stack, host: host.name, address: host.host, user: host.user, hostKeyChecked: host.hostKey !== undefined,
             bastion: config.bastion?.host ?? null,
-            cronMinute, cronSecond, cronSchedule: cronSchedule(cronMinute),
-            cronMinuteNote: "deployments draw the offset (minute and second, 0-599 s) once per host (random.RandomInteger, kept in state); pass --cron-minute and --cron-second to match",
+            cronMinute: cronMinute ?? null, cronSchedule: cronSchedule(cronMinute),
+            cronMinuteNote: cronMinute === undefined
+                ? "each host waits its own offset (0-599 s, derived from its instance id by at-offset.sh) after each 10-minute mark"
+                : "every host of the stack runs its monitors on this minute (hostguard:cronMinute)",
             jail: JAIL_NAME,
             parts: Object.fromEntries(bundles.map((b) => [b.part, {
                 sha256: b.sha256,
@@ -147,7 +148,7 @@ function renderedWebhookFile(config: HostguardConfig): string {
 }
 
 /** Every bundle merged into DIR (the base settings file included), for the given settings. */
-export function renderPayload(dir: string, settings: RawConfig, cronMinute: number, cronSecond = 0): void {
+export function renderPayload(dir: string, settings: RawConfig, cronMinute?: number): void {
     let validated;
     try {
         validated = validateSettings(settings);
@@ -155,7 +156,7 @@ export function renderPayload(dir: string, settings: RawConfig, cronMinute: numb
         throw new Error(`${NAMESPACE}:${(e as { key?: string }).key ?? "?"} ${(e as Error).message}`);
     }
     fs.rmSync(dir, { recursive: true, force: true });
-    for (const b of renderHost(validated, cronMinute, undefined, { cronSecond }).bundles) {
+    for (const b of renderHost(validated, undefined, { cronMinute }).bundles) {
         for (const f of b.files) {
             if (b.part === "base" || f.path !== SETTINGS_FILE) {
                 write(path.join(dir, f.path), f.content, f.mode);
@@ -168,13 +169,13 @@ function main(): void {
     const opts = parseArgs(process.argv.slice(2));
     const root = path.resolve(__dirname, "..");
     if (opts.payload !== "") {
-        renderPayload(path.resolve(opts.payload), opts.settings, opts.cronMinute, opts.cronSecond);
+        renderPayload(path.resolve(opts.payload), opts.settings, opts.cronMinute);
         return;
     }
     for (const warning of configWarnings(stackConfig(root, opts.stack))) {
         console.error(`render: warning: ${warning}`);
     }
-    for (const dir of renderStack(root, opts.stack, path.resolve(root, opts.out), opts.cronMinute, opts.cronSecond)) {
+    for (const dir of renderStack(root, opts.stack, path.resolve(root, opts.out), opts.cronMinute)) {
         console.log(`rendered ${path.relative(root, dir)}`);
     }
 }

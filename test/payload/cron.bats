@@ -1,12 +1,13 @@
 #!/usr/bin/env bats
 # The rendered /etc/cron.d/hostguard (strict line format, every 10 minutes
-# from the host's minute offset, checked by Debian's own crontab parser in a
-# private mount namespace) and the logrotate rule (logrotate -d, then a real
-# forced rotation of logs in the temp root).
+# from the stack's pinned minute or through at-offset.sh, checked by Debian's
+# own crontab parser in a private mount namespace), the offset at-offset.sh
+# derives from the host's instance id, and the logrotate rule (logrotate -d,
+# then a real forced rotation of logs in the temp root).
 
 load helpers/install
 
-readonly JOB_RE='^([0-9])-59/10 \* \* \* \* root (/usr/local/lib/hostguard/(host-monitor|container-monitor)) >> /var/log/hostguard/([a-z-]+)\.log 2>&1$'
+readonly JOB_RE='^([0-9])-59/10 \* \* \* \* root (sh /usr/local/lib/hostguard/at-offset\.sh )?(/usr/local/lib/hostguard/(host-monitor|container-monitor)) >> /var/log/hostguard/([a-z-]+)\.log 2>&1$'
 
 setup() {
   hg_make_root
@@ -35,8 +36,43 @@ expand_minutes() {
 install_monitors() {
   local offset="$1"
   shift
-  hg_make_payload --cron-minute "${offset}" "$@"
+  if [[ "${offset}" == derived ]]; then
+    hg_make_payload "$@"
+  else
+    hg_make_payload --cron-minute "${offset}" "$@"
+  fi
   hg_install install --part monitors >/dev/null
+}
+
+# Runs COMMAND (sh text) in a private mount namespace where this host's
+# instance id (cloud-init's /var/lib/cloud/data/instance-id) is INSTANCE_ID
+# (no file when empty) and its machine id MACHINE_ID, with STUB_DIR first on
+# PATH when given: the identity at-offset.sh reads, without touching the real
+# /etc or /var.
+as_host() {
+  local instance_id="$1" machine_id="$2" stub_dir="$3" command="$4"
+  printf '%s\n' "${machine_id}" >"${BATS_TEST_TMPDIR}/machine-id"
+  unshare --mount --propagation private sh -c '
+    mount -t tmpfs tmpfs /var/lib && mkdir -p /var/lib/cloud/data || exit 1
+    [ -z "$1" ] || printf "%s\n" "$1" >/var/lib/cloud/data/instance-id
+    mount --bind "$2" /etc/machine-id || exit 1
+    [ -z "$3" ] || PATH="$3:$PATH"
+    eval "$4"' _ "${instance_id}" "${BATS_TEST_TMPDIR}/machine-id" "${stub_dir}" "${command}"
+}
+
+# A stand-in sleep that prints the seconds it was asked for (and sleeps none).
+sleep_stub() {
+  mkdir -p "${BATS_TEST_TMPDIR}/stub"
+  printf '#!/bin/sh\necho "slept $1"\n' >"${BATS_TEST_TMPDIR}/stub/sleep"
+  chmod 0755 "${BATS_TEST_TMPDIR}/stub/sleep"
+  echo "${BATS_TEST_TMPDIR}/stub"
+}
+
+# The offset at-offset.sh derives for ID, as the POSIX cksum of the id mod 600.
+offset_of() {
+  local crc
+  crc="$(printf '%s' "$1" | cksum)"
+  echo $((${crc%% *} % 600))
 }
 
 # Fails unless every line of the installed cron file is strictly formed, its
@@ -55,12 +91,14 @@ cron_file_jobs() {
     elif [[ "${line}" =~ ^SHELL=/bin/sh$ ]]; then
       :
     elif [[ "${line}" =~ ${JOB_RE} ]]; then
-      [[ "${BASH_REMATCH[1]}" == "${minute}" ]] || return 1
+      [[ "${BASH_REMATCH[1]}" == "${minute/derived/0}" ]] || return 1
+      # Through at-offset.sh exactly when no minute is pinned (minute 0 then).
+      if [[ "${minute}" == derived ]]; then [[ -n "${BASH_REMATCH[2]}" ]] || return 1; else [[ -z "${BASH_REMATCH[2]}" ]] || return 1; fi
       # One log file per script, named after it.
-      [[ "${BASH_REMATCH[3]}" == "${BASH_REMATCH[4]}" ]] || return 1
-      [[ -z "${seen[${BASH_REMATCH[3]}]:-}" ]] || return 1
-      seen[${BASH_REMATCH[3]}]=1
-      printf '%s\n' "${BASH_REMATCH[3]}"
+      [[ "${BASH_REMATCH[4]}" == "${BASH_REMATCH[5]}" ]] || return 1
+      [[ -z "${seen[${BASH_REMATCH[4]}]:-}" ]] || return 1
+      seen[${BASH_REMATCH[4]}]=1
+      printf '%s\n' "${BASH_REMATCH[4]}"
     else
       echo "line not allowed: ${line}" >&2
       return 1
@@ -72,6 +110,10 @@ cron_file_jobs() {
 @test "the cron file: no dot in its name, 0644 root, every line strictly formed" {
   install_monitors 3
   cron_file_jobs 3 >"${BATS_TEST_TMPDIR}/jobs"
+  [[ "$(cat "${BATS_TEST_TMPDIR}/jobs")" == $'host-monitor\ncontainer-monitor' ]]
+  # No pinned minute (the default): every 10-minute mark, through at-offset.sh.
+  install_monitors derived
+  cron_file_jobs derived >"${BATS_TEST_TMPDIR}/jobs"
   [[ "$(cat "${BATS_TEST_TMPDIR}/jobs")" == $'host-monitor\ncontainer-monitor' ]]
   # containerMonitor false: the host monitor alone, the file as strict.
   install_monitors 3 containerMonitor=false
@@ -163,26 +205,73 @@ crontab_check() {
   hg_assert_mode_owner "${logs}/container-monitor.log" "640 root:root"
 }
 
-@test "the offset's second: the line sleeps it, cron's parser accepts it, /bin/sh runs it as cron would" {
+@test "at-offset.sh: the offset comes from the instance id, else the machine id; 0-599, the same for the same id" {
+  install_monitors derived
+  local script="${ROOT}/usr/local/lib/hostguard/at-offset.sh" stub
+  hg_assert_mode_owner "${script}" "644 root:root"
+  stub="$(sleep_stub)"
+  run as_host i-0123456789abcdef0 0f0e0d0c0b0a09080706050403020100 "${stub}" "sh '${script}' echo ran"
+  echo "${output}"
+  [[ "${status}" -eq 0 ]]
+  [[ "${output}" == "slept $(offset_of i-0123456789abcdef0)"$'\nran' ]]
+  # Without cloud-init's file: the machine id.
+  run as_host "" 0f0e0d0c0b0a09080706050403020100 "${stub}" "sh '${script}' echo ran"
+  [[ "${output}" == "slept $(offset_of 0f0e0d0c0b0a09080706050403020100)"$'\nran' ]]
+  # The two ids give different offsets here, so the instance id really was the one read.
+  [[ "$(offset_of i-0123456789abcdef0)" != "$(offset_of 0f0e0d0c0b0a09080706050403020100)" ]]
+  # The monitor's exit status is the job's.
+  run as_host i-0123456789abcdef0 x "${stub}" "sh '${script}' sh -c 'exit 3'"
+  [[ "${status}" -eq 3 ]]
+}
+
+@test "at-offset.sh: 300 instance ids spread over the whole 600 s interval" {
+  install_monitors derived
+  local script="${ROOT}/usr/local/lib/hostguard/at-offset.sh" stub
+  stub="$(sleep_stub)"
+  # One namespace, one id after another (each run reads the file anew).
+  run as_host i-0 x "${stub}" "i=0; while [ \$i -lt 300 ]; do printf 'i-%017x\\n' \$((i * 7919)) >/var/lib/cloud/data/instance-id; sh '${script}' true; i=\$((i + 1)); done"
+  [[ "${status}" -eq 0 ]]
+  local -a slept=() && mapfile -t slept < <(printf '%s\n' "${output}" | sed -n 's/^slept //p')
+  [[ "${#slept[@]}" -eq 300 ]]
+  local s distinct low=0 high=0
+  for s in "${slept[@]}"; do
+    ((s >= 0 && s < 600))
+    ((s < 300)) && low=$((low + 1)) || high=$((high + 1))
+  done
+  distinct="$(printf '%s\n' "${slept[@]}" | sort -u | wc -l)"
+  echo "distinct ${distinct}, first half ${low}, second half ${high}" >&2
+  # 300 draws over 600 slots: about 236 distinct expected; both halves well used.
+  ((distinct >= 200 && low >= 100 && high >= 100))
+}
+
+@test "the derived line: cron's parser accepts it, /bin/sh runs it as cron would, after the host's offset" {
   command -v crontab >/dev/null || { echo "cron not installed (.ci/run installs it): the test cannot run" >&2; false; }
-  hg_make_payload --cron-minute 7 --cron-second 2 cpuThreshold=100 memoryThreshold=100 diskThreshold=100
+  hg_make_payload cpuThreshold=100 memoryThreshold=100 diskThreshold=100
   hg_install install --part base >/dev/null
   hg_install install --part monitors >/dev/null
-  local file="${ROOT}/etc/cron.d/hostguard" line command start end
-  grep -qx '7-59/10 \* \* \* \* root sleep 2; /usr/local/lib/hostguard/host-monitor >> /var/log/hostguard/host-monitor.log 2>&1' "${file}"
-  grep -qx '7-59/10 \* \* \* \* root sleep 2; /usr/local/lib/hostguard/container-monitor >> /var/log/hostguard/container-monitor.log 2>&1' "${file}"
+  local file="${ROOT}/etc/cron.d/hostguard" line command start end id n=0 offset
+  grep -qx '0-59/10 \* \* \* \* root sh /usr/local/lib/hostguard/at-offset.sh /usr/local/lib/hostguard/host-monitor >> /var/log/hostguard/host-monitor.log 2>&1' "${file}"
+  grep -qx '0-59/10 \* \* \* \* root sh /usr/local/lib/hostguard/at-offset.sh /usr/local/lib/hostguard/container-monitor >> /var/log/hostguard/container-monitor.log 2>&1' "${file}"
   sed -E 's/^(([^ ]+ ){5})root /\1/' "${file}" >"${BATS_TEST_TMPDIR}/as-user-crontab"
   run crontab_check "${BATS_TEST_TMPDIR}/as-user-crontab"
   echo "${output}"
   [[ "${status}" -eq 0 ]]
+  # An instance id whose offset is 1 or 2 s, so the real sleep stays short.
+  while :; do
+    id="$(printf 'i-%017x' "${n}")"
+    offset="$(offset_of "${id}")"
+    ((offset >= 1 && offset <= 2)) && break
+    n=$((n + 1))
+    ((n < 100000))
+  done
   # The command field, pointed at the temp root, run by /bin/sh (SHELL).
   line="$(grep 'host-monitor >>' "${file}")"
   command="${line#* root }"
   command="${command//\/usr\/local\/lib\/hostguard\//${ROOT}/usr/local/lib/hostguard/}"
   command="${command//\/var\/log\/hostguard\//${ROOT}/var/log/hostguard/}"
   start="${EPOCHREALTIME/./}"
-  HOSTGUARD_ROOT="${ROOT}" /bin/sh -c "${command}"
+  as_host "${id}" x "" "HOSTGUARD_ROOT='${ROOT}' /bin/sh -c '${command}'"
   end="${EPOCHREALTIME/./}"
-  (((end - start) >= 2000000))
+  (((end - start) >= offset * 1000000))
   grep -q 'INFO host-monitor: .* alerts=none' "${ROOT}/var/log/hostguard/host-monitor.log"
 }

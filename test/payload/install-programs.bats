@@ -129,7 +129,7 @@ assert_refused() {
   hg_assert_not_contains "${output}" "needs"
   local cron
   cron="$(cat "${ROOT}/etc/cron.d/hostguard")"
-  [[ "$(grep -c '^[0-9].* root /usr/local/lib/hostguard/host-monitor >> /var/log/hostguard/host-monitor.log 2>&1$' <<<"${cron}")" -eq 1 ]]
+  [[ "$(grep -c '^[0-9].* root .*/usr/local/lib/hostguard/host-monitor >> /var/log/hostguard/host-monitor.log 2>&1$' <<<"${cron}")" -eq 1 ]]
   [[ "$(grep -c '^[^#].*container-monitor' <<<"${cron}")" -eq 0 ]]
   # Shipped but not scheduled (scripts/README.md), and no log for it.
   [[ -x "${ROOT}/usr/local/lib/hostguard/container-monitor" ]]

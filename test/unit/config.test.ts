@@ -176,13 +176,14 @@ describe("validateConfig", () => {
         }
     });
     it("rejects a malformed host key", () => { rejects(good({ hosts: hostsJson({ name: "a", host: "h", hostKey: "AAAA" }) }), "hosts[0].hostKey"); });
-    it("accepts a fixed cron minute 0-9 per host, absent by default", () => {
-        const c = validateConfig(good({ hosts: hostsJson({ name: "a", host: "h1", cronMinute: 0 }, { name: "b", host: "h2", cronMinute: "9" }, { name: "c", host: "h3" }) }));
-        assert.deepEqual(c.hosts.map((h) => h.cronMinute), [0, 9, undefined]);
-        assert.ok(!("cronMinute" in c.hosts[2]));
+    it("accepts a stack-wide cron minute 0-9, absent by default (each host derives its offset)", () => {
+        assert.equal(validateConfig(good({ cronMinute: "9" })).cronMinute, 9);
+        assert.equal(validateConfig(good({ cronMinute: 0 })).cronMinute, 0);
+        assert.ok(!("cronMinute" in validateConfig(good({}))));
     });
-    it("rejects a cron minute outside 0-9", () => { rejects(good({ hosts: hostsJson({ name: "a", host: "h", cronMinute: 10 }) }), "hosts[0].cronMinute"); });
-    it("rejects a non-integer cron minute", () => { rejects(good({ hosts: hostsJson({ name: "a", host: "h", cronMinute: "5m" }) }), "hosts[0].cronMinute"); });
+    it("rejects a cron minute outside 0-9", () => { rejects(good({ cronMinute: 10 }), "cronMinute"); });
+    it("rejects a non-integer cron minute", () => { rejects(good({ cronMinute: "5m" }), "cronMinute"); });
+    it("refuses a per-host cron minute: the bundles are the same for every host", () => { rejects(good({ hosts: hostsJson({ name: "a", host: "h", cronMinute: 3 }) }), "hosts[0].cronMinute"); });
     it("rejects a non-boolean aws switch", () => { rejects(good({ aws: "no" }), "aws"); });
     it("needs no AWS keys when aws is false", () => {
         const c = validateConfig(good({ aws: "false", vpcId: undefined, adminCidrs: undefined }));

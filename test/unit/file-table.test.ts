@@ -95,7 +95,7 @@ describe("the bundle's (expanded) file table: the installer and TypeScript read 
         }), { numRuns: 80 });
     });
     it("the table a rendered bundle carries: install reads every file the renderer ships, where it ships it", () => {
-        const { files, bundles } = renderHost(DEFAULT_SETTINGS, 3, readPayload(), { hostName: "web1" });
+        const { files, bundles } = renderHost(DEFAULT_SETTINGS, readPayload());
         const base = bundles.find((b) => b.part === "base")!;
         const table = base.files.find((f) => f.path === FILE_TABLE)!.content.toString("utf8");
         for (const b of bundles) {
@@ -111,7 +111,7 @@ describe("the bundle's (expanded) file table: the installer and TypeScript read 
     it("the settings row lands where the host's programs read their settings (hostguard/paths.py's SETTINGS_PATH)", () => {
         const r = spawnSync("python3", ["-I", "-c", "import sys; sys.path.insert(0, sys.argv[1]); from hostguard import paths; print(paths.SETTINGS_PATH, end='')", SCRIPTS], { encoding: "utf8" });
         assert.equal(r.status, 0, r.stderr);
-        const { files } = renderHost(DEFAULT_SETTINGS, 3, readPayload());
+        const { files } = renderHost(DEFAULT_SETTINGS, readPayload(), { cronMinute: 3 });
         assert.deepEqual(files.filter((f) => f.path === "hostguard.conf").map((f) => `${f.part} ${f.destination}`), [`base ${r.stdout}`]);
     });
 });

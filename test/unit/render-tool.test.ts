@@ -43,13 +43,12 @@ describe("render tool", () => {
         it(`renders the ${stack} stack: payload identical to scripts/, settings from the stack file`, () => {
             const out = fs.mkdtempSync(path.join(os.tmpdir(), "hg-render-tool-"));
             try {
-                const dirs = renderStack(ROOT, stack, out, 4);
+                const dirs = renderStack(ROOT, stack, out);
                 const config = validateConfig(readStackFile(path.join(ROOT, `Pulumi.${stack}.yaml`)), { requireSecrets: false });
                 assert.deepEqual(dirs.map((d) => path.basename(d)), config.hosts.map((h) => h.name));
                 for (const dir of dirs) {
-                    const rendered = renderHost(config.settings, 4, undefined, { hostName: path.basename(dir), adminCidrs: config.adminCidrs });
-                    assert.equal(fs.readFileSync(path.join(dir, "etc/hostguard/hostguard.conf"), "utf8"),
-                        renderSettingsFile(config.settings, undefined, path.basename(dir)));
+                    const rendered = renderHost(config.settings, undefined, { adminCidrs: config.adminCidrs });
+                    assert.equal(fs.readFileSync(path.join(dir, "etc/hostguard/hostguard.conf"), "utf8"), renderSettingsFile(config.settings));
                     for (const b of rendered.bundles) {
                         assert.deepEqual(tree(path.join(dir, "parts", b.part)), b.files.map((f) => f.path), b.part);
                         for (const f of b.files) {
@@ -70,7 +69,8 @@ describe("render tool", () => {
                     assert.match(fs.readFileSync(curlrc, "utf8"), /^url = "<redacted/);
                     assert.equal(fs.statSync(curlrc).mode & 0o777, 0o600);
                     const manifest = JSON.parse(fs.readFileSync(path.join(dir, "manifest.json"), "utf8"));
-                    assert.equal(manifest.cronSchedule, "4-59/10 * * * *");
+                    assert.equal(manifest.cronSchedule, "0-59/10 * * * *");
+                    assert.equal(manifest.cronMinute, null, "each host derives its offset");
                     assert.equal(manifest.jail, "nginx-bad-request");
                 }
                 if (stack === "prod") {

@@ -14,7 +14,6 @@ import {
 import { parseFileTable, PARTS } from "../../components/fileTable";
 import { cronSchedule, jailIgnoreIps, renderCron, renderJail, renderSettingsFile } from "../../components/hostFiles";
 import { partCreateCommand, partDeleteCommand } from "../../components/remoteCommands";
-import { INTERVAL_SECONDS, pinnedOffset, splitOffset } from "../../components/schedule";
 
 const EXPECTED_DEFAULT_SETTINGS = `# hostguard settings, written by the Pulumi program (components/settings.ts).
 # Change the stack config and run \`pulumi up\`; edits here are overwritten.
@@ -59,9 +58,9 @@ describe("renderSettingsFile", () => {
     it("writes every host key with the SPEC defaults, and nothing only a rendered file uses", () => {
         assert.equal(renderSettingsFile(DEFAULT_SETTINGS), EXPECTED_DEFAULT_SETTINGS);
     });
-    it("ends with the host's own name, which only the base settings file carries", () => {
-        assert.match(renderSettingsFile(DEFAULT_SETTINGS, undefined, "web-1"), /\nAPP_PROPERTIES=\nHOST_NAME=web-1\n$/);
-        assert.doesNotMatch(renderSettingsFile(DEFAULT_SETTINGS, (k) => k === "appProperties", "web-1"), /HOST_NAME/);
+    it("carries no host's name: HOST_NAME is empty, the host labels with its kernel's name", () => {
+        assert.match(renderSettingsFile(DEFAULT_SETTINGS), /\nAPP_PROPERTIES=\nHOST_NAME=\n$/);
+        assert.doesNotMatch(renderSettingsFile(DEFAULT_SETTINGS, (k) => k === "appProperties"), /HOST_NAME/);
         assert.match(renderSettingsFile({ ...DEFAULT_SETTINGS, alertHostLabel: true, alertRepeatInterval: "1h", alertSendResolved: true, alertAfterRuns: 2 }),
             /^ALERT_HOST_LABEL=true\nALERT_REPEAT_INTERVAL=1h\nALERT_SEND_RESOLVED=true\nALERT_AFTER_RUNS=2$/m);
     });
@@ -79,49 +78,32 @@ describe("renderSettingsFile", () => {
 });
 
 describe("cron file and jail", () => {
-    it("keeps the every-10-minutes schedule with the offset, and refuses a bad offset", () => {
-        assert.equal(cronSchedule(0), "0-59/10 * * * *");
+    it("keeps the every-10-minutes schedule on the pinned minute, and refuses a bad one", () => {
+        assert.equal(cronSchedule(), "0-59/10 * * * *");
         assert.equal(cronSchedule(9), "9-59/10 * * * *");
         assert.throws(() => cronSchedule(10), /cron minute/);
+        assert.throws(() => cronSchedule(1.5), /cron minute/);
         assert.match(renderCron(4), /^4-59\/10 \* \* \* \* root \/usr\/local\/lib\/hostguard\/host-monitor >> \/var\/log\/hostguard\/host-monitor.log 2>&1$/m);
     });
-    it("sleeps the offset's second after the minute, and leaves the SPEC's line when it is 0", () => {
-        assert.equal(renderCron(4, 0), renderCron(4));
-        const lines = renderCron(7, 37).split("\n").filter((l) => /^[0-9]/.test(l));
+    it("without a pinned minute runs each monitor through at-offset.sh on every 10-minute mark (the host waits its own offset)", () => {
+        const lines = renderCron(undefined).split("\n").filter((l) => /^[0-9]/.test(l));
         assert.deepEqual(lines, [
-            "7-59/10 * * * * root sleep 37; /usr/local/lib/hostguard/host-monitor >> /var/log/hostguard/host-monitor.log 2>&1",
-            "7-59/10 * * * * root sleep 37; /usr/local/lib/hostguard/container-monitor >> /var/log/hostguard/container-monitor.log 2>&1",
+            "0-59/10 * * * * root sh /usr/local/lib/hostguard/at-offset.sh /usr/local/lib/hostguard/host-monitor >> /var/log/hostguard/host-monitor.log 2>&1",
+            "0-59/10 * * * * root sh /usr/local/lib/hostguard/at-offset.sh /usr/local/lib/hostguard/container-monitor >> /var/log/hostguard/container-monitor.log 2>&1",
         ]);
-        assert.throws(() => renderCron(0, 60), /cron second/);
-        assert.throws(() => renderCron(0, 1.5), /cron second/);
+        assert.doesNotMatch(renderCron(7), /at-offset/, "a pinned minute runs on it, as the SPEC's line");
     });
     it("schedules the container monitor unless containerMonitor is false; the host monitor always", () => {
         const jobs = (text: string) => text.split("\n").filter((l) => /^[0-9]/.test(l));
-        assert.equal(renderCron(7, 37, true), renderCron(7, 37), "the SPEC's two jobs by default");
-        assert.deepEqual(jobs(renderCron(7, 37, false)), [
-            "7-59/10 * * * * root sleep 37; /usr/local/lib/hostguard/host-monitor >> /var/log/hostguard/host-monitor.log 2>&1",
+        assert.equal(renderCron(7, true), renderCron(7), "the SPEC's two jobs by default");
+        assert.deepEqual(jobs(renderCron(7, false)), [
+            "7-59/10 * * * * root /usr/local/lib/hostguard/host-monitor >> /var/log/hostguard/host-monitor.log 2>&1",
         ]);
-        assert.match(renderCron(7, 37, false), /^# .*containerMonitor is false/m, "the file says why the container monitor is missing");
-        const cron = (s: typeof DEFAULT_SETTINGS) => renderHost(s, 3, readPayload()).files.find((f) => f.destination === "/etc/cron.d/hostguard")!.content.toString();
+        assert.match(renderCron(7, false), /^# .*containerMonitor is false/m, "the file says why the container monitor is missing");
+        const cron = (s: typeof DEFAULT_SETTINGS) => renderHost(s, readPayload(), { cronMinute: 3 }).files.find((f) => f.destination === "/etc/cron.d/hostguard")!.content.toString();
         assert.match(cron(DEFAULT_SETTINGS), /container-monitor/);
         assert.doesNotMatch(cron({ ...DEFAULT_SETTINGS, containerMonitor: false }), /container-monitor/);
         assert.match(cron({ ...DEFAULT_SETTINGS, containerMonitor: false }), /^3-59\/10 \* \* \* \* root \/usr\/local\/lib\/hostguard\/host-monitor /m);
-    });
-    it("splits a 600 s offset into the cron minute and the second", () => {
-        assert.deepEqual(splitOffset(0), { minute: 0, second: 0 });
-        assert.deepEqual(splitOffset(59), { minute: 0, second: 59 });
-        assert.deepEqual(splitOffset(60), { minute: 1, second: 0 });
-        assert.deepEqual(splitOffset(599), { minute: 9, second: 59 });
-        assert.throws(() => splitOffset(600), /0-599/);
-        assert.throws(() => splitOffset(-1), /0-599/);
-        assert.equal(pinnedOffset(6), 360);
-        const seen = new Set<string>();
-        for (let o = 0; o < INTERVAL_SECONDS; o++) {
-            const { minute, second } = splitOffset(o);
-            seen.add(`${minute}:${second}`);
-            assert.equal(minute * 60 + second, o);
-        }
-        assert.equal(seen.size, 600, "every second of the interval is its own slot");
     });
     it("leaves banaction out when none is set, and writes the stack's values", () => {
         const plain = renderJail(DEFAULT_SETTINGS);
@@ -151,12 +133,12 @@ describe("the file table", () => {
     });
     it("ships every file of scripts/ but the README, and renders the sources scripts/ lacks", () => {
         const payload = readPayload();
-        const files = hostFiles({ settings: DEFAULT_SETTINGS, cronMinute: 0 }, payload);
+        const files = hostFiles({ settings: DEFAULT_SETTINGS }, payload);
         const fromScripts = files.filter((f) => payload.some((p) => p.path === f.path)).map((f) => f.path).sort();
         // The two files shipped only `when trustedProxies` is set (issue 25) are the exception.
         const onlyProxied = ["fail2ban/action.d/hostguard-nginx-ban.conf", "hostguard-nginx-ban"];
         assert.deepEqual(fromScripts, payload.map((p) => p.path).filter((p) => p !== "README.md" && !onlyProxied.includes(p)).sort());
-        const proxied = hostFiles({ settings: { ...DEFAULT_SETTINGS, trustedProxies: ["10.9.1.0/24"] }, cronMinute: 0 }, payload);
+        const proxied = hostFiles({ settings: { ...DEFAULT_SETTINGS, trustedProxies: ["10.9.1.0/24"] } }, payload);
         assert.deepEqual(proxied.filter((f) => payload.some((p) => p.path === f.path)).map((f) => f.path).sort(),
             payload.map((p) => p.path).filter((p) => p !== "README.md" && p !== "nginx/hostguard-deny.conf").sort());
         assert.deepEqual(files.filter((f) => !payload.some((p) => p.path === f.path)).map((f) => `${f.part} ${f.path} ${f.destination}`), [
@@ -168,7 +150,7 @@ describe("the file table", () => {
     });
     it("refuses a payload file no row ships, and a row with no file and no renderer", () => {
         const payload = readPayload();
-        const v = { settings: DEFAULT_SETTINGS, cronMinute: 0 };
+        const v = { settings: DEFAULT_SETTINGS };
         assert.throws(() => hostFiles(v, [...payload, file("mystery.txt", "x")]), /scripts\/mystery.txt is in no part/);
         const table = payload.find((f) => f.path === "files.table")!;
         const extra = file("files.table", `${table.content.toString()}web  nope.conf  /etc/nope  0644\n`);
@@ -193,22 +175,22 @@ describe("parts", () => {
         file("host-monitor", "m", 0o755), file("nginx/hostguard-deny.conf", "d"),
     ];
     it("re-runs exactly the parts whose bundle bytes change", () => {
-        const a = renderHost(DEFAULT_SETTINGS, 1, payload);
+        const a = renderHost(DEFAULT_SETTINGS, payload, { cronMinute: 1 });
         const changed = (x: typeof a, y: typeof a) => PARTS.filter((_, i) => x.bundles[i].sha256 !== y.bundles[i].sha256);
-        assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, cpuThreshold: 50 }, 1, payload)), ["base"], "a threshold is read at run time: only the settings file changes");
-        assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, banMaxRetry: 5 }, 1, payload)), ["bantool"], "the jail is the bantool part's");
-        assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, slackChannel: "ops" }, 1, payload)), ["base", "bantool"]);
-        assert.deepEqual(changed(a, renderHost(DEFAULT_SETTINGS, 2, payload)), ["monitors"]);
-        assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, containerRuntime: "podman" }, 1, payload)), ["base", "monitors"], "monitors' install step checks the runtime");
-        assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, containerMonitor: false }, 1, payload)), ["base", "monitors"], "the cron file and monitors' runtime check");
-        assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, nginxServerConf: "/etc/nginx/x" }, 1, payload)), ["base", "web"], "web's install step reads it");
+        assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, cpuThreshold: 50 }, payload, { cronMinute: 1 })), ["base"], "a threshold is read at run time: only the settings file changes");
+        assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, banMaxRetry: 5 }, payload, { cronMinute: 1 })), ["bantool"], "the jail is the bantool part's");
+        assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, slackChannel: "ops" }, payload, { cronMinute: 1 })), ["base", "bantool"]);
+        assert.deepEqual(changed(a, renderHost(DEFAULT_SETTINGS, payload, { cronMinute: 2 })), ["monitors"]);
+        assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, containerRuntime: "podman" }, payload, { cronMinute: 1 })), ["base", "monitors"], "monitors' install step checks the runtime");
+        assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, containerMonitor: false }, payload, { cronMinute: 1 })), ["base", "monitors"], "the cron file and monitors' runtime check");
+        assert.deepEqual(changed(a, renderHost({ ...DEFAULT_SETTINGS, nginxServerConf: "/etc/nginx/x" }, payload, { cronMinute: 1 })), ["base", "web"], "web's install step reads it");
         const edited = payload.map((f) => (f.path === "host-monitor" ? file("host-monitor", "m2", 0o755) : f));
-        assert.deepEqual(changed(a, renderHost(DEFAULT_SETTINGS, 1, edited)), ["monitors"]);
+        assert.deepEqual(changed(a, renderHost(DEFAULT_SETTINGS, edited, { cronMinute: 1 })), ["monitors"]);
         const lib = payload.map((f) => (f.path === "hostguard/paths.py" ? file("hostguard/paths.py", "y") : f));
-        assert.deepEqual(changed(a, renderHost(DEFAULT_SETTINGS, 1, lib)), [...PARTS], "the installer travels in every part");
+        assert.deepEqual(changed(a, renderHost(DEFAULT_SETTINGS, lib, { cronMinute: 1 })), [...PARTS], "the installer travels in every part");
     });
     it("gives each bundle the installer, its own files and the settings its install step reads", () => {
-        const r = renderHost({ ...DEFAULT_SETTINGS, appProperties: "/opt/app/a.properties" }, 1, payload);
+        const r = renderHost({ ...DEFAULT_SETTINGS, appProperties: "/opt/app/a.properties" }, payload, { cronMinute: 1 });
         const names = (p: string) => r.bundles.find((b) => b.part === p)!.files.map((f) => f.path);
         assert.deepEqual(names("monitors"), ["cron.d/hostguard", "files.table", "host-monitor", "hostguard.conf", "hostguard/paths.py", "install"]);
         assert.deepEqual(names("web"), ["files.table", "hostguard.conf", "hostguard/paths.py", "install", "nginx/hostguard-deny.conf"]);
@@ -232,7 +214,7 @@ describe("tar bundles", () => {
     it("unpack with GNU tar to exactly the rendered files, scripts/ byte for byte", async () => {
         const payload = readPayload();
         assert.ok(payload.length > 0, "scripts/ is empty");
-        const { files, bundles } = renderHost(DEFAULT_SETTINGS, 3, payload);
+        const { files, bundles } = renderHost(DEFAULT_SETTINGS, payload, { cronMinute: 3 });
         const byPath = new Map(files.map((f) => [f.path, f]));
         for (const b of bundles) {
             const dir = unpack(await tarFiles(b.files));

@@ -38,7 +38,7 @@ let recorded: Recorded[] = [];
 let calls: Array<{ token: string; inputs: Record<string, any> }> = [];
 
 const DYNAMIC = "pulumi-nodejs:dynamic:Resource";
-const EXPECTED_TYPES = new Set(["hostguard:aws:SecurityGroup", "hostguard:host:HostDeployment", "aws:ec2/securityGroup:SecurityGroup", "command:remote:Command", "random:index/randomInteger:RandomInteger", DYNAMIC]);
+const EXPECTED_TYPES = new Set(["hostguard:aws:SecurityGroup", "hostguard:host:HostDeployment", "aws:ec2/securityGroup:SecurityGroup", "command:remote:Command", DYNAMIC]);
 const GROUP_ID = "sg-0mock0000000000001";
 const VPC_ID = "vpc-0123456789abcdef0";
 const RECORDED_RULES = [{ protocol: "tcp", fromPort: 22, toPort: 22, kind: "cidr4", source: "0.0.0.0/0" }];
@@ -54,10 +54,6 @@ before(async () => {
                 type: args.type, name: args.name, inputs: args.inputs, importId: args.id || undefined,
                 additionalSecretOutputs: secretOutputs.get(`${args.type}::${args.name}`) ?? [],
             });
-            if (args.type === "random:index/randomInteger:RandomInteger") {
-                // Offsets (seconds 0-599): web2 draws minute 7 second 7, every other host minute 3 second 3.
-                return { id: `${args.name}-id`, state: { ...args.inputs, result: args.name.startsWith("web2") ? 427 : 183 } };
-            }
             const id = args.type === "aws:ec2/securityGroup:SecurityGroup" ? GROUP_ID : args.inputs.kind === "hostguard:adopted-group-ingress" ? args.inputs.groupId : `${args.name}-id`;
             // The records' outputs (what destroy restores), to see them reach the enforcing resources.
             const record = args.inputs.kind === "hostguard:adopted-group-record" ? { original: RECORDED_RULES }
@@ -129,7 +125,7 @@ async function build(raw: RawConfig, region: string | null = REGION, aws: Record
 }
 
 async function settle(out: StackOutputs): Promise<void> {
-    await Promise.all(Object.values(out.hosts).map((h) => new Promise((r) => pulumi.all([h.files, h.cronSchedule]).apply(r))));
+    await Promise.all(Object.values(out.hosts).map((h) => new Promise((r) => pulumi.all([h.files, h.partHashes]).apply(r))));
     if (out.securityGroupId) {
         await new Promise((r) => out.securityGroupId!.apply(r));
     }
@@ -150,7 +146,7 @@ async function resolved<T>(o: pulumi.Output<T>): Promise<{ value: T; secret: boo
 }
 
 describe("stack with one host", () => {
-    it("registers exactly the security group, the cron offset and five remote commands", async () => {
+    it("registers exactly the security group and five remote commands", async () => {
         const { resources } = await build(rawConfig(["web1"]));
         assert.deepEqual(resources.map((r) => `${r.type} ${r.name}`), [
             "hostguard:aws:SecurityGroup hostguard",
@@ -158,7 +154,6 @@ describe("stack with one host", () => {
             "hostguard:host:HostDeployment web1",
             "command:remote:Command web1-bantool",
             "command:remote:Command web1-base",
-            "random:index/randomInteger:RandomInteger web1-cron-offset",
             "command:remote:Command web1-monitors",
             "command:remote:Command web1-web",
             "command:remote:Command web1-webhook",
@@ -221,7 +216,7 @@ describe("stack with one host", () => {
         const { resources, out } = await build(rawConfig(["web1"], { aws: "false", vpcId: undefined, adminCidrs: undefined }));
         assert.equal(resources.filter((r) => r.type.startsWith("aws:")).length, 0);
         assert.equal(out.securityGroupId, undefined);
-        assert.equal(resources.length, 7);
+        assert.equal(resources.length, 6);
     });
 
     it("wires each part: stdin tar, hash in the command, uninstall on delete, sudo for a non-root user", async () => {
@@ -238,7 +233,7 @@ describe("stack with one host", () => {
             assert.deepEqual(conn, { host: "10.0.1.10", port: 22, user: "admin", privateKey: KEY, hostKey: HOST_KEY, perDialTimeout: 15, dialErrorLimit: 10 });
         }
         const tar = Buffer.from(resources.find((r) => r.name === "web1-monitors")!.inputs.stdin, "base64").toString("latin1");
-        assert.match(tar, /^3-59\/10 \* \* \* \* root sleep 3; \/usr\/local\/lib\/hostguard\/host-monitor /m, "the drawn minute and second land in the cron file");
+        assert.match(tar, /^0-59\/10 \* \* \* \* root sh \/usr\/local\/lib\/hostguard\/at-offset\.sh \/usr\/local\/lib\/hostguard\/host-monitor /m, "the host waits its own offset");
     });
 
     it("checks the host key, and runs as root without sudo", async () => {
@@ -252,13 +247,18 @@ describe("stack with one host", () => {
     });
 });
 
-describe("a fixed cron minute", () => {
-    it("replaces the random draw: no RandomInteger, the minute lands in the cron file", async () => {
-        const { resources, out } = await build(rawConfig([], { hosts: JSON.stringify([{ name: "web1", host: "10.0.1.10", hostKey: HOST_KEY, cronMinute: 6 }]) }));
-        assert.ok(!resources.some((r) => r.type.startsWith("random:")), "no random resource");
+describe("the monitors' schedule", () => {
+    it("hostguard:cronMinute pins every host's monitors to that minute, in the one cron file", async () => {
+        const { resources } = await build(rawConfig(["web1", "web2"], { cronMinute: "6" }));
+        for (const host of ["web1", "web2"]) {
+            const tar = Buffer.from(resources.find((r) => r.name === `${host}-monitors`)!.inputs.stdin, "base64").toString("latin1");
+            assert.match(tar, /^6-59\/10 \* \* \* \* root \/usr\/local\/lib\/hostguard\/host-monitor >> /m);
+        }
+    });
+    it("without it each host waits its own offset (at-offset.sh): nothing is drawn in the program", async () => {
+        const { resources } = await build(rawConfig(["web1"]));
         const tar = Buffer.from(resources.find((r) => r.name === "web1-monitors")!.inputs.stdin, "base64").toString("latin1");
-        assert.match(tar, /^6-59\/10 \* \* \* \* root /m);
-        assert.equal((await resolved(out.hosts.web1.cronSchedule)).value, "6-59/10 * * * *");
+        assert.match(tar, /^0-59\/10 \* \* \* \* root sh \/usr\/local\/lib\/hostguard\/at-offset\.sh \/usr\/local\/lib\/hostguard\/host-monitor >> /m);
     });
 });
 
@@ -284,7 +284,7 @@ describe("the webhook secret", () => {
             }
         }
         for (const [name, h] of Object.entries(out.hosts)) {
-            for (const o of [h.files, h.partHashes, h.cronSchedule]) {
+            for (const o of [h.files, h.partHashes]) {
                 const { value, secret } = await resolved(o as pulumi.Output<unknown>);
                 assert.equal(secret, false, `${name}: plain outputs stay plain`);
                 assert.ok(!JSON.stringify(value).includes("SENTINEL"), `${name}: output carries the webhook`);
@@ -399,14 +399,15 @@ describe("alert keys, heartbeat and ban safety (issue 11)", () => {
             assert.ok(!JSON.stringify((await resolved(o as pulumi.Output<unknown>)).value).includes("HBSENTINEL"));
         }
     });
-    it("verifyWebhook false leaves the bare set-webhook; alert keys land in hostguard.conf with the host's name", async () => {
+    it("verifyWebhook false leaves the bare set-webhook; alert keys land in hostguard.conf, the host's name does not", async () => {
         const { resources } = await build(rawConfig(["web1"], {
             verifyWebhook: "false", alertHostLabel: "true", alertRepeatInterval: "1h", alertSendResolved: "true", alertAfterRuns: "2",
         }));
         assert.equal(resources.find((r) => r.name === "web1-webhook")!.inputs.create, "sudo -n sh -c '/usr/local/lib/hostguard/install set-webhook'");
         const tar = Buffer.from(resources.find((r) => r.name === "web1-base")!.inputs.stdin, "base64").toString("latin1");
         assert.match(tar, /^ALERT_HOST_LABEL=true\nALERT_REPEAT_INTERVAL=1h\nALERT_SEND_RESOLVED=true\nALERT_AFTER_RUNS=2$/m);
-        assert.match(tar, /^HOST_NAME=web1$/m);
+        assert.match(tar, /^HOST_NAME=$/m, "the label is the host's own name");
+        assert.doesNotMatch(tar, /web1/);
     });
     it("the jail never bans loopback, the admin networks or banIgnoreIps, and grows bans with banIncrement", async () => {
         const { resources } = await build(rawConfig(["web1"], { banIgnoreIps: '["198.51.100.7"]', banIncrement: "true" }));
@@ -414,29 +415,16 @@ describe("alert keys, heartbeat and ban safety (issue 11)", () => {
         assert.match(tar, /^ignoreip  = 127.0.0.1\/8 ::1 203.0.113.0\/24 2001:db8::\/48 198.51.100.7$/m);
         assert.match(tar, /^bantime.increment = true$/m);
     });
-    it("a pinned cronMinute runs on the minute, without a random draw", async () => {
-        const { resources, out } = await build(rawConfig([], { hosts: JSON.stringify([{ name: "web1", host: "10.0.1.10", hostKey: HOST_KEY, cronMinute: 4 }]) }));
-        assert.ok(!resources.some((r) => r.type.startsWith("random:")));
-        assert.equal((await resolved(out.hosts.web1.cronOffset)).value, 240);
-        const tar = Buffer.from(resources.find((r) => r.name === "web1-monitors")!.inputs.stdin, "base64").toString("latin1");
-        assert.match(tar, /^4-59\/10 \* \* \* \* root \/usr\/local\/lib\/hostguard\/host-monitor >> /m);
-    });
 });
 
 describe("stack with two hosts", () => {
-    it("registers one deployment per host, each with its own cron offset", async () => {
+    it("registers one deployment per host, each shipping the same bundles byte for byte", async () => {
         const { resources, out } = await build(rawConfig(["web1", "web2"]));
         assert.deepEqual(resources.map((r) => r.name), [
             "hostguard", "hostguard-sg",
-            "web1", "web1-bantool", "web1-base", "web1-cron-offset", "web1-monitors", "web1-web", "web1-webhook",
-            "web2", "web2-bantool", "web2-base", "web2-cron-offset", "web2-monitors", "web2-web", "web2-webhook",
+            "web1", "web1-bantool", "web1-base", "web1-monitors", "web1-web", "web1-webhook",
+            "web2", "web2-bantool", "web2-base", "web2-monitors", "web2-web", "web2-webhook",
         ]);
-        // Drawn over the whole 600 s interval, minute and second.
-        assert.deepEqual(resources.filter((r) => r.name.endsWith("cron-offset")).map((r) => r.inputs), [{ min: 0, max: 599 }, { min: 0, max: 599 }]);
-        assert.equal((await resolved(out.hosts.web1.cronOffset)).value, 183);
-        assert.equal((await resolved(out.hosts.web2.cronOffset)).value, 427);
-        assert.equal((await resolved(out.hosts.web1.cronSchedule)).value, "3-59/10 * * * *");
-        assert.equal((await resolved(out.hosts.web2.cronSchedule)).value, "7-59/10 * * * *");
         assert.equal(out.hosts.web2.jail, "nginx-bad-request");
         const files = (await resolved(out.hosts.web1.files)).value;
         assert.deepEqual(files.map((f) => `${f.part} ${f.path} ${f.destination}`), [
@@ -448,12 +436,14 @@ describe("stack with two hosts", () => {
             "web nginx/hostguard-deny.conf /etc/nginx/snippets/hostguard-deny.conf",
         ]);
         assert.equal(files.find((f) => f.path === "host-monitor")!.sha256, sha256("#!/usr/bin/env bash\n"));
-        const stdin = (suffix: string) => resources.filter((r) => r.name.endsWith(suffix)).map((r) => r.inputs.stdin);
-        const conf = (b64: string) => Buffer.from(b64, "base64").toString("latin1").match(/^[A-Z_]+=.*$/gm)!;
-        const [one, two] = stdin("-base").map(conf);
-        assert.deepEqual(one.filter((l) => !l.startsWith("HOST_NAME=")), two.filter((l) => !l.startsWith("HOST_NAME=")), "the hosts' settings are the same");
-        assert.deepEqual([one.at(-1), two.at(-1)], ["HOST_NAME=web1", "HOST_NAME=web2"], "each host carries its own name for the label");
-        assert.notEqual(stdin("-monitors")[0], stdin("-monitors")[1], "hosts differ in the cron minute, so their cron files differ");
+        const stdin = (host: string, part: string) => resources.find((r) => r.name === `${host}-${part}`)!.inputs.stdin as string;
+        const create = (host: string, part: string) => resources.find((r) => r.name === `${host}-${part}`)!.inputs.create as string;
+        for (const part of ["base", "monitors", "bantool", "web"]) {
+            assert.ok(Buffer.from(stdin("web1", part), "base64").length > 0, part);
+            assert.ok(Buffer.from(stdin("web1", part), "base64").equals(Buffer.from(stdin("web2", part), "base64")), `${part}: the same bytes for both hosts`);
+            assert.equal(create("web1", part), create("web2", part), `${part}: the same command (it names the bundle's hash)`);
+        }
+        assert.deepEqual(await resolved(out.hosts.web1.partHashes), await resolved(out.hosts.web2.partHashes));
     });
 });
 
@@ -500,7 +490,7 @@ describe("the created group on the hosts' instances, and the adopted group's gua
         assert.deepEqual(calls, []);
         assert.equal(out.securityGroupInterfaceIds?.length, 2);
         // Nothing else changes: the group and both deployments are still all there.
-        assert.equal(resources.length, 2 + 2 + 2 + 2 * 7);
+        assert.equal(resources.length, 2 + 2 + 2 + 2 * 6);
     });
 
     it("sets only the interfaces of hosts that name an instance", async () => {
@@ -584,8 +574,7 @@ describe("what the render tool shows is what the deploy ships", () => {
             const resources = [...recorded];
             const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hg-ships-"));
             try {
-                // The mocks draw minute 3, second 3 for these host names.
-                renderStack(ROOT, stack, dir, 3, 3);
+                renderStack(ROOT, stack, dir);
                 for (const host of config.hosts) {
                     const hostDir = path.join(dir, stack, host.name);
                     const manifest = JSON.parse(fs.readFileSync(path.join(hostDir, "manifest.json"), "utf8"));

@@ -118,8 +118,8 @@ describe("trustedProxies: rendered files", () => {
         ]);
     });
     it("ships the helper and the action in bantool, the drop-in and the proxied snippet in web", () => {
-        const plain = renderHost(DEFAULT_SETTINGS, 3);
-        const with_ = renderHost(proxied, 3);
+        const plain = renderHost(DEFAULT_SETTINGS, undefined, { cronMinute: 3 });
+        const with_ = renderHost(proxied, undefined, { cronMinute: 3 });
         const dest = (r: typeof plain) => Object.fromEntries(r.files.map((f) => [f.destination, `${f.part} ${f.path} ${f.mode.toString(8)}`]));
         const d = dest(with_);
         assert.equal(d["/usr/local/lib/hostguard/hostguard-nginx-ban"], "bantool hostguard-nginx-ban 755");
@@ -135,9 +135,9 @@ describe("trustedProxies: rendered files", () => {
 
 describe("trustedProxies: without it the payload is today's", () => {
     const payload = readPayload();
-    const plain = renderHost(DEFAULT_SETTINGS, 3, payload);
+    const plain = renderHost(DEFAULT_SETTINGS, payload, { cronMinute: 3 });
     it("an empty list renders exactly what no setting renders (every part's hash)", () => {
-        const empty = renderHost(validateSettings({ trustedProxies: "[]" }), 3, payload);
+        const empty = renderHost(validateSettings({ trustedProxies: "[]" }), payload, { cronMinute: 3 });
         assert.deepEqual(empty.bundles.map((b) => b.sha256), plain.bundles.map((b) => b.sha256));
     });
     it("ships exactly the unconditional and `unless` rows; the expanded table is theirs", () => {

@@ -107,12 +107,15 @@ e2e_stack_init() {
     printf '  hostguard:notifyBudget: "20"\n'
     printf '  hostguard:nginxServerConf: /etc/nginx/sites-enabled/default\n'
     printf '%s' "${extra}"
+    # The bundles are the same for every host: the minute is the stack's (the first spec's).
+    IFS=: read -r name minute <<<"$1"
+    printf '  hostguard:cronMinute: "%s"\n' "${minute}"
     printf '  hostguard:hosts:\n'
     for spec in "$@"; do
       IFS=: read -r name minute <<<"${spec}"
       line="$(host_known_hosts_line "${name}")"
-      printf '    - name: %s\n      host: %s\n      user: root\n      hostKey: %s\n      cronMinute: %s\n' \
-        "${name}" "$(host_addr "${name}")" "${line#* }" "${minute}"
+      printf '    - name: %s\n      host: %s\n      user: root\n      hostKey: %s\n' \
+        "${name}" "$(host_addr "${name}")" "${line#* }"
     done
   } >>"${E2E_PROJECT_DIR}/Pulumi.${stack}.yaml"
   e2e_pulumi "config-key-${stack}" config set --stack "${stack}" --secret hostguard:sshPrivateKey \
