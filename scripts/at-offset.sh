@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # hostguard: runs a monitor at this host's offset in the 10-minute interval.
 # Cron starts it on every 10-minute mark (/etc/cron.d/hostguard, rendered by
 # components/hostFiles.ts); it sleeps the host's offset, 0-599 seconds, then
