@@ -396,7 +396,7 @@ EOF
     count=$((count + 1))
   done < <("${PAYLOAD}/install" list)
   [[ "${count}" -ge 13 ]]
-  grep -qx '0-59/10 \* \* \* \* root /usr/local/lib/hostguard/host-monitor >> /var/log/hostguard/host-monitor.log 2>&1' \
+  grep -qx '0-59/10 \* \* \* \* root sh /usr/local/lib/hostguard/at-offset.sh /usr/local/lib/hostguard/host-monitor >> /var/log/hostguard/host-monitor.log 2>&1' \
     "${ROOT}/etc/cron.d/hostguard"
   grep -qx 'maxretry  = 10' "${ROOT}/etc/fail2ban/jail.d/hostguard-nginx-bad-request.local"
   # A malformed table line stops install and list, naming the line; so
