@@ -62,6 +62,17 @@ export function parseBlock(text: string): Block | null {
     return { family: a.family, start, end: start + size - 1n };
 }
 
+/** True when TEXT is a CIDR block (an address and a prefix length the family allows). The one CIDR grammar. */
+export function isCidr(text: string): boolean {
+    return text.includes("/") && parseBlock(text) !== null;
+}
+
+/** True when TEXT is a CIDR of the whole address space of its family (`0.0.0.0/0`, `::/0`, and any spelling of them). */
+export function isWholeInternet(text: string): boolean {
+    const b = isCidr(text) ? parseBlock(text) : null;
+    return b !== null && b.start === 0n && b.end === (1n << BigInt(bitsOf(b.family))) - 1n;
+}
+
 /** The block as CIDR text in its shortest form (IPv6 with the longest run of zero groups as "::"). */
 export function blockText(b: Block): string {
     const prefix = bitsOf(b.family) - (b.end - b.start + 1n).toString(2).length + 1;

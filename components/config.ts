@@ -4,7 +4,7 @@
 // tests use exactly the same checks as `pulumi preview`.
 import * as net from "node:net";
 import { ChatFormatError, resolveChatFormat, type ChatFormat, type PagerdutyRegion } from "./chatFormats";
-import { addressKey, hostBitsFix, isPrivateBlock, overlaps, PRIVATE_RANGES, widePublicReason } from "./cidr";
+import { addressKey, blockText, hostBitsFix, isCidr, isPrivateBlock, isWholeInternet, overlaps, parseBlock, PRIVATE_RANGES, widePublicReason } from "./cidr";
 import { hostKeyRefusal } from "./hostKey";
 import {
     DEFAULT_SETTINGS, RULES, ruleRegExp, SETTING_KEYS, SettingError, settingWarnings, STACK_KEYS, stackKeyRow, validateSettings,
@@ -551,8 +551,17 @@ function addressList(raw: RawConfig, key: "privateCidrs" | "adminCidrs", dflt: s
         if (fix !== null) {
             throw new ConfigError(`${key}[${i}]`, `${c} has host bits set (EC2 would store it as ${fix}, and every later up would differ): did you mean ${fix}?`);
         }
+        const canonical = blockText(parseBlock(c)!);
+        if (c.includes(":") && canonical !== c) {
+            throw new ConfigError(`${key}[${i}]`, `${c} is not written as EC2 stores it (${canonical}), so every later up would differ: write ${canonical}`);
+        }
         return c;
     });
+    // EC2 refuses a whole authorize call that holds one block twice (InvalidPermission.Duplicate).
+    const repeat = overlaps(list).find((o) => o.how === "repeats");
+    if (repeat !== undefined) {
+        throw new ConfigError(`${key}[${repeat.j}]`, `${list[repeat.j]} repeats ${key}[${repeat.i}] ${list[repeat.i]}: EC2 refuses a rule that lists a block twice; list it once`);
+    }
     // The rule for privateCidrs (the SPEC: 8080 only from the private network): every entry inside a private range.
     const outside = say.privateOnly ? list.findIndex((c) => !isPrivateBlock(c)) : -1;
     if (outside >= 0) {
@@ -585,21 +594,6 @@ function overlapWarnings(key: string, list: readonly string[]): string[] {
 function idList(raw: RawConfig, key: "sharedSecurityGroupInstances" | "keepSecurityGroupIds"): string[] {
     const rule = stackKeyRow(key).rule!;
     return stringList(raw, key, []).map((v, i) => matches(`${key}[${i}]`, v, rule));
-}
-
-export function isCidr(c: string): boolean {
-    const m = /^([^/]+)\/(\d{1,3})$/.exec(c);
-    if (!m) {
-        return false;
-    }
-    const family = net.isIP(m[1]);
-    const bits = Number(m[2]);
-    return (family === 4 && bits <= 32) || (family === 6 && bits <= 128);
-}
-
-export function isWholeInternet(c: string): boolean {
-    const m = /^([^/]+)\/(\d{1,3})$/.exec(c);
-    return m !== null && Number(m[2]) === 0;
 }
 
 function scalar(raw: RawConfig, key: string): unknown {

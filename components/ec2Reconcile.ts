@@ -10,7 +10,7 @@
 // providers, so they capture nothing but each other and load the SDK with
 // `require` when they run.
 
-import { protocolName } from "./cidr";
+import { protocolName, widePublicReason } from "./cidr";
 
 /** One inbound permission for one source: the unit EC2 authorizes and revokes. */
 export interface RuleAtom {
@@ -228,14 +228,19 @@ export function sameAtoms(a: RuleAtom[], b: RuleAtom[]): boolean {
 /** EC2's default quota: inbound rules per group, counted per address family. */
 export const RULES_PER_GROUP = 60;
 
-/** True when the permission lets TCP 443 in (tcp with 443 in its range, or all traffic). */
-export function admits443(a: RuleAtom): boolean {
-    return a.protocol === "-1" || (a.protocol === "tcp" && (a.fromPort ?? 0) <= 443 && 443 <= (a.toPort ?? 65535));
+/**
+ * True when the permission keeps TCP 443 open to the world (tcp with 443 in its
+ * range, or all traffic, from a source that is the world by itself by
+ * cidr.ts's rule): revoking it before the authorize could close 443.
+ */
+export function keepsWorld443(a: RuleAtom): boolean {
+    const world = (a.kind === "cidr4" || a.kind === "cidr6") && widePublicReason([a.source]) !== null;
+    return world && (a.protocol === "-1" || (a.protocol === "tcp" && (a.fromPort ?? 0) <= 443 && 443 <= (a.toPort ?? 65535)));
 }
 
 /**
  * Which revokes go before the authorize: "plan" as the quota count says,
- * "not443" those that do not let 443 in, "all" every one (443 may close).
+ * "not443" those that do not keep 443 open to the world, "all" every one (443 may close).
  */
 export type RevokeOrder = "plan" | "not443" | "all";
 
@@ -250,14 +255,15 @@ export interface IngressStep {
  * 443 is closed: descriptions first (in place), then authorize, then revoke.
  * When authorizing first would go over LIMIT rules in a family (a group
  * reference or prefix list counts in both, the safe side), the revokes that do
- * not let 443 in go first; only when that is still not enough does every
- * revoke go first (then 443 may close between two calls).
+ * not keep 443 open to the world go first (a rule that admits 443 from a
+ * private range is one of them); only when that is still not enough does
+ * every revoke go first (then 443 may close between two calls).
  */
 export function ingressSteps(actual: RuleAtom[], wanted: RuleAtom[], limit = RULES_PER_GROUP, order: RevokeOrder = "plan"): IngressStep[] {
     const { revoke, authorize, describe } = ingressDiff(actual, wanted);
     const count = (atoms: RuleAtom[], family: "4" | "6") => atoms.filter((a) => (family === "4" ? a.kind !== "cidr6" : a.kind !== "cidr4")).length;
     const fits = (revokedFirst: RuleAtom[]) => (["4", "6"] as const).every((f) => count(actual, f) - count(revokedFirst, f) + count(authorize, f) <= limit);
-    const closed = revoke.filter((a) => !admits443(a));
+    const closed = revoke.filter((a) => !keepsWorld443(a));
     const early = authorize.length === 0 ? []
         : order === "all" ? revoke
             : order === "not443" || !fits([]) ? (order === "not443" || fits(closed) ? closed : revoke) : [];

@@ -102,7 +102,8 @@ export class SecurityGroup extends pulumi.ComponentResource {
                 // Open egress: the webhook, package mirrors and the chat service need it.
                 egress: [{ description: "all outbound", protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], ipv6CidrBlocks: ["::/0"] }],
                 tags: { "managed-by": "hostguard" },
-            }, { parent: this });
+                // A named group's replacement (a new description) would clash with the old name: the old one goes first.
+            }, { parent: this, ...(args.name ? { deleteBeforeReplace: true } : {}) });
             this.groupId = group.id;
             // The interface's WHOLE set, not one more group: EC2 unions the rules of
             // every group on it, so an allow-all group left there keeps the server open.

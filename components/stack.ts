@@ -54,18 +54,37 @@ export interface StackOutputs {
 }
 
 /**
- * The dynamic resources (adopted group, interface groups) call EC2 with the
- * SDK's own chain and aws:profile; @pulumi/aws's aws:assumeRole(s) is a setting
- * of its provider that they cannot read. Refused rather than ignored: the EC2
- * calls would run as another identity than the rest of the stack.
+ * The `aws:*` settings of @pulumi/aws's provider that decide which account,
+ * identity or endpoint its calls use, and that the dynamic resources' EC2
+ * client (the SDK's own chain, aws:region and aws:profile) does not read.
+ * The value says what to do instead.
  */
-export function refuseAssumeRole(config: Pick<HostguardConfig, "securityGroupId" | "hosts">, awsConfig: { get(key: string): string | undefined }): void {
+export const UNREAD_AWS_SETTINGS: Readonly<Record<string, string>> = {
+    assumeRole: "put the role in a profile of the shared config (`role_arn` with `source_profile` or `credential_source`) and set `aws:profile` to it "
+        + "(or use AWS_ROLE_ARN with AWS_WEB_IDENTITY_TOKEN_FILE)",
+    assumeRoles: "put the role chain in profiles of the shared config (`role_arn` with `source_profile`) and set `aws:profile` to the last",
+    assumeRoleWithWebIdentity: "set AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE in the environment",
+    accessKey: "give the keys in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) or in a profile set as `aws:profile`",
+    secretKey: "give the keys in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) or in a profile set as `aws:profile`",
+    token: "give the session token in the environment (AWS_SESSION_TOKEN) or in a profile set as `aws:profile`",
+    sharedConfigFiles: "set AWS_CONFIG_FILE in the environment",
+    sharedCredentialsFiles: "set AWS_SHARED_CREDENTIALS_FILE in the environment",
+    endpoints: "set AWS_ENDPOINT_URL_EC2 (or AWS_ENDPOINT_URL) in the environment",
+    allowedAccountIds: "make sure the credentials are the account's (`aws sts get-caller-identity`); hostguard's EC2 calls do not check it",
+    forbiddenAccountIds: "make sure the credentials are not that account's (`aws sts get-caller-identity`); hostguard's EC2 calls do not check it",
+};
+
+/**
+ * Refused rather than ignored when the dynamic resources call EC2 (an
+ * adopted group, or a hosts[].instanceId): the EC2 calls would run as another
+ * identity, account or endpoint than the rest of the stack.
+ */
+export function refuseUnreadAwsSettings(config: Pick<HostguardConfig, "securityGroupId" | "hosts">, awsConfig: { get(key: string): string | undefined }): void {
     const dynamic = config.securityGroupId !== undefined || config.hosts.some((h) => h.instanceId !== undefined);
-    const key = ["assumeRole", "assumeRoles"].find((k) => Boolean(awsConfig.get(k)));
+    const key = Object.keys(UNREAD_AWS_SETTINGS).find((k) => Boolean(awsConfig.get(k)));
     if (dynamic && key !== undefined) {
         throw new Error(`aws:${key} is set, but hostguard's EC2 calls (the adopted group, the interfaces of hosts[].instanceId) do not read it: `
-            + "put the role in a profile of the shared config (`role_arn` with `source_profile` or `credential_source`) and set `aws:profile` to it "
-            + "(or use AWS_ROLE_ARN with AWS_WEB_IDENTITY_TOKEN_FILE), then remove aws:" + key);
+            + `${UNREAD_AWS_SETTINGS[key]}, then remove aws:${key}`);
     }
 }
 
@@ -102,7 +121,7 @@ export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): St
     const out: StackOutputs = { hosts: {} };
     if (config.aws && config.vpcId) {
         const awsConfig = new pulumi.Config("aws");
-        refuseAssumeRole(config, awsConfig);
+        refuseUnreadAwsSettings(config, awsConfig);
         const sg = new SecurityGroup("hostguard", {
             // The provider's region setting, else the SDK's own environment variable.
             region: awsConfig.get("region") || process.env.AWS_REGION,

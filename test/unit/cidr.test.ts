@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { addressKey, overlaps, parseBlock, publicSize, widePublicReason } from "../../components/cidr";
+import { addressKey, isCidr, isPrivateBlock, isWholeInternet, overlaps, parseBlock, PRIVATE_RANGES, publicSize, widePublicReason } from "../../components/cidr";
 import { hostKeyRefusal } from "../../components/hostKey";
 
 const RUNS = Number(process.env.CONTRACT_RUNS ?? 3) * 30;
@@ -86,5 +86,37 @@ describe("hostKey.ts on arbitrary text", () => {
                 assert.ok(changed.length === KEY.length && blob(changed).subarray(0, 19).equals(blob(KEY).subarray(0, 19)), changed);
             }
         }), { numRuns: RUNS });
+    });
+});
+
+describe("one CIDR grammar, the private ranges at both edges (issue 33)", () => {
+    it("every private range holds its first and last address and not the one just outside either edge", () => {
+        const edges: Record<string, [string, string, string, string]> = {
+            "10.0.0.0/8": ["9.255.255.255", "10.0.0.0", "10.255.255.255", "11.0.0.0"],
+            "172.16.0.0/12": ["172.15.255.255", "172.16.0.0", "172.31.255.255", "172.32.0.0"],
+            "192.168.0.0/16": ["192.167.255.255", "192.168.0.0", "192.168.255.255", "192.169.0.0"],
+            "100.64.0.0/10": ["100.63.255.255", "100.64.0.0", "100.127.255.255", "100.128.0.0"],
+            "fc00::/7": ["fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "fc00::", "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "fe00::"],
+        };
+        assert.deepEqual(Object.keys(edges).sort(), [...PRIVATE_RANGES].sort(), "every range is probed");
+        for (const [range, [before, first, last, after]] of Object.entries(edges)) {
+            const bits = range.includes(":") ? 128 : 32;
+            assert.equal(isPrivateBlock(`${before}/${bits}`), false, `${before} is outside ${range}`);
+            assert.equal(isPrivateBlock(`${first}/${bits}`), true, `${first} is inside ${range}`);
+            assert.equal(isPrivateBlock(`${last}/${bits}`), true, `${last} is inside ${range}`);
+            assert.equal(isPrivateBlock(`${after}/${bits}`), false, `${after} is outside ${range}`);
+            assert.equal(isPrivateBlock(range), true);
+        }
+        // 100.0.0.0/8 is not 100.64.0.0/10: a /9 of it is public.
+        assert.equal(isPrivateBlock("100.0.0.0/10"), false);
+    });
+    it("isCidr accepts an address and a prefix the family allows, nothing else; isWholeInternet any spelling of /0", () => {
+        for (const ok of ["10.0.0.0/8", "0.0.0.0/0", "255.255.255.255/32", "2001:db8::/32", "::/0", "::ffff:10.0.0.0/104", "fe80::/128"]) {
+            assert.equal(isCidr(ok), true, ok);
+        }
+        for (const bad of ["10.0.0.0", "10.0.0.0/33", "2001:db8::/129", "10.0.0/8", "10.0.0.256/32", "abc/8", "10.0.0.0/8 ", "/8", "10.0.0.0/-1", "::/"]) {
+            assert.equal(isCidr(bad), false, bad);
+        }
+        assert.deepEqual(["0.0.0.0/0", "::/0", "0:0::/0", "10.0.0.0/1"].map(isWholeInternet), [true, true, true, false]);
     });
 });

@@ -142,3 +142,17 @@ describe("world exposure and call order (pure)", () => {
         assert.deepEqual(ingressSteps(wanted, wanted), []);
     });
 });
+
+describe("at the rules quota (issue 33)", () => {
+    const atom = (protocol: string, source: string, from?: number, to?: number): RuleAtom =>
+        ({ protocol, kind: source.includes(":") ? "cidr6" : "cidr4", source, ...(from === undefined ? {} : { fromPort: from, toPort: to ?? from }) });
+    it("a rule that admits 443 only from a private range is revoked first; the world's 443 rules last", () => {
+        const wanted = wantedAtoms(ingressRules({ privateCidrs: ["10.0.0.0/8"], adminCidrs: ["203.0.113.0/24"] }));
+        const actual = [atom("tcp", "0.0.0.0/0", 443), atom("tcp", "::/0", 443), atom("tcp", "10.0.0.0/8", 0, 65535), atom("-1", "172.16.0.0/12"),
+            ...Array.from({ length: 56 }, (_, i) => atom("tcp", `10.${i}.0.0/16`, 3000 + i))];
+        const steps = ingressSteps(actual, wanted);
+        assert.deepEqual(steps.map((s) => s.op), ["describe", "revoke", "authorize"], "everything but the world's 443 goes first; nothing is left to revoke after");
+        assert.ok(steps[1].atoms.some((a) => a.source === "10.0.0.0/8" && a.toPort === 65535), "the private all-ports rule is revoked first");
+        assert.ok(steps[1].atoms.some((a) => a.protocol === "-1"), "so is all traffic from a private range");
+    });
+});

@@ -144,14 +144,24 @@ describe("16.1: semantic checks", () => {
         assert.equal(refusal(good({ hosts: JSON.stringify([{ name: "a", ...h("Web.example.test") }, { name: "b", ...h("web.example.test") }]) })).key, "hosts[1].host");
         validateConfig(good({ hosts: JSON.stringify([{ name: "a", ...h("10.0.1.10") }, { name: "b", ...h("10.0.1.10", 2222) }]) }), ENGINE);
     });
-    it("duplicate and overlapping CIDRs are reported (warnings)", () => {
-        const c = validateConfig(good({ adminCidrs: '["203.0.113.0/24","203.0.113.0/24","203.0.113.128/25"]', privateCidrs: '["10.0.0.0/8","10.1.0.0/16"]' }), ENGINE);
+    it("overlapping CIDRs are reported (warnings); a repeated block is refused, however it is written (EC2 refuses the whole call)", () => {
+        const c = validateConfig(good({ adminCidrs: '["203.0.113.0/24","203.0.113.128/25"]', privateCidrs: '["10.0.0.0/8","10.1.0.0/16"]' }), ENGINE);
         assert.deepEqual(c.warnings, [
             "hostguard:privateCidrs[1] 10.1.0.0/16 lies inside privateCidrs[0] 10.0.0.0/8 (one entry is enough)",
-            "hostguard:adminCidrs[1] 203.0.113.0/24 repeats adminCidrs[0] 203.0.113.0/24 (remove one)",
-            "hostguard:adminCidrs[2] 203.0.113.128/25 lies inside adminCidrs[0] 203.0.113.0/24 (one entry is enough)",
-            "hostguard:adminCidrs[2] 203.0.113.128/25 lies inside adminCidrs[1] 203.0.113.0/24 (one entry is enough)",
+            "hostguard:adminCidrs[1] 203.0.113.128/25 lies inside adminCidrs[0] 203.0.113.0/24 (one entry is enough)",
         ]);
+        const e = refusal(good({ adminCidrs: '["203.0.113.0/24","198.51.100.0/24","203.0.113.0/24"]' }));
+        assert.equal(e.key, "adminCidrs[2]");
+        assert.match(e.message, /203\.0\.113\.0\/24 repeats adminCidrs\[0\] 203\.0\.113\.0\/24: EC2 refuses a rule that lists a block twice/);
+        assert.equal(refusal(good({ adminCidrs: '["2001:db8::/48","2001:db8:0::/48"]' })).key, "adminCidrs[1]", "the non-canonical spelling is refused first");
+    });
+    it("an IPv6 CIDR not written as EC2 stores it is refused with the canonical spelling", () => {
+        for (const [bad, canonical] of [["2001:DB8::/48", "2001:db8::/48"], ["2001:db8:0:0::/48", "2001:db8::/48"], ["fd00:0::/8", "fd00::/8"], ["::0/0", "::/0"]]) {
+            const e = refusal(good({ privateCidrs: JSON.stringify([bad]) }));
+            assert.equal(e.key, "privateCidrs[0]", bad);
+            assert.match(e.message, new RegExp(`not written as EC2 stores it \\(${canonical.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}\\)`), bad);
+        }
+        assert.deepEqual(validateConfig(good({ privateCidrs: '["fd00::/8","10.0.0.0/8"]' }), ENGINE).privateCidrs, ["fd00::/8", "10.0.0.0/8"]);
     });
 });
 

@@ -12,7 +12,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { SECRET_KEYS, validateConfig, type RawConfig } from "../../components/config";
 import { sha256, type PayloadFile } from "../../components/bundles";
 import { setWebhookCommand } from "../../components/remoteCommands";
-import { buildStack, type StackOutputs } from "../../components/stack";
+import { buildStack, UNREAD_AWS_SETTINGS, type StackOutputs } from "../../components/stack";
 import { readStackFile, renderStack } from "../../tools/render";
 import { noAllProtocolsInbound, noWorldInboundExceptHttps, remoteCommandHostKey, sshSourcesLimited, webhookInputsSecret } from "../../policy/policies";
 
@@ -30,9 +30,9 @@ const BASTION_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBastionKeyFake00000000
 const SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d";
 const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
 
-interface Recorded { type: string; name: string; inputs: Record<string, any>; importId?: string; additionalSecretOutputs: string[] }
-/** The additionalSecretOutputs of each registration by `type::name` (the mocks' newResource does not see the options). */
-const secretOutputs = new Map<string, string[]>();
+interface Recorded { type: string; name: string; inputs: Record<string, any>; importId?: string; additionalSecretOutputs: string[]; deleteBeforeReplace: boolean }
+/** The options of each registration by `type::name` that the mocks' newResource does not see. */
+const options = new Map<string, { additionalSecretOutputs: string[]; deleteBeforeReplace: boolean }>();
 let recorded: Recorded[] = [];
 /** Every provider function call (invoke) the program made, in order. */
 let calls: Array<{ token: string; inputs: Record<string, any> }> = [];
@@ -52,7 +52,7 @@ before(async () => {
             }
             recorded.push({
                 type: args.type, name: args.name, inputs: args.inputs, importId: args.id || undefined,
-                additionalSecretOutputs: secretOutputs.get(`${args.type}::${args.name}`) ?? [],
+                ...options.get(`${args.type}::${args.name}`)!,
             });
             const id = args.type === "aws:ec2/securityGroup:SecurityGroup" ? GROUP_ID : args.inputs.kind === "hostguard:adopted-group-ingress" ? args.inputs.groupId : `${args.name}-id`;
             // The records' outputs (what destroy restores), to see them reach the enforcing resources.
@@ -70,7 +70,7 @@ before(async () => {
     const monitor = pulumi.runtime.getMonitor() as any;
     const register = monitor.registerResource.bind(monitor);
     monitor.registerResource = (req: any, callback: unknown) => {
-        secretOutputs.set(`${req.getType()}::${req.getName()}`, req.getAdditionalsecretoutputsList());
+        options.set(`${req.getType()}::${req.getName()}`, { additionalSecretOutputs: req.getAdditionalsecretoutputsList(), deleteBeforeReplace: req.getDeletebeforereplace() });
         return register(req, callback);
     };
 });
@@ -115,7 +115,7 @@ async function build(raw: RawConfig, region: string | null = REGION, aws: Record
     pulumi.runtime.setAllConfig({
         // setAllConfig adds to what earlier builds set: "" stands for "not set".
         "aws:region": region ?? "", // null: not set
-        ...Object.fromEntries(["profile", "assumeRole", "assumeRoles"].map((k) => [`aws:${k}`, aws[k] ?? ""])),
+        ...Object.fromEntries(["profile", ...Object.keys(UNREAD_AWS_SETTINGS)].map((k) => [`aws:${k}`, aws[k] ?? ""])),
         ...Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined).map(([k, v]) => [`hostguard:${k}`, String(v)])),
     },
         ["hostguard:webhookUrl", "hostguard:sshPrivateKey", "hostguard:heartbeatUrl", "hostguard:pagerdutyRoutingKey"]);
@@ -171,6 +171,10 @@ describe("stack with one host", () => {
             { description: "SSH for deployment from admin networks", protocol: "tcp", fromPort: 22, toPort: 22, cidrBlocks: ["203.0.113.0/24"], ipv6CidrBlocks: ["2001:db8::/48"], securityGroups: [] },
         ]);
         assert.deepEqual(sg.inputs.egress, [{ description: "all outbound", protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], ipv6CidrBlocks: ["::/0"] }]);
+        assert.equal(sg.deleteBeforeReplace, false, "an unnamed group: the new one first (EC2 names it)");
+        const named = (await build(rawConfig(["web1"], { securityGroupName: "web-hostguard" }))).resources.find((r) => r.name === "hostguard-sg")!;
+        assert.equal(named.inputs.name, "web-hostguard");
+        assert.equal(named.deleteBeforeReplace, true, "a named group's replacement would clash with its own name: the old one goes first");
         const ports = sg.inputs.ingress.map((r: any) => r.fromPort);
         assert.ok(!ports.includes(80) && !sg.inputs.ingress.some((r: any) => r.protocol === "-1"), "no port 80, no allow-all");
     });
@@ -544,6 +548,15 @@ describe("the created group on the hosts' instances, and the adopted group's gua
             await assert.rejects(build(rawConfig(["web1"], ADOPT), REGION, role), new RegExp(`aws:${key} is set, but hostguard's EC2 calls .* set \`aws:profile\``));
             // A created group without instances makes no EC2 call of its own: @pulumi/aws reads the role.
             assert.equal((await build(rawConfig(["web1"]), REGION, role)).resources.filter((r) => r.type === DYNAMIC).length, 0);
+        }
+        // Every other setting of @pulumi/aws that decides the account, identity or endpoint: refused by name, never silently unused.
+        for (const [key, value] of Object.entries({
+            allowedAccountIds: '["123456789012"]', forbiddenAccountIds: '["210987654321"]', accessKey: "AKIAEXAMPLE", secretKey: "x", token: "t",
+            sharedConfigFiles: '["/x"]', sharedCredentialsFiles: '["/x"]', assumeRoleWithWebIdentity: '{"roleArn":"arn:aws:iam::123456789012:role/x"}',
+            endpoints: '[{"ec2":"http://127.0.0.1:1"}]',
+        })) {
+            await assert.rejects(build(rawConfig([], { hosts: hostsWith(["i-0123456789abcdef0"]) }), REGION, { [key]: value }),
+                new RegExp(`^Error: aws:${key} is set, but hostguard's EC2 calls .* then remove aws:${key}$`), key);
         }
     });
 
