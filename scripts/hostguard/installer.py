@@ -27,12 +27,12 @@ import sys
 import time
 from types import FrameType
 
-from . import log, paths, programs, runtime_files, safepath, services, txnstore, userio, webedit
+from . import log, paths, programs, properties, runtime_files, safepath, services, txnstore, userio, webedit
 from .atomicfile import write_all
 from .errors import EX_USAGE, HostguardError
 from .settings import Settings, SettingsError, parse
 from .settings_table import FILE_ROW_ALLOWED, FILE_ROW_RE, FILE_SKIP_RE, PARTS, URL_RE
-from .txnstore import Rec
+from .txnstore import Rec, Undo
 
 USAGE = """usage: install install [--part base|monitors|bantool|web] [--root DIR] [--settings FILE]
                          (from a rendered bundle: its files.table and hostguard.conf beside this script)
@@ -42,7 +42,6 @@ USAGE = """usage: install install [--part base|monitors|bantool|web] [--root DIR
        install list [--part PART]         (the file table: part, source, destination, mode)
 """
 TMP = safepath.TMP_PREFIX
-WORK_NAME = TMP + "work"
 STATE = paths.STATE_PATH
 BACKUP_DIR = STATE + "/backup"
 EDITED_DIR = STATE + "/edited"
@@ -60,7 +59,7 @@ SERVICE = {"bantool": "fail2ban", "web": "nginx"}
 # Part web's http-context drop-in when the stack sets trustedProxies (components/hostFiles.ts).
 REALIP_DROPIN = "/etc/nginx/conf.d/hostguard-realip.conf"
 WEB_KINDS = ("include", "props")
-PROP_KEY = "spring.web.resources.add-mappings"
+STORE_FILES = [txnstore.DB_NAME + s for s in ("-wal", "-shm", "")]
 
 
 class Usage(Exception):
@@ -75,13 +74,22 @@ def warn(text: str) -> None:
     log.log("WARN", text)
 
 
+def is_file(path: str) -> bool:
+    return os.path.isfile(path) and not os.path.islink(path)
+
+
+def is_dir(path: str) -> bool:
+    return os.path.isdir(path) and not os.path.islink(path)
+
+
+def unlink_if(path: str) -> None:
+    if os.path.lexists(path):
+        os.unlink(path)
+
+
 def sha256_file(path: str) -> str:
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
-
-
-def is_file(path: str) -> bool:
-    return os.path.isfile(path) and not os.path.islink(path)
 
 
 def copy_a(src: str, dst: str) -> None:
@@ -106,11 +114,24 @@ def same(a: str, b: str) -> bool:
     return False
 
 
+def mode_owner(path: str) -> tuple[str, str]:
+    st = os.stat(path)
+    return f"{stat.S_IMODE(st.st_mode):o}", f"{st.st_uid}:{st.st_gid}"
+
+
+def set_mode_owner(path: str, mode: str, owner: str) -> None:
+    os.chmod(path, int(mode, 8))
+    os.chown(path, *map(int, owner.split(":")))
+
+
+def temp_beside(path: str) -> str:
+    return f"{os.path.dirname(path)}/{TMP}{os.path.basename(path)}"
+
+
 def write_new(tmp: str, content: bytes, mode: int) -> None:
     """CONTENT in TMP (a left-over TMP replaced), root's, MODE, on the disk before the caller renames it:
     the store records a file as placed, so a power loss must not leave it empty under its name."""
-    if os.path.lexists(tmp):
-        os.unlink(tmp)
+    unlink_if(tmp)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         os.fchown(fd, 0, 0)
@@ -149,6 +170,26 @@ def undelivered(path: str) -> int:
         return 0
 
 
+def undo(entry: Rec, root: str) -> None:
+    """One journal entry of a failed part, undone (txnstore.UNDO_KINDS)."""
+    kind, path, a, b = entry[1:]
+    if kind == "put-back":
+        unlink_if(path)
+        if a:
+            copy_a(a, path)
+    elif kind == "user-file":
+        with open(b, "rb") as f:
+            # A fresh bound: the run's own may be what was spent.
+            webedit.Web(root, time.time() + userio.TOTAL_SECONDS).write(a, path, f.read())
+    elif kind == "remove-dir":
+        os.rmdir(path)
+    elif kind == "set-mode":
+        set_mode_owner(path, a, b)
+    elif kind == "remove-store":
+        for name in STORE_FILES:
+            unlink_if(f"{os.path.dirname(path)}/{name}")
+
+
 class Installer:
     def __init__(self, command: str, part: str, root: str, settings: str, remove: bool) -> None:
         self.command, self.root, self.remove = command, root, remove
@@ -161,15 +202,14 @@ class Installer:
         self.store: txnstore.Store | None = None
         self.part = ""
         self.m: dict[int, Rec] = {}
-        self.keys: set[tuple[str, str, str, str]] = set()
-        self.index: dict[tuple[str, str], int] | None = None
         self.found: list[Rec] = []
+        self.orphans: list[str] = []
         self.active = self.changed = self.written = self.journaled = False
         self.state_mtime: int | None = None
         self.work = ""
         self.saved = 0
 
-    # ---- paths ---------------------------------------------------------------
+    # ---- paths and the file table ---------------------------------------------
 
     def host(self, path: str) -> str:
         return self.root + path
@@ -179,8 +219,6 @@ class Installer:
         if path not in self.checked:
             safepath.root_dir(path, self.root)
             self.checked.add(path)
-
-    # ---- the file table ------------------------------------------------------
 
     def table(self) -> list[tuple[str, str, str, str]]:
         """Every row (part, source, destination, mode) of the bundle's expanded table; a bad line stops the run."""
@@ -210,95 +248,77 @@ class Installer:
     # ---- the store and the journal -------------------------------------------
 
     def step(self, add: list[tuple[str, str, str, str]] = [], put: list[Rec] = [],  # noqa: B006 - never mutated
-             drop: list[int] = [], undo: list[tuple[str, str, str, str]] = []) -> None:  # noqa: B006  # fmt: skip
+             drop: list[int] = [], undo: list[Undo] = []) -> None:  # noqa: B006  # fmt: skip
         """One transaction of the store: the part's record changes and the journal entries, before acting."""
         assert self.store is not None
-        add = [r for r in dict.fromkeys(add) if r not in self.keys]
+        have = {r[1:] for r in self.m.values()} if add else set()
+        add = [r for r in dict.fromkeys(add) if r not in have]
         if not (add or put or drop or undo):
             return
         ids = self.store.step(self.part, add, put, drop, undo if self.active else [])
         for i in drop:
-            self.keys.discard(self.m.pop(i)[1:])
-        self.index = None if drop or put else self.index
+            del self.m[i]
         for rec in [*put, *(Rec(i, *new) for i, new in zip(ids, add))]:
-            self.keys.discard(self.m.get(rec.id, rec)[1:])
             self.m[rec.id] = rec  # a record replaced keeps its place
-            self.keys.add(rec[1:])
-            if self.index is not None:
-                self.index.setdefault((rec.kind, rec.path), rec.id)
         self.written = self.written or bool(add or put or drop)
         self.journaled = self.journaled or (self.active and bool(undo))
 
     def load(self, part: str) -> None:
-        """The part's manifest in memory, with the sets that keep every look-up constant in time."""
+        """The part's manifest in memory (as found: a failed part's rollback puts it back)."""
         assert self.store is not None
         self.part = part
         self.found = self.store.records(part)
         self.m = {r.id: r for r in self.found}
-        self.keys = {r[1:] for r in self.found}
-        self.index = None
 
     def find(self, kind: str, path: str) -> Rec | None:
-        """The part's first record of KIND for PATH (the index is rebuilt after a record goes or changes)."""
-        if self.index is None:
-            self.index = {}
-            for r in self.m.values():
-                self.index.setdefault((r.kind, r.path), r.id)
-        i = self.index.get((kind, path))
-        return self.m.get(i) if i is not None else None
+        """The part's first record of KIND for PATH."""
+        return next((r for r in self.m.values() if (r.kind, r.path) == (kind, path)), None)
 
-    def save(self, path: str) -> tuple[str, str, str, str]:
+    def save(self, path: str) -> Undo:
         """The journal entry that puts host PATH back as it is now (a copy in the work directory, or nothing)."""
         copy = ""
         if self.active and os.path.lexists(path):
             self.saved += 1
             copy = f"{self.work}/saved.{self.saved}"
             copy_a(path, copy)
-        return ("f", path, copy, "")
+        return ("put-back", path, copy, "")
 
-    def open_store(self, create: bool) -> None:
+    def open_store(self) -> None:
         db = f"{self.host(STATE)}/{txnstore.DB_NAME}"
-        if self.store is None and (create or os.path.exists(db)):
-            new = not os.path.exists(db)
+        if self.store is None and os.path.exists(db):
             self.store = txnstore.Store(db)
-            if new:
-                self.written = True
-                self.step(undo=[("db", db, "", "")])
+
+    def make_state(self) -> None:
+        """The state directory: each directory made on its path (and a killed run's, found by recover) recorded
+        in the store as its own (part ''), which is made with them; a failed first part takes them back."""
+        made, cur = list(self.orphans), ""
+        for comp in STATE.strip("/").split("/"):
+            cur += "/" + comp
+            if not os.path.isdir(self.host(cur)):
+                os.mkdir(self.host(cur), 0o700)
+                os.chmod(self.host(cur), 0o700 if cur == STATE else 0o755)
+                made.append(cur)
+        db = f"{self.host(STATE)}/{txnstore.DB_NAME}"
+        new = not os.path.exists(db)
+        self.store = txnstore.Store(db)
+        if new:
+            undo = [("remove-dir", self.host(d), "", "") for d in made] + [("remove-store", db, "", "")]
+            self.step(add=[("dir", d, "", "") for d in made], undo=undo)
+            self.written = True
+        self.orphans = []
 
     def begin(self, part: str) -> None:
-        """Opens the part's transaction: the state directory (built whole if missing), the store, the work dir."""
-        self.part, self.active, self.changed, self.journaled = part, True, False, False
+        """Opens the part's transaction: the state directory and the store (made if missing), the work dir."""
+        self.part, self.active, self.changed, self.journaled = "", True, False, False
+        self.m = {}
         self.root_dir(STATE)
-        state = self.host(STATE)
-        if not os.path.isdir(state):
-            self.make_state_dir()
-        self.state_mtime = self.state_mtime or os.stat(state).st_mtime_ns
-        self.work = f"{state}/{WORK_NAME}"
+        if self.store is None:
+            self.make_state()
+        self.state_mtime = self.state_mtime or os.stat(self.host(STATE)).st_mtime_ns
+        self.work = f"{self.host(STATE)}/{TMP}work"
         shutil.rmtree(self.work, ignore_errors=True)
         os.mkdir(self.work, 0o700)
-        self.open_store(create=True)
         self.load(part)
-
-    def make_state_dir(self) -> None:
-        """Built under a temp name beside its topmost missing ancestor, with the store recording it, then
-        renamed into place: a crash leaves either nothing (recover removes the stage) or both."""
-        cur, top, stage, made = "", "", "", []
-        for comp in STATE.strip("/").split("/"):
-            if not top and os.path.isdir(self.host(f"{cur}/{comp}")):
-                cur += "/" + comp
-                continue
-            if not top:
-                top, stage = f"{cur}/{comp}", self.host(f"{cur}/{TMP}{comp}")
-            cur += "/" + comp
-            made.append(cur)
-            os.mkdir(stage + cur[len(top) :], 0o700)
-            os.chmod(stage + cur[len(top) :], 0o755 if cur != STATE else 0o700)
-        store = txnstore.Store(f"{stage}{STATE[len(top):]}/{txnstore.DB_NAME}")
-        undo = [("d", self.host(d), "", "") for d in made] + [("db", f"{self.host(STATE)}/{txnstore.DB_NAME}", "", "")]
-        store.step("", [("dir", d, "", "") for d in made], undo=undo)
-        store.close()
-        os.rename(stage, self.host(top))
-        self.written = self.journaled = True
 
     def commit(self) -> None:
         if self.journaled and self.store is not None:
@@ -310,36 +330,16 @@ class Installer:
         self.active = False
         if self.store is None:
             return
-        entries = self.store.journal()
-        store_gone = False
-        for kind, path, a, b in (e[1:] for e in reversed(entries)):
+        for entry in reversed(self.store.journal()):
+            if entry.kind == "remove-store":
+                # The oldest entries: the saved copies are spent; the work dir goes with the state dir.
+                self.close_store()
+                self.close_work()
             try:
-                if kind == "f":
-                    if os.path.lexists(path):
-                        os.unlink(path)
-                    if a:
-                        copy_a(a, path)
-                elif kind == "u":
-                    with open(b, "rb") as f:
-                        # A fresh bound: the run's own may be what was spent.
-                        webedit.Web(self.root, time.time() + userio.TOTAL_SECONDS).write(path, a, f.read())
-                elif kind == "d":
-                    os.rmdir(path)
-                elif kind == "r":
-                    os.mkdir(path, int(a, 8))
-                elif kind == "m":
-                    os.chmod(path, int(a, 8))
-                    os.chown(path, *map(int, b.split(":")))
-                elif kind == "db":
-                    self.close_store()
-                    shutil.rmtree(self.work, ignore_errors=True)
-                    for suffix in ("", "-wal", "-shm"):
-                        if os.path.lexists(path + suffix):
-                            os.unlink(path + suffix)
-                    store_gone = True
+                undo(entry, self.root)
             except (OSError, HostguardError) as exc:
-                warn(f"rollback: {kind} {path}: {exc}")
-        if not store_gone and self.store is not None:
+                warn(f"rollback: {entry.kind} {entry.path}: {exc}")
+        if self.store is not None:
             self.store.restore(self.part, self.found)
 
     def close_store(self) -> None:
@@ -381,29 +381,32 @@ class Installer:
                 time.sleep(0.05)
 
     def recover(self) -> None:
-        """Removes what a killed run left (a staged state dir, the work dir, temp files); drops a dead run's
-        journal."""
-        cur = ""
-        for comp in STATE.strip("/").split("/"):
-            folder = self.host(cur) or "/"
-            stage = f"{folder}/{TMP}{comp}"
-            if os.path.isdir(folder) and not os.path.islink(folder) and os.path.lexists(stage):
-                self.root_dir(cur or "/")
-                shutil.rmtree(stage) if os.path.isdir(stage) and not os.path.islink(stage) else os.unlink(stage)
-            cur += "/" + comp
+        """Removes what a killed run left (the work dir, temp files); drops a dead run's journal; with no store,
+        finds the state directories a run killed before its first step (or after the store went) made."""
         state = self.host(STATE)
-        if os.path.isdir(state) and not os.path.islink(state):
+        if is_dir(state):
             self.root_dir(STATE)
-            shutil.rmtree(f"{state}/{WORK_NAME}", ignore_errors=True)
+            shutil.rmtree(f"{state}/{TMP}work", ignore_errors=True)
             self.state_mtime = os.stat(state).st_mtime_ns
-            self.open_store(create=False)
+            self.open_store()
             if self.store is not None and self.store.journal():
                 self.store.step("", clear_journal=True)
+            if self.store is None:
+                self.orphans = self.orphan_chain()
         conf = self.host(paths.CONF_PATH)
-        if os.path.isdir(conf) and not os.path.islink(conf):
+        if is_dir(conf):
             self.root_dir(paths.CONF_PATH)
             for temp in glob.glob(f"{glob.escape(conf)}/{TMP}*"):
                 os.unlink(temp)
+
+    def orphan_chain(self) -> list[str]:
+        """The empty state directory and each parent holding only it, top first: what the installer makes."""
+        chain: list[str] = []
+        cur = STATE
+        while cur and os.listdir(self.host(cur)) == ([os.path.basename(chain[-1])] if chain else []):
+            chain.append(cur)
+            cur = os.path.dirname(cur).rstrip("/")
+        return chain[::-1]
 
     # ---- files ---------------------------------------------------------------
 
@@ -416,15 +419,14 @@ class Installer:
             cur += "/" + comp
             if os.path.isdir(self.host(cur)):
                 continue
-            self.step(add=[("dir", cur, "", "")], undo=[("d", self.host(cur), "", "")])
+            self.step(add=[("dir", cur, "", "")], undo=[("remove-dir", self.host(cur), "", "")])
             os.mkdir(self.host(cur), 0o755)
             os.chmod(self.host(cur), 0o755)  # noqa: S103 - parents of hostguard's directories, root's
             os.chown(self.host(cur), 0, 0)
-        st = os.stat(self.host(folder))
-        old = (f"{stat.S_IMODE(st.st_mode):o}", f"{st.st_uid}:{st.st_gid}")
+        old = mode_owner(self.host(folder))
         if mode is not None and old != (f"{mode:o}", "0:0"):
             fresh = not self.find("dir", folder) and not self.find("mode", folder)
-            self.step(add=[("mode", folder, *old)] if fresh else [], undo=[("m", self.host(folder), *old)])
+            self.step(add=[("mode", folder, *old)] if fresh else [], undo=[("set-mode", self.host(folder), *old)])
             os.chown(self.host(folder), 0, 0)
             os.chmod(self.host(folder), mode)
 
@@ -433,8 +435,8 @@ class Installer:
         """Fixed temp name beside DEST, owner and mode set, then renamed: readers see the old file or the new.
         ADD and PUT, the records of the write, go in the step that journals it."""
         path = self.host(dest)
-        tmp = f"{os.path.dirname(path)}/{TMP}{os.path.basename(path)}"
-        self.step(add=add, put=put, undo=[self.save(path), ("f", tmp, "", "")])
+        tmp = temp_beside(path)
+        self.step(add=add, put=put, undo=[self.save(path), ("put-back", tmp, "", "")])
         write_new(tmp, content, mode)
         os.replace(tmp, path)
 
@@ -445,86 +447,63 @@ class Installer:
         path = self.host(dest)
         return is_file(path) and sha256_file(path) in hashes.split(",")
 
-    def copy_path(self, folder: str, dest: str, tag: str = "") -> str:
-        return (
-            f"{folder}/{hashlib.sha256(dest.encode('utf-8', 'surrogateescape')).hexdigest()}{'.' + tag if tag else ''}"
-        )
-
-    def state_subdir(self, folder: str) -> None:
-        """backup/ and edited/ are shared by the parts (in no manifest); uninstall removes them once empty."""
+    def keep_copy(self, folder: str, kind: str, dest: str, tag: str = "") -> str:
+        """Host path DEST copied (file or dangling link) into FOLDER (made 0700, shared by the parts, removed
+        by uninstall once empty), recorded first as KIND; the copy's path."""
+        name = hashlib.sha256(dest.encode("utf-8", "surrogateescape")).hexdigest()
+        copy = f"{folder}/{name}{'.' + tag if tag else ''}"
         if not os.path.isdir(self.host(folder)):
-            self.step(undo=[("d", self.host(folder), "", "")])
+            self.step(undo=[("remove-dir", self.host(folder), "", "")])
             os.mkdir(self.host(folder), 0o700)
-
-    def copy_into(self, dest: str, copy: str) -> None:
-        """Host path DEST copied (file or dangling link) to COPY: temp name, then rename."""
         to = self.host(copy)
-        tmp = f"{os.path.dirname(to)}/{TMP}{os.path.basename(to)}"
-        self.step(undo=[self.save(to), ("f", tmp, "", "")])
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        copy_a(self.host(dest), tmp)
-        os.replace(tmp, to)
+        self.step(add=[(kind, dest, copy, "")], undo=[self.save(to), ("put-back", temp_beside(to), "", "")])
+        unlink_if(temp_beside(to))
+        copy_a(self.host(dest), temp_beside(to))
+        os.replace(temp_beside(to), to)
+        return copy
 
     def install_file(self, content: bytes, dest: str, mode: int) -> None:
         """CONTENT at DEST with MODE, root's; unchanged: nothing written. What was there is kept first: a
         user's own file (or symlink) as a backup uninstall puts back, an admin's edit as a copy it names."""
         self.ensure_dir(os.path.dirname(dest))
         path = self.host(dest)
-        if os.path.isdir(path) and not os.path.islink(path):
+        if is_dir(path):
             raise die(f"{dest} is a directory: refused")
-        if is_file(path):
-            st = os.stat(path)
-            if (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (mode, 0, 0):
-                with open(path, "rb") as f:
-                    if f.read() == content:
-                        return
+        if is_file(path) and mode_owner(path) == (f"{mode:o}", "0:0"):
+            with open(path, "rb") as f:
+                if f.read() == content:
+                    return
         want = hashlib.sha256(content).hexdigest()
         rec = self.find("file", dest) or self.find("backup", dest)
         add, put = [("reload", "pending", "", "")], []
         if rec is not None:
             copy, hashes = (rec.a, rec.b) if rec.kind == "backup" else ("", rec.a)
             # Neither what install wrote nor (a run killed before its write) the original it kept.
-            if (os.path.lexists(path) and not self.unedited(dest, hashes)
-                    and not (copy and same(path, self.host(copy)))):  # fmt: skip
-                self.keep_edited(dest)
+            if os.path.lexists(path) and not self.unedited(dest, hashes) and not (copy and same(path, self.host(copy))):
+                copy_at = self.keep_copy(EDITED_DIR, "edited", dest, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
+                warn(f"{dest} was edited since install: your version is kept at {copy_at}")
             # The new hash first, the previous one kept: a run killed between this record and the
             # write leaves a file that is still "not edited".
             if want not in hashes.split(","):
                 hashes = want + ("," + hashes.split(",")[0] if hashes else "")
             put = [rec._replace(b=hashes) if copy else rec._replace(a=hashes)]
         elif os.path.lexists(path):
-            self.backup(dest, want)
+            # A user's own file: recorded as pending, copied, then recorded as the backup.
+            copy = self.keep_copy(BACKUP_DIR, "pending", dest)
+            pending = self.find("pending", dest)
+            assert pending is not None
+            self.step(put=[Rec(pending.id, "backup", dest, copy, want)])
         else:
             add.insert(0, ("file", dest, want, ""))
         self.changed = True
         self.write_atomic(content, dest, mode, add, put)
         log.info(f"installed {dest}")
 
-    def backup(self, dest: str, want: str) -> None:
-        """A user's own file at DEST: recorded as pending, copied, then recorded as the backup."""
-        copy = self.copy_path(BACKUP_DIR, dest)
-        self.state_subdir(BACKUP_DIR)
-        self.step(add=[("pending", dest, copy, "")])
-        self.copy_into(dest, copy)
-        pending = self.find("pending", dest)
-        assert pending is not None
-        self.step(put=[Rec(pending.id, "backup", dest, copy, want)])
-
-    def keep_edited(self, dest: str) -> None:
-        copy = self.copy_path(EDITED_DIR, dest, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
-        self.state_subdir(EDITED_DIR)
-        self.step(add=[("edited", dest, copy, "")])
-        self.copy_into(dest, copy)
-        warn(f"{dest} was edited since install: your version is kept at {copy}")
-
     def remove_file(self, dest: str) -> None:
         """Removes DEST (and a temp file a killed run left beside it)."""
         self.root_dir(os.path.dirname(dest))
         path = self.host(dest)
-        tmp = f"{os.path.dirname(path)}/{TMP}{os.path.basename(path)}"
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
+        unlink_if(temp_beside(path))
         if not os.path.lexists(path):
             return
         self.step(undo=[self.save(path)])
@@ -537,17 +516,15 @@ class Installer:
             warn(f"{dest} was edited since install: left in place")
             return
         self.remove_file(dest)
-        if dest.endswith(".py"):
+        cache = self.host(f"{os.path.dirname(dest)}/__pycache__")
+        if dest.endswith(".py") and is_dir(cache):
             # The bytecode Python wrote for it goes with it; the folder when empty.
-            cache = f"{os.path.dirname(dest)}/__pycache__"
-            if os.path.isdir(self.host(cache)) and not os.path.islink(self.host(cache)):
-                self.root_dir(cache)
-                stem = glob.escape(os.path.basename(dest)[:-3])
-                for pyc in glob.glob(f"{glob.escape(self.host(cache))}/{stem}.*.pyc"):
-                    if is_file(pyc):
-                        os.unlink(pyc)
-                if not os.listdir(self.host(cache)):
-                    os.rmdir(self.host(cache))
+            self.root_dir(cache[len(self.root) :])
+            for pyc in glob.glob(f"{glob.escape(cache)}/{glob.escape(os.path.basename(dest)[:-3])}.*.pyc"):
+                if is_file(pyc):
+                    os.unlink(pyc)
+            if not os.listdir(cache):
+                os.rmdir(cache)
 
     def restore_backup(self, dest: str, copy: str, hashes: str) -> None:
         """A user's file install replaced: put back unless the installed one was edited since."""
@@ -559,10 +536,9 @@ class Installer:
             warn(f"{dest} was edited since install: left in place; the original is kept at {copy}")
             return
         self.root_dir(os.path.dirname(dest))
-        tmp = f"{os.path.dirname(path)}/{TMP}{os.path.basename(path)}"
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        self.step(undo=[self.save(path), self.save(kept), ("f", tmp, "", "")])
+        tmp = temp_beside(path)
+        unlink_if(tmp)
+        self.step(undo=[self.save(path), self.save(kept), ("put-back", tmp, "", "")])
         try:
             os.replace(kept, path)
         except OSError as exc:
@@ -577,23 +553,30 @@ class Installer:
 
     # ---- install -------------------------------------------------------------
 
-    def load_settings(self) -> Settings:
+    def load_settings(self) -> None:
         path = self.settings_file
         if not (os.path.isfile(path) and os.access(path, os.R_OK)):
-            raise die(
-                f"settings file {path} not readable (install runs from a rendered bundle, or give --settings FILE)"
-            )
+            raise die(f"settings file {path} not readable (install runs from a rendered bundle, or give --settings"
+                      " FILE)")  # fmt: skip
         with open(path, "rb") as f:
             data = f.read()
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise SettingsError(path, data[: exc.start].count(b"\n") + 1, "not UTF-8 text") from None
-        return parse(text, path)
+        self.settings = parse(text, path)
+
+    def check_programs(self) -> None:
+        """A part whose programs are missing changes nothing, not even a killed run's clean-up."""
+        s = self.settings
+        assert s is not None
+        missing = programs.check(self.parts, self.root, self.bundle, s.container_runtime, s.container_monitor)
+        if missing:
+            raise die(f"install refused before any change: {missing} program(s) missing (above); install the"
+                      " package(s) named and run it again")  # fmt: skip
 
     def preflight(self) -> None:
         """Everything that could fail for a reason other than the disk, before the first write."""
-        assert self.settings is not None
         self.table()
         self.root_dir(STATE)
         for part in self.parts:
@@ -601,14 +584,12 @@ class Installer:
                 if not os.path.isfile(self.source_file(src, dest)):
                     raise die(f"payload file {src} missing beside {self.bundle}/install")
                 self.root_dir(os.path.dirname(dest))
-                if os.path.isdir(self.host(dest)) and not os.path.islink(self.host(dest)):
+                if is_dir(self.host(dest)):
                     raise die(f"{dest} is a directory: refused")
             for folder in (d for p, d, _ in DIRS if p == part):
                 self.root_dir(folder)
             if part == "web":
-                s = self.settings
-                if s.nginx_server_conf or s.app_properties:
-                    self.web_read(webedit.Web(self.root, time.time() + userio.TOTAL_SECONDS, plan=False))
+                self.web_read(plan=False)
                 if any(dest == REALIP_DROPIN for _, dest, _ in self.part_files("web")) and shutil.which("nginx"):
                     run = subprocess.run(["nginx", "-V"], capture_output=True, timeout=10, check=False)
                     if b"--with-http_realip_module" not in run.stdout + run.stderr:
@@ -616,39 +597,42 @@ class Installer:
                                   f" for {REALIP_DROPIN}, and this nginx was built without it (nginx -V); Debian's"
                                   " and Ubuntu's nginx packages have it")  # fmt: skip
 
-    def web_read(self, web: webedit.Web) -> webedit.Web:
+    def web_read(self, plan: bool = True) -> webedit.Web:
         assert self.settings is not None
+        web = webedit.Web(self.root, time.time() + userio.TOTAL_SECONDS, plan)
         if self.settings.nginx_server_conf:
             web.nginx(self.settings.nginx_server_conf)
         if self.settings.app_properties:
             web.props(self.settings.app_properties)
         return web
 
-    def web_apply(self, web: webedit.Web, undo: bool) -> None:
+    def web_apply(self, web: webedit.Web, undoing: bool) -> None:
         """Records every change (install) and journal entry in one step, then writes each file."""
         for level, text in web.notes:
             log.log(level, text)
         if not web.changes:
             return
-        entries, records = [], []
+        entries: list[Undo] = []
+        records = []
         for n, c in enumerate(web.changes):
             with open(f"{self.work}/user.{n}", "wb") as f:
                 f.write(c.old)
-            entries.append(("u", c.label, c.real, f"{self.work}/user.{n}"))
-            records += [] if undo else [(c.kind, c.real, c.extra[0], "")]
+            entries.append(("user-file", c.real, c.label, f"{self.work}/user.{n}"))
+            records += [] if undoing else [(c.kind, c.real, c.extra[0], "")]
         include = any(c.kind == "include" for c in web.changes)
         records += [("reload", "pending", "", "")] if include else []
-        self.step(add=[] if undo else records, undo=entries)
+        self.step(add=[] if undoing else records, undo=entries)
         self.changed = self.changed or include
         for c in web.changes:
             web.write(c.label, c.real, c.new)
         for c in web.changes:
             if c.kind == "include":
                 added = f"added the deny include to {c.extra[1] if c.extra else 0} server and location block(s)"
-                log.info(f"removed the deny include from {c.real}" if undo else f"{added} of {c.real}")
+                log.info(f"removed the deny include from {c.real}" if undoing else f"{added} of {c.real}")
             else:
-                log.info(f"removed the final document {PROP_KEY}=false from {c.real}" if undo else
-                         f"appended a final document {PROP_KEY}=false to {c.real}; restart the application to apply"
+                key = properties.KEY
+                log.info(f"removed the final document {key}=false from {c.real}" if undoing else
+                         f"appended a final document {key}=false to {c.real}; restart the application to apply"
                          " it")  # fmt: skip
 
     def services_apply(self, part: str) -> None:
@@ -660,8 +644,7 @@ class Installer:
         self.begin(part)
         # A backup pending (a crash between recording and copying): the original is still in place.
         for rec in [r for r in self.m.values() if r.kind == "pending"][::-1]:
-            if os.path.lexists(self.host(rec.a)):
-                os.unlink(self.host(rec.a))
+            unlink_if(self.host(rec.a))
             self.step(drop=[rec.id])
         # A run killed after a change and before its reload: reload now.
         self.changed = self.find("reload", "pending") is not None
@@ -676,7 +659,7 @@ class Installer:
         if part == "monitors":
             self.monitor_logs()
         if part == "web" and (self.settings.nginx_server_conf or self.settings.app_properties):
-            self.web_apply(self.web_read(webedit.Web(self.root, time.time() + userio.TOTAL_SECONDS)), undo=False)
+            self.web_apply(self.web_read(), undoing=False)
         self.services_apply(part)
         reload = self.find("reload", "pending")
         self.step(drop=[reload.id] if reload else [])
@@ -692,45 +675,25 @@ class Installer:
                 continue
             self.uninstall_file(rec.path, rec.a) if rec.kind == "file" else self.restore_backup(rec.path, rec.a, rec.b)
             self.step(drop=[rec.id])
-        # Then the directories made for them, deepest first, once empty.
-        needed = listed | {d for p, d, _ in DIRS if p == part}
-        for rec in [r for r in self.m.values() if r.kind == "dir"][::-1]:
-            if not any(f"{path}/".startswith(f"{rec.path}/") for path in needed):
-                self.remove_empty_dir(rec)
-
-    def remove_empty_dir(self, rec: Rec) -> None:
-        """The directory of a dir record no row needs: removed (journaled) and its record dropped after, so a
-        run killed between the two finds it gone and drops the record; one not empty keeps its record."""
-        path = self.host(rec.path)
-        if os.path.isdir(path) and not os.path.islink(path):
-            self.root_dir(rec.path)
-            if os.listdir(path):
-                return
-            st = os.stat(path)
-            mode = f"{stat.S_IMODE(st.st_mode):o}"
-            # Undone newest first: made again (under the umask), then its mode and owner as they were.
-            self.step(undo=[("m", path, mode, f"{st.st_uid}:{st.st_gid}"), ("r", path, mode, "")])
-            os.rmdir(path)
-            log.info(f"removed {rec.path}: no file of part {self.part} is in it")
-        self.step(drop=[rec.id])
 
     def monitor_logs(self) -> None:
         """Logs exist before cron's first append (0640, not cron's umask); uninstall removes them while empty."""
         assert self.settings is not None
         for name in MONITOR_LOGS:
-            if name == "container-monitor" and not self.settings.container_monitor:
-                continue
             dest = f"{paths.LOG_PATH}/{name}.log"
-            if not os.path.lexists(self.host(dest)):
-                self.step(add=[("log", dest, "", "")], undo=[("f", self.host(dest), "", "")])
-                # Created 0640 at once: a run killed before a chmod would leave a 0600 log the next run keeps.
-                old = os.umask(0o137)
-                try:
-                    fd = os.open(self.host(dest), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o640)
-                finally:
-                    os.umask(old)
-                os.fchown(fd, 0, 0)
-                os.close(fd)
+            if (name == "container-monitor" and not self.settings.container_monitor) or os.path.lexists(
+                self.host(dest)
+            ):
+                continue
+            self.step(add=[("log", dest, "", "")], undo=[("put-back", self.host(dest), "", "")])
+            # Created 0640 at once: a run killed before a chmod would leave a 0600 log the next run keeps.
+            old = os.umask(0o137)
+            try:
+                fd = os.open(self.host(dest), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o640)
+            finally:
+                os.umask(old)
+            os.fchown(fd, 0, 0)
+            os.close(fd)
 
     # ---- uninstall -----------------------------------------------------------
 
@@ -745,40 +708,48 @@ class Installer:
             edit = webedit.Web(self.root, time.time() + userio.TOTAL_SECONDS)
             for rec in web:
                 edit.undo(rec.kind, rec.path, [rec.a, rec.b])
-            self.web_apply(edit, undo=True)
+            self.web_apply(edit, undoing=True)
             self.step(drop=[r.id for r in web])
         # Newest first; each record goes once undone, so a run killed midway leaves exactly what is left to undo.
         for rec in list(self.m.values())[::-1]:
-            kind, path = rec.kind, self.host(rec.path)
-            if kind in ("dir", "runtime"):
-                continue
-            if kind == "file":
-                self.uninstall_file(rec.path, rec.a)
-            elif kind == "log":
-                if not (os.path.isfile(path) and os.path.getsize(path) > 0):
-                    self.remove_file(rec.path)
-            elif kind == "backup":
-                self.restore_backup(rec.path, rec.a, rec.b)
-            elif kind == "pending":
-                if os.path.lexists(self.host(rec.a)):
-                    os.unlink(self.host(rec.a))
-            elif kind == "edited":
-                warn(f"the edited version of {rec.path} install kept stays at {rec.a}")
-            elif kind == "mode" and os.path.isdir(path) and not os.path.islink(path):
-                st = os.stat(path)
-                self.step(undo=[("m", path, f"{stat.S_IMODE(st.st_mode):o}", f"{st.st_uid}:{st.st_gid}")])
-                os.chmod(path, int(rec.a, 8))
-                os.chown(path, *map(int, rec.b.split(":")))
-            elif kind == "reload":
-                self.changed = True
-            elif kind != "mode":
-                warn(f"{txnstore.DB_NAME}: unknown record {kind}: skipped")
-            self.step(drop=[rec.id])
+            if rec.kind not in ("dir", "runtime"):
+                self.undo_record(rec)
+                self.step(drop=[rec.id])
         self.remove_runtime_files()
         self.services_apply(part)
         self.commit()
-        self.close_uninstall()
+        # The part's directories, deepest first, when empty.
+        for rec in [r for r in self.m.values() if r.kind == "dir"][::-1]:
+            path = self.host(rec.path)
+            if is_dir(path) and os.listdir(path):
+                log.info(f"kept {rec.path}: not empty")
+            elif is_dir(path):
+                os.rmdir(path)
+            self.step(drop=[rec.id])
+        self.close_work()
+        self.drop_store()
         log.info(f"part {part} uninstalled")
+
+    def undo_record(self, rec: Rec) -> None:
+        """What install did for one record of the manifest, undone."""
+        path = self.host(rec.path)
+        if rec.kind == "file":
+            self.uninstall_file(rec.path, rec.a)
+        elif rec.kind == "log" and not (os.path.isfile(path) and os.path.getsize(path) > 0):
+            self.remove_file(rec.path)
+        elif rec.kind == "backup":
+            self.restore_backup(rec.path, rec.a, rec.b)
+        elif rec.kind == "pending":
+            unlink_if(self.host(rec.a))
+        elif rec.kind == "edited":
+            warn(f"the edited version of {rec.path} install kept stays at {rec.a}")
+        elif rec.kind == "mode" and is_dir(path):
+            self.step(undo=[("set-mode", path, *mode_owner(path))])
+            set_mode_owner(path, rec.a, rec.b)
+        elif rec.kind == "reload":
+            self.changed = True
+        elif rec.kind not in ("log", "mode"):
+            warn(f"{txnstore.DB_NAME}: unknown record {rec.kind}: skipped")
 
     def remove_runtime_files(self) -> None:
         """What the part's programs wrote while running (runtime_files.TABLE), newest first; undelivered
@@ -795,52 +766,24 @@ class Installer:
             warn(f"dropped {dropped} undelivered message(s) from the spool")
         self.step(drop=[r.id for r in self.m.values() if r.kind == "runtime"])
 
-    def close_uninstall(self) -> None:
-        """The part's directories go (deepest first, when empty); when no part is left, the store and the
-        state directories it made go in one rename (then a removal recover finishes after a crash)."""
-        assert self.store is not None
-        for rec in list(self.m.values())[::-1]:
-            if rec.kind != "dir":
-                continue
-            path = self.host(rec.path)
-            if os.path.isdir(path) and not os.path.islink(path):
-                if os.listdir(path):
-                    log.info(f"kept {rec.path}: not empty")
-                else:
-                    os.rmdir(path)
-            self.step(drop=[rec.id])
-        self.close_work()
-        self.drop_store()
-
     def drop_store(self) -> None:
-        """backup/ and edited/ go once empty; with no part left, the store goes, with the state directories
-        it made (if nothing else is there)."""
+        """backup/ and edited/ go once empty; with no part left, the store, then the state directories it
+        made, deepest first, while empty (after a crash between the two, recover finds them)."""
         for folder in (BACKUP_DIR, EDITED_DIR):
-            if os.path.isdir(self.host(folder)) and not os.listdir(self.host(folder)):
+            if is_dir(self.host(folder)) and not os.listdir(self.host(folder)):
                 os.rmdir(self.host(folder))
-        if self.store is None or self.store.parts() - {""}:
-            return
-        chain = [r.path for r in self.store.records("") if r.kind == "dir"]
-        db = self.store.path
-        self.close_store()
-        top = next((d for d in chain if self.chain_only(d)), "")
-        if top:
-            stage = self.host(f"{os.path.dirname(top)}/{TMP}{os.path.basename(top)}")
-            os.rename(self.host(top), stage)
-            shutil.rmtree(stage)
-        else:
-            for suffix in ("", "-wal", "-shm"):
-                if os.path.lexists(db + suffix):
-                    os.unlink(db + suffix)
-
-    def chain_only(self, folder: str) -> bool:
-        """Every directory from FOLDER down to the state directory holds only the next (the last, the store)."""
-        while folder != STATE:
-            if os.listdir(self.host(folder)) != [STATE[len(folder) + 1 :].split("/")[0]]:
-                return False
-            folder = f"{folder}/{STATE[len(folder) + 1 :].split('/')[0]}"
-        rest = set(os.listdir(self.host(STATE))) - {txnstore.DB_NAME + s for s in ("", "-wal", "-shm")}
-        return not rest
+        chain = self.orphans
+        if self.store is not None:
+            if self.store.parts() - {""}:
+                return
+            chain = [r.path for r in self.store.records("") if r.kind == "dir"]
+            self.close_store()
+            for name in STORE_FILES:
+                unlink_if(f"{self.host(STATE)}/{name}")
+        for folder in chain[::-1]:
+            if is_dir(self.host(folder)) and not os.listdir(self.host(folder)):
+                os.rmdir(self.host(folder))
+        self.orphans = []
 
     # ---- secret URLs (webhook, heartbeat) --------------------------------------
 
@@ -861,16 +804,15 @@ class Installer:
         self.root_dir(paths.CONF_PATH)
         line = f'url = "{url}"\n'.encode()
         path = self.host(dest)
-        if is_file(path):
-            st = os.stat(path)
+        if is_file(path) and mode_owner(path) == ("600", "0:0"):
             with open(path, "rb") as f:
-                if f.read() == line and (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (0o600, 0, 0):
+                if f.read() == line:
                     log.info(f"{what} unchanged")
                     return False
         self.load("base")
         if not any(self.find(k, dest) for k in ("file", "backup", "log")):
             self.step(add=[("file", dest, "-", "")])
-        tmp = f"{self.host(paths.CONF_PATH)}/{TMP}{os.path.basename(dest)}"
+        tmp = temp_beside(path)
         write_new(tmp, line, 0o600)
         os.replace(tmp, path)
         log.info(f"{what} written to {dest}")
@@ -880,8 +822,7 @@ class Installer:
         if not self.base_installed():
             return
         self.root_dir(paths.CONF_PATH)
-        if os.path.lexists(self.host(paths.HEARTBEAT_PATH)):
-            os.unlink(self.host(paths.HEARTBEAT_PATH))
+        unlink_if(self.host(paths.HEARTBEAT_PATH))
         self.load("base")
         rec = self.find("file", paths.HEARTBEAT_PATH)
         self.step(drop=[rec.id] if rec else [])
@@ -890,42 +831,50 @@ class Installer:
     # ---- commands ------------------------------------------------------------
 
     def run(self) -> None:
-        if self.command == "list":
-            self.table()
-            for part in self.parts:
-                for src, dest, mode in self.part_files(part):
-                    print(f"{part}|{src}|{dest}|0{mode:o}")
-            return
-        if os.geteuid() != 0:
-            raise die("install must run as root")
-        if self.command == "install":
-            # A part whose programs are missing changes nothing, not even a killed run's clean-up.
-            self.settings = self.load_settings()
-            s = self.settings
-            missing = programs.check(self.parts, self.root, self.bundle, s.container_runtime, s.container_monitor)
-            if missing:
-                raise die(f"install refused before any change: {missing} program(s) missing (above); install the"
-                          " package(s) named and run it again")  # fmt: skip
+        commands = {"list": self.list_table, "install": self.install, "uninstall": self.uninstall,
+                    "set-webhook": self.set_webhook, "set-heartbeat": self.set_heartbeat}  # fmt: skip
+        commands[self.command]()
+
+    def install(self) -> None:
+        self.need_root()
+        self.load_settings()
+        self.check_programs()
         self.lock()
         self.recover()
-        if self.command == "install":
-            self.preflight()
-            for part in self.parts:
-                self.install_part(part)
-            log.info(f"install done (root {self.root or '/'})")
-        elif self.command == "uninstall":
-            for part in self.parts[::-1]:
-                self.uninstall_part(part)
-            # A run killed after its last part's records went and before the store did.
-            self.drop_store()
-        elif self.command == "set-webhook":
-            # A running fail2ban reloads: its action reads the new file.
-            if self.set_url_file("webhook", paths.WEBHOOK_PATH):
-                services.reload_if_running(self.root)
-        elif self.remove:
-            self.remove_heartbeat()
-        else:
-            self.set_url_file("heartbeat", paths.HEARTBEAT_PATH)
+        self.preflight()
+        for part in self.parts:
+            self.install_part(part)
+        log.info(f"install done (root {self.root or '/'})")
+
+    def uninstall(self) -> None:
+        self.need_root()
+        self.lock()
+        self.recover()
+        for part in self.parts[::-1]:
+            self.uninstall_part(part)
+        self.drop_store()  # a run killed after its last part's records went and before the store did
+
+    def set_webhook(self) -> None:
+        self.need_root()
+        self.lock()
+        self.recover()
+        if self.set_url_file("webhook", paths.WEBHOOK_PATH):
+            services.reload_if_running(self.root)  # a running fail2ban's action reads the new file
+
+    def set_heartbeat(self) -> None:
+        self.need_root()
+        self.lock()
+        self.recover()
+        self.remove_heartbeat() if self.remove else self.set_url_file("heartbeat", paths.HEARTBEAT_PATH)
+
+    def need_root(self) -> None:
+        if os.geteuid() != 0:
+            raise die("install must run as root")
+
+    def list_table(self) -> None:
+        for part in self.parts:
+            for src, dest, mode in self.part_files(part):
+                print(f"{part}|{src}|{dest}|0{mode:o}")
 
     def finish(self) -> None:
         """The end of every run: no store open, no work dir; a run that recorded nothing leaves the state
@@ -943,9 +892,7 @@ def parse_args(argv: list[str]) -> Installer:
     command, rest, opts, remove = argv[0], argv[1:], {}, False
     while rest:
         arg = rest.pop(0)
-        if arg in ("--part", "--root", "--settings"):
-            if not rest:
-                raise Usage
+        if arg in ("--part", "--root", "--settings") and rest:
             opts[arg] = rest.pop(0)
         elif arg == "--remove":
             remove = True

@@ -11,11 +11,16 @@ the next run completes.
 `record` holds the manifests, oldest first by id (a record replaced in
 place keeps its id, and so its position):
   dir PATH / mode PATH MODE UID:GID / file PATH HASHES / backup PATH COPY HASHES /
-  pending PATH COPY / edited PATH COPY / log PATH / runtime PATTERN KIND /
+  pending PATH COPY / edited PATH COPY / log PATH / runtime PART /
   include REAL TOKEN / props REAL DOCUMENT / reload pending
-The state directory's own chain (`dir` records of it) is the store's, part ''.
-`journal` is the running part's undo list (a dead run's is dropped: its
-copies went with the work directory, and its manifest says what to undo).
+The state directory's own chain (`dir` records of it) is the store's, part '';
+`runtime PART` says the part's programs may have written their runtime files
+(runtime_files.py). `journal` is the running part's undo list, newest undone
+first (a dead run's is dropped: its copies went with the work directory, and
+its manifest says what to undo); its kinds, each with fixed fields:
+  put-back PATH COPY (PATH removed, then COPY put there, if any) /
+  user-file REAL LABEL SAVED (a user's file written back as its controller) /
+  remove-dir PATH / set-mode PATH MODE UID:GID / remove-store DB
 """
 
 from __future__ import annotations
@@ -33,6 +38,10 @@ CREATE INDEX IF NOT EXISTS record_part ON record (part, id);
 CREATE TABLE IF NOT EXISTS journal (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL,
   path TEXT NOT NULL, a TEXT NOT NULL DEFAULT '', b TEXT NOT NULL DEFAULT '');
 """
+
+
+# A journal entry as the installer writes it: kind, path, and the kind's two fields.
+Undo = tuple[str, str, str, str]
 
 
 class Rec(NamedTuple):

@@ -162,7 +162,7 @@ def read(target: Target, budget: Budget) -> bytes:
         finally:
             os.close(fd)
     else:
-        data = _read_as_user(target, budget)
+        data = _as_user(target, budget, None)
     if len(data) > READ_MAX:
         raise HostguardError(
             f"{target.label}: {target.real} is over the limit of {READ_MAX} bytes root reads from such a file: refused"
@@ -171,21 +171,63 @@ def read(target: Target, budget: Budget) -> bytes:
     return data
 
 
-def _read_as_user(target: Target, budget: Budget) -> bytes:
+def replace(target: Target, data: bytes, budget: Budget) -> None:
+    """Replaces the file with DATA (owner and mode kept), written by its controller, within the budget."""
+    if target.uid != 0:
+        _as_user(target, budget, data)
+        return
+    try:
+        _write_in_dir(target, data, (target.file_uid, target.file_gid))
+    except OSError as exc:
+        raise HostguardError(f"{target.real}: could not be written ({exc.strerror})") from None
+
+
+def _as_user(target: Target, budget: Budget, data: bytes | None) -> bytes:
+    """The user's side of a read (DATA None: the file's bytes come back through the pipe) or of a replace
+    (DATA goes through the pipe to the child, which writes it), in a child dropped to the file's
+    controller; root waits on its end of the pipe and on the child with the install's one deadline."""
     groups = _groups(target)
     rfd, wfd = os.pipe()
     until = time.time() + budget.remaining(target)
     pid = os.fork()
     if pid == 0:
+        if data is None:
+            _child(target, groups, wfd, lambda: _send(wfd, _read_fd(_open(target), target)))
+        _child(target, groups, rfd, lambda: _write_in_dir(target, _read_all(rfd), (-1, target.file_gid)))
+    os.close(wfd if data is None else rfd)
+    out, status = b"", None
+    if data is None:
+        out, status = _take(rfd, pid, until)
+    else:
+        fed = _feed(wfd, data, until)
+        status = _reap(pid, until)
+        status = -1 if status == 0 and not fed else status
+    verb = "read" if data is None else "written"
+    if status is None:
+        raise HostguardError(
+            f"{target.label}: {target.real}: {'reading' if data is None else 'writing'} it as uid {target.uid} did"
+            f" not end within the install's bound of {TOTAL_SECONDS:.0f} s: refused"
+        )
+    if status != 0:
+        raise HostguardError(
+            f"{target.label}: {target.real} could not be {verb} as uid {target.uid} (with that user's own groups):"
+            " refused"
+        )
+    return out
 
-        def work() -> None:
-            fd = os.open(target.name, _FILE_FLAGS, dir_fd=target.dir_fd)
-            view = memoryview(_read_fd(fd, target))
-            while view:
-                view = view[os.write(wfd, view) :]
 
-        _child(target, groups, wfd, work)
-    os.close(wfd)
+def _open(target: Target) -> int:
+    return os.open(target.name, _FILE_FLAGS, dir_fd=target.dir_fd)
+
+
+def _send(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _take(rfd: int, pid: int, until: float) -> tuple[bytes, int | None]:
+    """What the child sends (at most READ_MAX + 1 bytes) and its exit status (None: killed at UNTIL)."""
     chunks: list[bytes] = []
     size = 0
     status: int | None = None
@@ -212,21 +254,7 @@ def _read_as_user(target: Target, budget: Budget) -> bytes:
         os.close(rfd)
     if status is None:
         status = _reap(pid, until if eof else 0.0)
-    if sum(map(len, chunks)) > READ_MAX:
-        raise HostguardError(
-            f"{target.label}: {target.real} is over the limit of {READ_MAX} bytes root reads from such a file: refused"
-        )
-    if status is None:
-        raise HostguardError(
-            f"{target.label}: {target.real}: reading it as uid {target.uid} did not end within the install's bound"
-            f" of {TOTAL_SECONDS:.0f} s: refused"
-        )
-    if status != 0:
-        raise HostguardError(
-            f"{target.label}: {target.real} could not be read as uid {target.uid}"
-            " (with that user's own groups): refused"
-        )
-    return b"".join(chunks)
+    return b"".join(chunks), status
 
 
 def _drain(fd: int, most: int) -> list[bytes]:
@@ -241,31 +269,6 @@ def _drain(fd: int, most: int) -> list[bytes]:
         out.append(chunk)
         most -= len(chunk)
     return out
-
-
-def replace(target: Target, data: bytes, budget: Budget) -> None:
-    """Replaces the file with DATA (owner and mode kept), written by its controller, within the budget."""
-    if target.uid == 0:
-        try:
-            _write_in_dir(target, data, (target.file_uid, target.file_gid))
-        except OSError as exc:
-            raise HostguardError(f"{target.real}: could not be written ({exc.strerror})") from None
-        return
-    groups = _groups(target)
-    rfd, wfd = os.pipe()
-    until = time.time() + budget.remaining(target)
-    pid = os.fork()
-    if pid == 0:
-
-        def work() -> None:
-            _write_in_dir(target, _read_all(rfd), (-1, target.file_gid))
-
-        _child(target, groups, rfd, work)
-    os.close(rfd)
-    ok = _feed(wfd, data, until)
-    status = _reap(pid, until)
-    if not ok or status != 0:
-        raise HostguardError(f"{target.label}: {target.real}: could not be written as uid {target.uid}")
 
 
 def _read_all(fd: int) -> bytes:

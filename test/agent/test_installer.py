@@ -24,13 +24,14 @@ import os, signal, sys
 sys.path.insert(0, sys.argv[1])
 from hostguard import installer, txnstore
 kill_after = int(os.environ.get("KILL_AFTER", "0"))
+kill_signal = int(os.environ.get("KILL_SIGNAL", "9"))
 done = [0]
 step = txnstore.Store.step
 def counted(self, *args, **kwargs):
     out = step(self, *args, **kwargs)
     done[0] += 1
     if done[0] == kill_after:
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), kill_signal)
     return out
 txnstore.Store.step = counted
 code = installer.main(sys.argv[2:])
@@ -41,8 +42,8 @@ sys.exit(code)
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the installer runs as root")
 
 
-def run(package: Path, *args: str, kill_after: int = 0) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "KILL_AFTER": str(kill_after)}
+def run(package: Path, *args: str, kill_after: int = 0, sig: int = 9) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "KILL_AFTER": str(kill_after), "KILL_SIGNAL": str(sig)}
     return subprocess.run(
         [sys.executable, "-I", "-S", "-B", "-c", RUNNER, str(package), *args],
         capture_output=True, text=True, env=env, timeout=120, check=False,
@@ -184,3 +185,35 @@ def test_two_include_records_of_one_file_are_undone_in_turn(tmp_path: Path) -> N
     for change in web.changes:
         web.write(change.label, change.real, change.new)
     assert site.read_bytes() == b"server { listen 80; }\nserver { listen 81; }\n"
+
+
+def test_state_directories_a_run_killed_before_its_store_left_are_taken_as_its_own(tmp_path: Path) -> None:
+    """The state directory is made with plain mkdirs, then the store records them: a run killed in between
+    (or an uninstall killed between removing the store and the directories) leaves an empty chain with no
+    store, which the next uninstall removes and the next install records."""
+    bundle = make_bundle(tmp_path / "bundle")
+    root = fresh_root(tmp_path / "root")
+    pristine = listing(root)
+    (root / "var/lib/hostguard").mkdir(parents=True)
+    gone = run(bundle, "uninstall", "--root", str(root))
+    assert gone.returncode == 0, gone.stderr
+    assert listing(root) == pristine
+    (root / "var/lib/hostguard").mkdir(parents=True)
+    done = run(bundle, "install", "--root", str(root), "--part", "base")
+    assert done.returncode == 0, done.stderr
+    assert [r[2] for r in records(root) if r[:2] == ("", "dir")] == ["/var", "/var/lib", "/var/lib/hostguard"]
+    gone = run(bundle, "uninstall", "--root", str(root))
+    assert gone.returncode == 0, gone.stderr
+    assert listing(root) == pristine
+
+
+def test_a_first_install_stopped_early_takes_back_the_state_directory(tmp_path: Path) -> None:
+    """SIGTERM after the store's first steps fails the part: its journal removes what it placed, the store,
+    then the directories made for it (named undo kinds, newest first)."""
+    bundle = make_bundle(tmp_path / "bundle")
+    for k in (1, 2, 3):
+        root = fresh_root(tmp_path / "root")
+        pristine = listing(root)
+        failed = run(bundle, "install", "--root", str(root), "--part", "base", kill_after=k, sig=15)
+        assert failed.returncode == 1 and "rolled back" in failed.stderr, f"step {k}: {failed.stderr}"
+        assert listing(root) == pristine, f"stopped after step {k}"
