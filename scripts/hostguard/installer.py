@@ -381,14 +381,20 @@ class Installer:
                 time.sleep(0.05)
 
     def recover(self) -> None:
-        """Removes what a killed run left (the work dir, temp files); drops a dead run's journal; with no store,
-        finds the state directories a run killed before its first step (or after the store went) made."""
+        """Removes what a killed run left (the work dir, temp files, a store without records); drops a dead run's
+        journal; with no store, finds the state directories a run killed before its first step (or after the
+        store went) made."""
         state = self.host(STATE)
         if is_dir(state):
             self.root_dir(STATE)
             shutil.rmtree(f"{state}/{TMP}work", ignore_errors=True)
             self.state_mtime = os.stat(state).st_mtime_ns
             self.open_store()
+            if self.store is not None and not self.store.parts():
+                # Made by a run killed before its first step: no store yet.
+                self.close_store()
+                for name in STORE_FILES:
+                    unlink_if(f"{state}/{name}")
             if self.store is not None and self.store.journal():
                 self.store.step("", clear_journal=True)
             if self.store is None:

@@ -217,3 +217,21 @@ def test_a_first_install_stopped_early_takes_back_the_state_directory(tmp_path: 
         failed = run(bundle, "install", "--root", str(root), "--part", "base", kill_after=k, sig=15)
         assert failed.returncode == 1 and "rolled back" in failed.stderr, f"step {k}: {failed.stderr}"
         assert listing(root) == pristine, f"stopped after step {k}"
+
+
+def test_a_store_made_by_a_run_killed_before_its_first_step_counts_as_none(tmp_path: Path) -> None:
+    """Killed between creating install.db and its first step: the next install records the directories it
+    made, so uninstall leaves the root as it was."""
+    from hostguard import txnstore
+
+    bundle = make_bundle(tmp_path / "bundle")
+    root = fresh_root(tmp_path / "root")
+    pristine = listing(root)
+    (root / "var/lib/hostguard").mkdir(parents=True)
+    txnstore.Store(str(root / "var/lib/hostguard/install.db")).close()
+    done = run(bundle, "install", "--root", str(root), "--part", "base")
+    assert done.returncode == 0, done.stderr
+    assert [r[2] for r in records(root) if r[:2] == ("", "dir")] == ["/var", "/var/lib", "/var/lib/hostguard"]
+    gone = run(bundle, "uninstall", "--root", str(root))
+    assert gone.returncode == 0, gone.stderr
+    assert listing(root) == pristine
