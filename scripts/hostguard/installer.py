@@ -171,7 +171,7 @@ def undelivered(path: str) -> int:
 
 
 def undo(entry: Rec, root: str) -> None:
-    """One journal entry of a failed part, undone (txnstore.UNDO_KINDS)."""
+    """One journal entry of a failed part, undone (the kinds: txnstore.py)."""
     kind, path, a, b = entry[1:]
     if kind == "put-back":
         unlink_if(path)
