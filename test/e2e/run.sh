@@ -46,7 +46,7 @@ E2E_TITLES=(
   "sshd killed during an up: clear failure, rerun converges, no half-written file"
   "rotation to a webhook answering 404 no_service fails the up; a good one posts the test message"
   "heartbeat URL: one request per monitor run"
-  "AWS adopt mode against moto: shared guard, every group of the host, a throttled up keeps the original, exact rules, drift removed, terminated instance, destroy restores the group"
+  "AWS adopt mode against moto: shared guard, every group of the host, an up killed with SIGKILL after its first change and a throttled up keep the original, exact rules, drift removed, terminated instance, destroy restores the group"
   [14]="a host without fail2ban: up fails naming it; no jail; with it back, up installs"
   [15]="trustedProxies: a scanner behind a proxy is banned, refused at nginx, named; the other client is served"
 )
@@ -637,13 +637,14 @@ expect_rules() {
 
 # A fault-injecting proxy in front of moto (test/aws/faultProxy.ts): every
 # FAIL action is answered with RequestLimitExceeded once an AFTER action went
-# through. Prints nothing; sets FAULT_PID and FAULT_ENDPOINT.
+# through; with AFTER "hold", the first change is forwarded and never answered
+# ("held ACTION" in its output). Prints nothing; sets FAULT_PID and FAULT_ENDPOINT.
 FAULT_PID=""
 FAULT_ENDPOINT=""
 fault_proxy_start() {
   local out="${E2E_LOG_DIR}/13-fault-proxy.out" i
   # exec: the background job is node itself, so that killing FAULT_PID stops the proxy.
-  (cd "${E2E_REPO_ROOT}" && exec node --import tsx test/e2e/lib/moto-ec2.ts fault-proxy "${AWS_ENDPOINT_URL}" "$1" "$2") >"${out}" 2>&1 &
+  (cd "${E2E_REPO_ROOT}" && exec node --import tsx test/e2e/lib/moto-ec2.ts fault-proxy "${AWS_ENDPOINT_URL}" "$1" "${2:-}") >"${out}" 2>&1 &
   FAULT_PID=$!
   for ((i = 0; i < 100; i++)); do
     FAULT_ENDPOINT="$(head -n1 "${out}")"
@@ -661,7 +662,7 @@ fault_proxy_stop() {
 }
 
 s13_aws_adopt() {
-  local vpc group other instance wizard web80 eni2 before wanted admin log types original
+  local vpc group other instance wizard web80 eni2 before wanted admin log types original killed i
   trap 'fault_proxy_stop; moto_stop' EXIT
   moto_start
   read -r vpc group other instance wizard web80 eni2 <<<"$(moto_ec2 setup)"
@@ -705,6 +706,33 @@ s13_aws_adopt() {
   done
   expect_eq "the group after the refused preview" "$(moto_ec2 snapshot "${group}")" "${before}"
   moto_ec2 close-host "${instance}" "${group}"
+
+  # Issue 33: `pulumi up` killed with SIGKILL right after its first EC2 change (the proxy
+  # forwards it and holds the answer), as a CI job cancelled past its grace period: the
+  # record of the group's rules was in the state before that change was sent. setsid: the
+  # CLI, its language host and the dynamic provider are one process group, killed at once.
+  fault_proxy_start hold
+  (cd "${E2E_PROJECT_DIR}" && AWS_ENDPOINT_URL="${FAULT_ENDPOINT}" exec setsid \
+    pulumi --non-interactive --color never up --stack "${AWS_STACK}" --yes --skip-preview) >"${E2E_LOG_DIR}/13-up-killed.log" 2>&1 &
+  killed=$!
+  for ((i = 0; i < 1200; i++)); do
+    grep -q '^held ' "${E2E_LOG_DIR}/13-fault-proxy.out" && break
+    kill -0 "${killed}" 2>/dev/null || { e2e_show_log 13-up-killed; fail "the up ended before its first EC2 change"; }
+    sleep 0.1
+  done
+  ((i < 1200)) || fail "no EC2 change reached the proxy within 120 s"
+  kill -KILL -- "-${killed}"
+  wait "${killed}" 2>/dev/null || true
+  fault_proxy_stop
+  [[ "$(moto_ec2 snapshot "${group}")" != "${before}" ]] || fail "the killed up's first change did not reach EC2"
+  # The file backend's lock of the killed CLI, removed as a user would.
+  e2e_pulumi 13-cancel cancel --stack "${AWS_STACK}" --yes || true
+  export_state 13-export-killed "${AWS_STACK}"
+  expect_eq "rules recorded before the killed up's first change" \
+    "$(jq -r '[.deployment.resources[] | select(.inputs.kind == "hostguard:adopted-group-record") | .outputs.original | length] | join(",")' \
+      "${E2E_LOG_DIR}/13-export-killed.json")" "$(grep -c '^in ' <<<"${before}")"
+  expect_eq "the enforcing resource was still pending when killed" \
+    "$(jq -r '[.deployment.resources[] | select(.inputs.kind == "hostguard:adopted-group-ingress")] | length' "${E2E_LOG_DIR}/13-export-killed.json")" "0"
 
   # One up through a proxy that throttles every read-back after the first authorize:
   # the up fails, and the state still holds the group's original rules.

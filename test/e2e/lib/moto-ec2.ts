@@ -15,6 +15,8 @@
 //                           a proxy in front of TARGET answering every FAIL action with
 //                           RequestLimitExceeded once an AFTER action went through; prints its
 //                           endpoint, runs until killed
+//   fault-proxy TARGET hold the first change is forwarded and never answered; prints
+//                           "held ACTION" once it reached EC2
 //   snapshot GROUP          the whole group (name, description, inbound, outbound) as JSON lines
 //   ingress GROUP           its inbound rules, one line per source, sorted
 //   wanted ADMIN_CIDR...    hostguard's inbound rules in the same form (default private networks)
@@ -60,10 +62,20 @@ async function main(argv: string[]): Promise<void> {
             const [target, afterAction, failAction] = args;
             const proxy = await startFaultProxy(target);
             let armed = false;
-            proxy.rule = (action) => {
-                armed ||= action === afterAction;
-                return armed && action === failAction;
-            };
+            proxy.rule = afterAction === "hold"
+                // The first change is forwarded (EC2 applies it) and never answered; the caller is then killed.
+                ? (action) => {
+                    if (armed || !/^(Authorize|Revoke|UpdateSecurityGroupRule|ModifyNetworkInterface)/.test(action)) {
+                        return false;
+                    }
+                    armed = true;
+                    setTimeout(() => console.log(`held ${action}`), 200);
+                    return "hold";
+                }
+                : (action) => {
+                    armed ||= action === afterAction;
+                    return armed && action === failAction;
+                };
             console.log(proxy.endpoint);
             await new Promise(() => {});
             return;
