@@ -11,3 +11,5 @@ export const securityGroupId = stack.securityGroupId;
 export const securityGroupIngress = stack.securityGroupIngress;
 export const securityGroupInterfaceIds = stack.securityGroupInterfaceIds;
 export const hosts = stack.hosts;
+/** hostguard:delivery ssm: the bucket, document, association, instance profile and policy of the fleet. */
+export const fleet = stack.fleet;

@@ -43,6 +43,10 @@ export interface TargetHost {
 export interface HostguardConfig {
     settings: PayloadSettings;
     hosts: TargetHost[];
+    /** hostguard:delivery: `ssh` (the hosts, over SSH) or `ssm` (a tagged fleet, through State Manager: components/fleet.ts). */
+    delivery: "ssh" | "ssm";
+    /** delivery ssm: the association's schedule and rate control. */
+    fleet?: FleetSettings;
     /** hostguard:cronMinute: every host's monitors on this minute; absent: each host derives its offset. */
     cronMinute?: number;
     bastion?: BastionSettings;
@@ -80,6 +84,15 @@ export interface HostguardConfig {
     hasSshPrivateKey: boolean;
     hasBastionPrivateKey: boolean;
 }
+
+/** The State Manager association's schedule and rate control (delivery ssm). */
+export interface FleetSettings {
+    schedule: string;
+    maxConcurrency: string;
+    maxErrors: string;
+}
+
+export const DEFAULT_FLEET: FleetSettings = { schedule: "rate(30 minutes)", maxConcurrency: "10%", maxErrors: "0" };
 
 export const DEFAULT_SSH_USER = "admin";
 /**
@@ -196,7 +209,20 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
         ...overlapWarnings("trustedProxies", settings.trustedProxies));
 
     const sshUser = text(raw, "sshUser") ?? DEFAULT_SSH_USER;
-    const hosts = hostList(raw, sshUser);
+    const delivery = deliveryOf(raw);
+    const fleet = fleetSettings(raw, delivery);
+    if (delivery === "ssm") {
+        for (const key of ["hosts", "sshPrivateKey", "bastion", "bastionPrivateKey", "cronMinute"]) {
+            if (raw[key] !== undefined) {
+                throw new ConfigError(key, `is not used with ${NAMESPACE}:delivery ssm (State Manager finds the fleet by its tag hostguard-stack and reaches it without SSH): `
+                    + `remove ${NAMESPACE}:${key}, or set ${NAMESPACE}:delivery ssh`);
+            }
+        }
+        if (!bool(raw, "aws", true)) {
+            throw new ConfigError("aws", `must be true with ${NAMESPACE}:delivery ssm (the bucket, parameter, role and association are AWS resources)`);
+        }
+    }
+    const hosts = delivery === "ssm" ? [] : hostList(raw, sshUser);
     const minuteRow = stackKeyRow("cronMinute");
     const cronMinute = raw.cronMinute === undefined ? undefined
         : intValue("cronMinute", scalar(raw, "cronMinute"), minuteRow.min!, minuteRow.max!);
@@ -251,7 +277,7 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
         if (!vpcId) {
             throw new ConfigError("vpcId", "is required when hostguard:aws is true (the group is created or adopted in it)");
         }
-        if (adminCidrs.length === 0 && !bastion?.securityGroupId) {
+        if (adminCidrs.length === 0 && !bastion?.securityGroupId && delivery === "ssh") {
             throw new ConfigError("adminCidrs", "must list at least one CIDR unless hostguard:bastion.securityGroupId is given (SSH is needed to deploy)");
         }
     }
@@ -276,11 +302,11 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
             + "set verifyWebhook false meanwhile, or the connectivity test fails the up");
     }
     const hasHeartbeatUrl = secretPresent(raw, "heartbeatUrl", false);
-    const hasSshPrivateKey = secretPresent(raw, "sshPrivateKey", requireSecrets);
+    const hasSshPrivateKey = secretPresent(raw, "sshPrivateKey", requireSecrets && delivery === "ssh");
     const hasBastionPrivateKey = secretPresent(raw, "bastionPrivateKey", false);
 
     return {
-        settings, hosts, ...(cronMinute === undefined ? {} : { cronMinute }), bastion, aws: useAws, insecureAcceptAnyHostKey, vpcId, securityGroupId, securityGroupName, securityGroupDescription,
+        settings, hosts, delivery, ...(fleet === undefined ? {} : { fleet }), ...(cronMinute === undefined ? {} : { cronMinute }), bastion, aws: useAws, insecureAcceptAnyHostKey, vpcId, securityGroupId, securityGroupName, securityGroupDescription,
         sharedSecurityGroupInstances, keepSecurityGroupIds, keepSecurityGroupsLimit, privateCidrs, privateCidrsAllowPublic, adminCidrs, hasWebhookUrl, hasHeartbeatUrl, hasSshPrivateKey,
         hasBastionPrivateKey, warnings, chatFormat, pagerdutyRegion, hasPagerdutyRoutingKey,
     };
@@ -303,6 +329,31 @@ function destination(raw: RawConfig, hasWebhookUrl: boolean, hasRoutingKey: bool
         }
         throw e;
     }
+}
+
+function deliveryOf(raw: RawConfig): "ssh" | "ssm" {
+    return text(raw, "delivery") === "ssm" ? "ssm" : "ssh";
+}
+
+function fleetSettings(raw: RawConfig, delivery: "ssh" | "ssm"): FleetSettings | undefined {
+    const keys = ["fleetSchedule", "fleetMaxConcurrency", "fleetMaxErrors"] as const;
+    if (delivery === "ssh") {
+        const set = keys.find((k) => raw[k] !== undefined);
+        if (set !== undefined) {
+            throw new ConfigError(set, `is only used with ${NAMESPACE}:delivery ssm; remove it`);
+        }
+        return undefined;
+    }
+    const schedule = text(raw, "fleetSchedule") ?? DEFAULT_FLEET.schedule;
+    const rate = /^rate\((\d+) minutes\)$/.exec(schedule);
+    if (rate && Number(rate[1]) < 30) {
+        throw new ConfigError("fleetSchedule", `must be at least rate(30 minutes) (State Manager's shortest rate), got ${schedule}`);
+    }
+    return {
+        schedule,
+        maxConcurrency: text(raw, "fleetMaxConcurrency") ?? DEFAULT_FLEET.maxConcurrency,
+        maxErrors: text(raw, "fleetMaxErrors") ?? DEFAULT_FLEET.maxErrors,
+    };
 }
 
 /** The payload settings, by the table of components/settings.ts; a refusal names the key. */

@@ -86,6 +86,14 @@ const HOST_NAME_BODY = "[a-z0-9][a-z0-9-]{0,39}";
 
 /** The rules of the stack keys that are not host settings (and of the webhook and heartbeat URL on the host). */
 export const RULES = {
+    delivery: { pattern: "^(ssh|ssm)$", allowed: "ssh or ssm" },
+    // State Manager's own forms (CreateAssociation); rate(N minutes) at least 30 is checked by components/config.ts.
+    fleetSchedule: {
+        pattern: "^(rate\\(([1-9][0-9]{0,3}) (minutes|hours|days)\\)|cron\\([0-9A-Za-z*?,/#L -]{1,200}\\))$",
+        allowed: "rate(N minutes|hours|days) (at least 30 minutes) or cron(...)",
+    },
+    fleetMaxConcurrency: { pattern: "^([1-9][0-9]{0,3}|([1-9][0-9]?|100)%)$", allowed: "a number 1-9999 or a percentage 1%-100%" },
+    fleetMaxErrors: { pattern: "^([0-9]{1,4}|([0-9]{1,2}|100)%)$", allowed: "a number 0-9999 or a percentage 0%-100%" },
     userName: {
         pattern: "^[a-z_][a-z0-9_-]{0,31}$",
         allowed: "a user name: a lower-case letter or _, then at most 31 lower-case letters, digits, _ or -",
@@ -210,6 +218,22 @@ export const STACK_KEYS = [
     {
         key: "heartbeatUrl", type: "secret", rule: "httpsUrl", secret: true, default: "none",
         doc: "a dead man's switch (a healthchecks-style ping URL) requested after each monitor run that completed and left nothing undelivered; kept like the webhook (`/etc/hostguard/heartbeat.curlrc`, 0600)",
+    },
+    {
+        key: "delivery", type: "text", rule: "delivery", default: "`ssh`",
+        doc: "`ssh`: each host of `hosts` is reached over SSH from where `pulumi up` runs; `ssm`: no `hosts`, a fleet found by the tag `hostguard-stack` gets the payload from S3 through Systems Manager State Manager (README, Fleets)",
+    },
+    {
+        key: "fleetSchedule", type: "text", rule: "fleetSchedule", default: "`rate(30 minutes)`",
+        doc: "(`delivery: ssm`) how often State Manager applies the payload to every tagged instance: `rate(N minutes|hours|days)` (N at least 30 for minutes) or `cron(...)`; a new instance gets it when it joins",
+    },
+    {
+        key: "fleetMaxConcurrency", type: "text", rule: "fleetMaxConcurrency", default: "`10%`",
+        doc: "(`delivery: ssm`) instances that run at once: a number 1-9999 or a percentage 1%-100%",
+    },
+    {
+        key: "fleetMaxErrors", type: "text", rule: "fleetMaxErrors", default: "`0`",
+        doc: "(`delivery: ssm`) failed instances after which a run stops sending to more: a number 0-9999 or a percentage 0%-100%",
     },
     {
         key: "cronMinute", type: "integer", min: 0, max: 9, default: "derived on each host",

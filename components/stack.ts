@@ -8,7 +8,9 @@ import { configWarnings, HostguardConfig, NAMESPACE, RawConfig, refuseNamespaceT
 import { PAGERDUTY_REGIONS, resolveChatFormat, type ChatFormat } from "./chatFormats";
 import { HostDeployment, type InstalledFile } from "./hostDeployment";
 import { IngressRule, SecurityGroup } from "./securityGroup";
-import { type PayloadFile } from "./bundles";
+import { renderHost, type PayloadFile } from "./bundles";
+import { FleetDelivery } from "./fleet";
+import { webhookFileText } from "./remoteCommands";
 
 /**
  * The namespace's raw values (secrets included, decrypted by the engine): validated, never printed.
@@ -51,6 +53,11 @@ export interface StackOutputs {
     /** Ids of the interfaces set to the created group (`instanceId/eni-...`; created group and `instanceId` only). */
     securityGroupInterfaceIds?: pulumi.Output<string>[];
     hosts: Record<string, HostOutputs>;
+    /** hostguard:delivery ssm: what the fleet's launch template and a reviewer need (components/fleet.ts). */
+    fleet?: {
+        bucketName: pulumi.Output<string>; documentName: pulumi.Output<string>; associationId: pulumi.Output<string>;
+        instanceProfileName: pulumi.Output<string>; hostPolicyArn: pulumi.Output<string>; webhookParameter: pulumi.Output<string>; targetTag: string;
+    };
 }
 
 /**
@@ -114,7 +121,7 @@ export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): St
     }
     const cfg = new pulumi.Config(NAMESPACE);
     const { webhookUrl, chatFormat, pagerdutyRoutingKey } = chatDestination(config, cfg);
-    const privateKey = cfg.requireSecret("sshPrivateKey");
+    const privateKey = config.delivery === "ssh" ? cfg.requireSecret("sshPrivateKey") : pulumi.output("");
     const bastionPrivateKey = cfg.getSecret("bastionPrivateKey");
     const heartbeatUrl = config.hasHeartbeatUrl ? cfg.requireSecret("heartbeatUrl") : undefined;
 
@@ -140,6 +147,18 @@ export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): St
         out.securityGroupId = sg.groupId;
         out.securityGroupIngress = sg.ingress;
         out.securityGroupInterfaceIds = sg.interfaceIds;
+    }
+    if (config.delivery === "ssm") {
+        const bundles = renderHost(config.settings, payload, { cronMinute: config.cronMinute, adminCidrs: config.adminCidrs }).bundles;
+        const f = new FleetDelivery("hostguard-fleet", {
+            stack: pulumi.getStack(), bundles, fleet: config.fleet!,
+            webhookFile: pulumi.secret(pulumi.all([webhookUrl, chatFormat ?? "slack", pagerdutyRoutingKey])
+                .apply(([url, format, key]) => webhookFileText(url, format, key))),
+        });
+        out.fleet = {
+            bucketName: f.bucketName, documentName: f.documentName, associationId: f.associationId,
+            instanceProfileName: f.instanceProfileName, hostPolicyArn: f.hostPolicyArn, webhookParameter: f.webhookParameter, targetTag: f.targetTag,
+        };
     }
     for (const host of config.hosts) {
         const d = new HostDeployment(host.name, {

@@ -30,6 +30,8 @@ TABLE: dict[str, list[tuple[str, str]]] = {
         ("state", f"{SPOOL_PATH}/spool.db-shm"),
         ("message", f"{SPOOL_PATH}/spool.db"),
         *_SETTINGS,
+        # ssmstep.py (delivery ssm): what the State Manager step applied last.
+        *[("state", f"{STATE_PATH}/fleet.applied{tail}") for tail in ("", ".tmp")],
     ],
     # host-monitor, container-monitor.
     "monitors": [

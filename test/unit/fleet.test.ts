@@ -1,0 +1,218 @@
+// hostguard:delivery ssm under pulumi.runtime.setMocks: the resource graph of
+// a fleet, the SSM document as registered, the association's parameters
+// (names and hashes only: the webhook is a sentinel that must appear nowhere
+// but in the SecureString's secret value) and the hosts' grants (only this
+// stack's bucket prefixes and parameters). The same calls against moto:
+// test/aws/fleet.test.ts.
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import { before, describe, it } from "node:test";
+import * as pulumi from "@pulumi/pulumi";
+import { ConfigError, SECRET_KEYS, validateConfig, type RawConfig } from "../../components/config";
+import { sha256, type PayloadFile } from "../../components/bundles";
+import { DOCUMENT_PARAMETERS, STEP_SOURCE } from "../../components/ssmDocument";
+import { buildStack, type StackOutputs } from "../../components/stack";
+
+const SENTINEL = "https://hooks.example.test/services/T0/B0/SENTINEL-fleet-77";
+const SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d";
+const BUCKET = "hostguard-fleet-bundles-0a1b2c3";
+
+interface Recorded { type: string; name: string; inputs: Record<string, any> }
+let recorded: Recorded[] = [];
+
+const OUTPUTS: Record<string, (name: string, inputs: Record<string, any>) => Record<string, unknown>> = {
+    "aws:s3/bucket:Bucket": () => ({ bucket: BUCKET, arn: `arn:aws:s3:::${BUCKET}` }),
+    "aws:kms/key:Key": () => ({ arn: "arn:aws:kms:eu-west-1:123456789012:key/k-1", keyId: "k-1" }),
+    "aws:ssm/parameter:Parameter": () => ({ version: 1, arn: "arn:aws:ssm:eu-west-1:123456789012:parameter/hostguard/test/webhook" }),
+    "aws:iam/role:Role": (name) => ({ name: `${name}-r`, arn: `arn:aws:iam::123456789012:role/${name}-r` }),
+    "aws:iam/instanceProfile:InstanceProfile": (name) => ({ name: `${name}-p` }),
+    "aws:iam/policy:Policy": (name) => ({ arn: `arn:aws:iam::123456789012:policy/${name}` }),
+    "aws:ssm/document:Document": (name) => ({ name: `${name}-doc` }),
+    "aws:ssm/association:Association": () => ({ associationId: "assoc-1" }),
+};
+
+before(async () => {
+    await pulumi.runtime.setMocks({
+        newResource(args) {
+            recorded.push({ type: args.type, name: args.name, inputs: args.inputs });
+            const id = args.type === "aws:ec2/securityGroup:SecurityGroup" ? "sg-0mock0000000000001" : `${args.name}-id`;
+            return { id, state: { ...args.inputs, ...(OUTPUTS[args.type]?.(args.name, args.inputs) ?? {}) } };
+        },
+        call(args) {
+            throw new Error(`unexpected call ${args.token}`);
+        },
+    }, "hostguard", "test", false);
+});
+
+function payload(): PayloadFile[] {
+    const f = (path: string, text: string, mode: 0o755 | 0o644 = 0o644): PayloadFile => ({ path, mode, content: Buffer.from(text), sha256: sha256(text) });
+    const table = [
+        "base install /usr/local/lib/hostguard/install 0755", "base files.table /usr/local/lib/hostguard/files.table 0644",
+        "base hostguard.conf /etc/hostguard/hostguard.conf 0644", "monitors host-monitor /usr/local/lib/hostguard/host-monitor 0755",
+        "monitors cron.d/hostguard /etc/cron.d/hostguard 0644",
+        "bantool fail2ban/jail.d/hostguard-nginx-bad-request.local /etc/fail2ban/jail.d/hostguard-nginx-bad-request.local 0644",
+        "web nginx/hostguard-deny.conf /etc/nginx/snippets/hostguard-deny.conf 0644", "",
+    ].join("\n");
+    return [f("install", "#!/bin/sh\n", 0o755), f("files.table", table), f("host-monitor", "#!/bin/sh\n", 0o755), f("nginx/hostguard-deny.conf", "x\n")];
+}
+
+const FLEET: RawConfig = { delivery: "ssm", vpcId: "vpc-0123456789abcdef0", webhookUrl: SENTINEL };
+
+async function build(raw: RawConfig): Promise<{ out: StackOutputs; resources: Recorded[] }> {
+    recorded = [];
+    pulumi.runtime.setAllConfig(Object.fromEntries(Object.entries(raw).map(([k, v]) => [`hostguard:${k}`, String(v)])), ["hostguard:webhookUrl"]);
+    const out = buildStack(validateConfig(raw, { secretKeys: SECRET_KEYS }), payload());
+    if (out.fleet) {
+        await new Promise((r) => pulumi.all([out.fleet!.associationId, out.fleet!.hostPolicyArn]).apply(r));
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    return { out, resources: [...recorded].sort((a, b) => (`${a.type} ${a.name}` < `${b.type} ${b.name}` ? -1 : 1)) };
+}
+
+const one = (resources: Recorded[], type: string): Recorded => {
+    const found = resources.filter((r) => r.type === type);
+    assert.equal(found.length, 1, type);
+    return found[0];
+};
+const plain = (v: any): any => (v && typeof v === "object" && SECRET_SIG_KEY in v ? v.value : v);
+
+describe("delivery ssm: the fleet's resources", () => {
+    it("registers the security group and exactly the fleet's resources, no remote command", async () => {
+        const { resources, out } = await build(FLEET);
+        assert.deepEqual(resources.map((r) => `${r.type} ${r.name}`), [
+            "aws:ec2/securityGroup:SecurityGroup hostguard-sg",
+            "aws:iam/instanceProfile:InstanceProfile hostguard-fleet-host",
+            "aws:iam/policy:Policy hostguard-fleet-host-grants",
+            "aws:iam/role:Role hostguard-fleet-host",
+            "aws:iam/rolePolicy:RolePolicy hostguard-fleet-host",
+            "aws:iam/rolePolicyAttachment:RolePolicyAttachment hostguard-fleet-host-ssm-core",
+            "aws:kms/alias:Alias hostguard-fleet-webhook",
+            "aws:kms/key:Key hostguard-fleet-webhook",
+            "aws:s3/bucket:Bucket hostguard-fleet-bundles",
+            "aws:s3/bucketObjectv2:BucketObjectv2 hostguard-fleet-bundle-bantool",
+            "aws:s3/bucketObjectv2:BucketObjectv2 hostguard-fleet-bundle-base",
+            "aws:s3/bucketObjectv2:BucketObjectv2 hostguard-fleet-bundle-monitors",
+            "aws:s3/bucketObjectv2:BucketObjectv2 hostguard-fleet-bundle-web",
+            "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock hostguard-fleet-bundles",
+            "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration hostguard-fleet-bundles",
+            "aws:ssm/association:Association hostguard-fleet-apply",
+            "aws:ssm/document:Document hostguard-fleet-apply",
+            "aws:ssm/parameter:Parameter hostguard-fleet-webhook",
+            "hostguard:aws:SecurityGroup hostguard",
+            "hostguard:fleet:FleetDelivery hostguard-fleet",
+        ]);
+        assert.deepEqual(out.hosts, {});
+        assert.equal(out.fleet!.targetTag, "hostguard-stack=test");
+        assert.ok(out.securityGroupId, "the group is exported for the launch template");
+        const block = one(resources, "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock").inputs;
+        assert.deepEqual([block.blockPublicAcls, block.blockPublicPolicy, block.ignorePublicAcls, block.restrictPublicBuckets], [true, true, true, true]);
+        assert.equal(one(resources, "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration").inputs.rules[0].applyServerSideEncryptionByDefault.sseAlgorithm, "AES256");
+        assert.ok(!resources.some((r) => r.type.includes("Versioning")), "no versioning: a replaced bundle is really gone");
+        assert.equal(one(resources, "aws:iam/rolePolicyAttachment:RolePolicyAttachment").inputs.policyArn, "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore");
+    });
+
+    it("bundle objects are content-addressed: bundles/<part>/<sha256 of the tar>.tar, with S3's SHA-256 checksum", async () => {
+        const { resources } = await build(FLEET);
+        const objects = resources.filter((r) => r.type === "aws:s3/bucketObjectv2:BucketObjectv2");
+        for (const o of objects) {
+            const tar = Buffer.from(o.inputs.contentBase64, "base64");
+            assert.equal(o.inputs.key, `bundles/${o.name.replace("hostguard-fleet-bundle-", "")}/${sha256(tar)}.tar`);
+            assert.equal(o.inputs.checksumAlgorithm, "SHA256");
+            assert.ok(!tar.toString("latin1").includes("SENTINEL"));
+        }
+        assert.equal(new Set(objects.map((o) => o.inputs.key)).size, 4);
+    });
+
+    it("the document: one aws:runShellScript step carrying ssmstep.py, four parameters each with an allowedPattern", async () => {
+        const { resources } = await build(FLEET);
+        const doc = one(resources, "aws:ssm/document:Document").inputs;
+        assert.equal(doc.documentType, "Command");
+        const content = JSON.parse(doc.content);
+        assert.equal(content.schemaVersion, "2.2");
+        assert.deepEqual(Object.keys(content.parameters), ["Bucket", "Bundles", "WebhookParameter", "WebhookVersion"]);
+        for (const [k, p] of Object.entries(content.parameters) as Array<[string, any]>) {
+            assert.equal(p.type, "String");
+            assert.equal(p.allowedPattern, DOCUMENT_PARAMETERS[k as keyof typeof DOCUMENT_PARAMETERS].allowedPattern);
+            assert.ok(!new RegExp(p.allowedPattern).test("x' ; rm -rf / ; '"), `${k} refuses a quote`);
+        }
+        assert.equal(content.mainSteps.length, 1);
+        const step = content.mainSteps[0];
+        assert.equal(step.action, "aws:runShellScript");
+        const lines: string[] = step.inputs.runCommand;
+        assert.equal(lines[2], "exec /usr/bin/python3 -I - '{{ Bucket }}' '{{ Bundles }}' '{{ WebhookParameter }}' '{{ WebhookVersion }}' <<'HOSTGUARD_STEP'");
+        assert.equal(lines.slice(3, -1).join("\n") + "\n", fs.readFileSync(STEP_SOURCE, "utf8"), "the step's text, byte for byte");
+        assert.equal(lines.at(-1), "HOSTGUARD_STEP");
+        assert.ok(doc.content.length < 64 * 1024, "under SSM's 64 KB document limit");
+    });
+
+    it("the association: tag target, schedule and rate control from config, outputs under runs/, parameters without a secret", async () => {
+        const { resources } = await build({ ...FLEET, fleetSchedule: "rate(1 hours)", fleetMaxConcurrency: "25%", fleetMaxErrors: "2" });
+        const a = one(resources, "aws:ssm/association:Association").inputs;
+        assert.deepEqual(a.targets, [{ key: "tag:hostguard-stack", values: ["test"] }]);
+        assert.deepEqual([a.scheduleExpression, a.maxConcurrency, a.maxErrors], ["rate(1 hours)", "25%", "2"]);
+        assert.deepEqual(a.outputLocation, { s3BucketName: BUCKET, s3KeyPrefix: "runs/" });
+        assert.equal(a.name, "hostguard-fleet-apply-doc");
+        const shas = resources.filter((r) => r.type === "aws:s3/bucketObjectv2:BucketObjectv2")
+            .map((o) => [o.name.replace("hostguard-fleet-bundle-", ""), sha256(Buffer.from(o.inputs.contentBase64, "base64"))]);
+        const want = ["base", "monitors", "bantool", "web"].map((p) => `${p}:${shas.find(([q]) => q === p)![1]}`).join(" ");
+        assert.deepEqual(a.parameters, { Bucket: BUCKET, Bundles: want, WebhookParameter: "/hostguard/test/webhook", WebhookVersion: "1" });
+        for (const [k, v] of Object.entries(a.parameters) as Array<[keyof typeof DOCUMENT_PARAMETERS, string]>) {
+            assert.match(v, new RegExp(DOCUMENT_PARAMETERS[k].allowedPattern), k);
+        }
+        for (const r of resources) {
+            const inputs = { ...r.inputs };
+            if (r.type === "aws:ssm/parameter:Parameter") {
+                assert.ok(SECRET_SIG_KEY in inputs.value, "the parameter's value is a secret");
+                assert.equal(plain(inputs.value), `url = "${SENTINEL}"\n`);
+                delete inputs.value;
+            }
+            assert.ok(!JSON.stringify(inputs).includes("SENTINEL"), `${r.type} ${r.name} carries the webhook`);
+        }
+    });
+
+    it("the parameter is a SecureString under /hostguard/<stack>/ with the stack's own key", async () => {
+        const { resources } = await build(FLEET);
+        const p = one(resources, "aws:ssm/parameter:Parameter").inputs;
+        assert.deepEqual([p.name, p.type, p.keyId], ["/hostguard/test/webhook", "SecureString", "arn:aws:kms:eu-west-1:123456789012:key/k-1"]);
+    });
+
+    it("the hosts' grants name only this stack's bucket prefixes and parameters; decrypt only via SSM; the same as a policy", async () => {
+        const { resources } = await build(FLEET);
+        const inline = JSON.parse(one(resources, "aws:iam/rolePolicy:RolePolicy").inputs.policy);
+        assert.equal(JSON.stringify(inline), JSON.stringify(JSON.parse(one(resources, "aws:iam/policy:Policy").inputs.policy)));
+        assert.deepEqual(inline.Statement.map((s: any) => [s.Effect, s.Action, s.Resource]), [
+            ["Allow", "s3:GetObject", `arn:aws:s3:::${BUCKET}/bundles/*`],
+            ["Allow", "s3:PutObject", `arn:aws:s3:::${BUCKET}/runs/*`],
+            ["Allow", "ssm:GetParameter", "arn:aws:ssm:*:*:parameter/hostguard/test/*"],
+            ["Allow", "kms:Decrypt", "arn:aws:kms:eu-west-1:123456789012:key/k-1"],
+        ]);
+        assert.deepEqual(inline.Statement[3].Condition, { StringLike: { "kms:ViaService": "ssm.*.amazonaws.com" } });
+        assert.deepEqual(JSON.parse(one(resources, "aws:iam/role:Role").inputs.assumeRolePolicy).Statement[0].Principal, { Service: "ec2.amazonaws.com" });
+    });
+});
+
+describe("delivery ssm: the config", () => {
+    const refused = (raw: RawConfig, key: string, text: RegExp): void => {
+        assert.throws(() => validateConfig(raw, { secretKeys: SECRET_KEYS }), (e: unknown) => e instanceof ConfigError && e.key === key && text.test(e.message));
+    };
+    it("refuses hosts[] entries (and the other SSH keys), naming the conflict", () => {
+        refused({ ...FLEET, hosts: JSON.stringify([{ name: "a", host: "h" }]) }, "hosts", /not used with hostguard:delivery ssm.*remove hostguard:hosts, or set hostguard:delivery ssh/);
+        refused({ ...FLEET, sshPrivateKey: "k" }, "sshPrivateKey", /not used with hostguard:delivery ssm/);
+        refused({ ...FLEET, cronMinute: "3" }, "cronMinute", /not used with hostguard:delivery ssm/);
+    });
+    it("needs no hosts, SSH key or adminCidrs; aws must stay true", () => {
+        const c = validateConfig(FLEET, { secretKeys: SECRET_KEYS });
+        assert.deepEqual([c.delivery, c.hosts, c.fleet], ["ssm", [], { schedule: "rate(30 minutes)", maxConcurrency: "10%", maxErrors: "0" }]);
+        refused({ ...FLEET, aws: "false" }, "aws", /must be true with hostguard:delivery ssm/);
+    });
+    it("checks the schedule and rate control, and refuses them with delivery ssh", () => {
+        refused({ ...FLEET, fleetSchedule: "rate(5 minutes)" }, "fleetSchedule", /at least rate\(30 minutes\)/);
+        refused({ ...FLEET, fleetSchedule: "every hour" }, "fleetSchedule", /rate\(N minutes/);
+        refused({ ...FLEET, fleetMaxConcurrency: "0" }, "fleetMaxConcurrency", /1-9999/);
+        refused({ ...FLEET, fleetMaxErrors: "101%" }, "fleetMaxErrors", /0%-100%/);
+        refused({ ...FLEET, delivery: "scp" }, "delivery", /ssh or ssm/);
+        assert.equal(validateConfig({ ...FLEET, fleetSchedule: "cron(0 */2 * * ? *)" }, { secretKeys: SECRET_KEYS }).fleet!.schedule, "cron(0 */2 * * ? *)");
+        refused({ hosts: JSON.stringify([{ name: "a", host: "h", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHostKeyFake0000000000000000000000000000000A" }]),
+            aws: "false", webhookUrl: SENTINEL, sshPrivateKey: "k", fleetSchedule: "rate(1 hours)" }, "fleetSchedule", /only used with hostguard:delivery ssm/);
+    });
+});
