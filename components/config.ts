@@ -70,6 +70,8 @@ export interface HostguardConfig {
     adminCidrs: string[];
     /** Legal values that are surely a mistake, one line each naming the key: printed by preview and render. */
     warnings: string[];
+    /** Values still the example stacks' placeholders (PLACEHOLDER): render says so, preview refuses the stack. */
+    placeholders: Placeholder[];
     /**
      * The destination's format: hostguard:chatFormat, else detected from the webhook's host (else slack);
      * undefined only when the URL could not be read here (render): the deploy detects it then.
@@ -203,6 +205,7 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
         }
     }
     const warnings: string[] = [];
+    const placeholders = placeholdersOf(raw);
     plainSecrets(raw, opts.secretKeys, warnings);
     const settings = settingsOf(raw);
     warnings.push(...settingWarnings(settings), ...overlapWarnings("banIgnoreIps", settings.banIgnoreIps),
@@ -293,6 +296,8 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
             + "list the balancer's subnets in trustedProxies (README, Behind a load balancer)");
     }
 
+    warnings.push(...attachWarnings(useAws, securityGroupId, hosts));
+
     const hasPagerdutyRoutingKey = secretPresent(raw, "pagerdutyRoutingKey", false);
     const hasWebhookUrl = secretPresent(raw, "webhookUrl", requireSecrets && !hasPagerdutyRoutingKey);
     const { chatFormat, pagerdutyRegion } = destination(raw, hasWebhookUrl, hasPagerdutyRoutingKey);
@@ -308,8 +313,85 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
     return {
         settings, hosts, delivery, ...(fleet === undefined ? {} : { fleet }), ...(cronMinute === undefined ? {} : { cronMinute }), bastion, aws: useAws, insecureAcceptAnyHostKey, vpcId, securityGroupId, securityGroupName, securityGroupDescription,
         sharedSecurityGroupInstances, keepSecurityGroupIds, keepSecurityGroupsLimit, privateCidrs, privateCidrsAllowPublic, adminCidrs, hasWebhookUrl, hasHeartbeatUrl, hasSshPrivateKey,
-        hasBastionPrivateKey, warnings, chatFormat, pagerdutyRegion, hasPagerdutyRoutingKey,
+        hasBastionPrivateKey, warnings, placeholders, chatFormat, pagerdutyRegion, hasPagerdutyRoutingKey,
     };
+}
+
+/** A created group on no instance hardens nothing: each host without instanceId named (the adopt path needs none). */
+function attachWarnings(useAws: boolean, securityGroupId: string | undefined, hosts: readonly TargetHost[]): string[] {
+    if (!useAws || securityGroupId !== undefined) {
+        return [];
+    }
+    const fix = `set ${NAMESPACE}:hosts[i].instanceId of every host that is an EC2 instance, or adopt the server's own group with ${NAMESPACE}:securityGroupId`;
+    if (hosts.every((h) => h.instanceId === undefined)) {
+        return [`${NAMESPACE}:hosts[].instanceId is set for no host: the security group would be created attached to no instance, so no server gets its rules; ${fix}`];
+    }
+    return hosts.flatMap((h, i) => (h.instanceId !== undefined ? [] : [
+        `${NAMESPACE}:hosts[${i}].instanceId is not set: the created security group is not attached to ${h.name} (${h.host}); ${fix}`]));
+}
+
+// ---- placeholders ----------------------------------------------------------
+
+/**
+ * The mark of a value the example stacks ship for the user to replace (`i-REPLACE-ME-dev-web1`,
+ * `sg-REPLACE-ME`, a host key spelling ReplaceMe). Case-sensitive: no real id or key holds it.
+ */
+export const PLACEHOLDER = /REPLACE-ME|ReplaceMe/;
+
+export interface Placeholder { key: string; value: string }
+
+/** What to put in place of a placeholder, by the key's last field. */
+const PLACEHOLDER_FIX: Record<string, string> = {
+    instanceId: "this host's EC2 instance id (`aws ec2 describe-instances --filters Name=private-ip-address,Values=ADDRESS "
+        + "--query 'Reservations[].Instances[].InstanceId' --output text`)",
+    securityGroupId: "the id of the security group to use (`aws ec2 describe-instances --instance-ids i-... "
+        + "--query 'Reservations[].Instances[].SecurityGroups'`), or remove the key",
+    vpcId: "the hosts' VPC id (`aws ec2 describe-instances --instance-ids i-... --query 'Reservations[].Instances[].VpcId' --output text`)",
+    hostKey: "the server's SSH host key (`ssh-keyscan -t ed25519 HOST` over a trusted path)",
+    "bastion.securityGroupId": "the bastion's security group id (SSH into the hosts is allowed from that group only)",
+};
+
+/** Every non-secret value still holding PLACEHOLDER, by its key (`hosts[0].instanceId`); lists and objects walked. */
+function placeholdersOf(raw: RawConfig): Placeholder[] {
+    const walk = (key: string, v: unknown): Placeholder[] => {
+        if (typeof v === "string" && /^\s*[[{]/.test(v)) {
+            try {
+                return walk(key, JSON.parse(v));
+            } catch {
+                // Not JSON: a plain text value.
+            }
+        }
+        if (typeof v === "string") {
+            return PLACEHOLDER.test(v) ? [{ key, value: v }] : [];
+        }
+        if (Array.isArray(v)) {
+            return v.flatMap((x, i) => walk(`${key}[${i}]`, x));
+        }
+        if (typeof v === "object" && v !== null && !isEncrypted(v)) {
+            return Object.entries(v).flatMap(([k, x]) => walk(`${key}.${k}`, x));
+        }
+        return [];
+    };
+    return Object.entries(raw).filter(([k]) => !SECRET_KEYS.includes(k)).flatMap(([k, v]) => walk(k, v));
+}
+
+/** One line per placeholder: its key, its value and what to put there. */
+export function placeholderLines(config: Pick<HostguardConfig, "placeholders">): string[] {
+    return config.placeholders.map((p) => `${NAMESPACE}:${p.key} ${placeholderReason(p)}`);
+}
+
+function placeholderReason({ key, value }: Placeholder): string {
+    const fix = PLACEHOLDER_FIX[key] ?? PLACEHOLDER_FIX[key.replace(/^.*\./, "")] ?? "your own value";
+    return `is still the example stack's placeholder ${JSON.stringify(value)}: replace it with ${fix}`;
+}
+
+/** Preview and up stop on a placeholder, before any resource exists, naming every one. */
+export function refusePlaceholders(config: Pick<HostguardConfig, "placeholders">): void {
+    const [first, ...rest] = config.placeholders;
+    if (first !== undefined) {
+        throw new ConfigError(first.key, [placeholderReason(first), ...placeholderLines({ placeholders: rest }),
+            "(preview and up refuse the stack until every placeholder is replaced; nothing was deployed)"].join("\n"));
+    }
 }
 
 /** The formats the host's delivery run speaks today (Slack's form body): the others wait for issue 34's wiring. */
@@ -678,7 +760,8 @@ function bool(raw: RawConfig, key: string, dflt: boolean): boolean {
 }
 
 function matches(key: string, v: unknown, rule: RuleName): string {
-    if (typeof v !== "string" || !ruleRegExp(rule).test(v)) {
+    // A placeholder passes here so that render shows the stack; preview refuses it (refusePlaceholders).
+    if (typeof v !== "string" || !(ruleRegExp(rule).test(v) || PLACEHOLDER.test(v))) {
         throw new ConfigError(key, `must be ${RULES[rule].allowed}, got ${JSON.stringify(v)}`);
     }
     return v;

@@ -542,6 +542,14 @@ export function settingWarnings(s: PayloadSettings): string[] {
             out.push(`hostguard:${key} is 100: it can never fire (it fires only above the threshold)`);
         }
     }
+    if (s.nginxServerConf === "") {
+        out.push("hostguard:nginxServerConf is empty: the nginx deny rule (403 for .env, .git, .bak, ...) is installed but no server block includes it, "
+            + "so nginx still serves those files; set it to the site file that serves the app (such as /etc/nginx/sites-available/default)");
+    }
+    if (s.appProperties === "") {
+        out.push("hostguard:appProperties is empty: the Spring property spring.web.resources.add-mappings=false is set nowhere, "
+            + "so the app keeps serving its static files itself; set it to the app's application.properties or application.yml");
+    }
     const repeat = durationSeconds(s.alertRepeatInterval);
     if (repeat > 0 && repeat < MONITOR_INTERVAL_SECONDS) {
         out.push(`hostguard:alertRepeatInterval is ${s.alertRepeatInterval}, shorter than the monitors' ${MONITOR_INTERVAL_SECONDS / 60} minutes between runs: `

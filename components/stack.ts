@@ -4,7 +4,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as runtimeConfig from "@pulumi/pulumi/runtime/config";
 import * as runtimeState from "@pulumi/pulumi/runtime/state";
-import { configWarnings, HostguardConfig, NAMESPACE, RawConfig, refuseNamespaceTypos, SECRET_KEYS } from "./config";
+import { configWarnings, HostguardConfig, NAMESPACE, RawConfig, refuseNamespaceTypos, refusePlaceholders, SECRET_KEYS } from "./config";
 import { PAGERDUTY_REGIONS, resolveChatFormat, type ChatFormat } from "./chatFormats";
 import { HostDeployment, type InstalledFile } from "./hostDeployment";
 import { IngressRule, SecurityGroup } from "./securityGroup";
@@ -116,6 +116,7 @@ function chatDestination(config: HostguardConfig, cfg: pulumi.Config): {
 }
 
 export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): StackOutputs {
+    refusePlaceholders(config);
     for (const warning of configWarnings(config)) {
         pulumi.log.warn(warning);
     }

@@ -4,7 +4,8 @@
 // rendered cron file and jail, the scripts; the webhook file redacted), the
 // bundle of each part exactly as its command's stdin carries it (parts/), and
 // a manifest with the hashes and the exact remote command texts. A reviewer
-// diffs this folder.
+// diffs this folder. A stack still holding the examples' placeholders is
+// rendered, each placeholder named, and the exit status is 1 (not deployable).
 //
 // `--payload DIR [--cron-minute N] [key=value ...]` (tests): writes one folder
 // holding every part's bundle merged, for the stack-config settings given
@@ -14,7 +15,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as yaml from "js-yaml";
 import {
-    configWarnings, NAMESPACE, refuseNamespaceTypos, validateConfig, type HostguardConfig, type RawConfig,
+    configWarnings, NAMESPACE, placeholderLines, refuseNamespaceTypos, validateConfig, type HostguardConfig, type RawConfig,
 } from "../components/config";
 import { renderHost } from "../components/bundles";
 import { cronSchedule, JAIL_NAME, SETTINGS_FILE } from "../components/hostFiles";
@@ -172,11 +173,21 @@ function main(): void {
         renderPayload(path.resolve(opts.payload), opts.settings, opts.cronMinute);
         return;
     }
-    for (const warning of configWarnings(stackConfig(root, opts.stack))) {
+    const config = stackConfig(root, opts.stack);
+    for (const warning of configWarnings(config)) {
         console.error(`render: warning: ${warning}`);
     }
     for (const dir of renderStack(root, opts.stack, path.resolve(root, opts.out), opts.cronMinute)) {
         console.log(`rendered ${path.relative(root, dir)}`);
+    }
+    // Rendered for review, but not deployable: the exit status says so, as preview would refuse it.
+    const placeholders = placeholderLines(config);
+    for (const line of placeholders) {
+        console.error(`render: not deployable: ${line}`);
+    }
+    if (placeholders.length > 0) {
+        console.error(`render: ${placeholders.length} placeholder(s) left in Pulumi.${opts.stack}.yaml: pulumi preview and up refuse the stack until they are replaced`);
+        process.exitCode = 1;
     }
 }
 

@@ -14,6 +14,7 @@ import { STACK_KEYS } from "../../components/settings";
 import * as pulumi from "@pulumi/pulumi";
 import { rawStackConfig, stackSecretKeys } from "../../components/stack";
 import { renderStack } from "../../tools/render";
+import { filledPlaceholders } from "./placeholders";
 
 const ROOT = path.resolve(__dirname, "../..");
 const SENTINEL = "https://hooks.example.test/services/T000/B000/SENTINEL-not-a-real-hook";
@@ -55,6 +56,11 @@ function good(overrides: RawConfig = {}): RawConfig {
         ...overrides,
     };
 }
+/** What keeps good() free of the warnings every example would otherwise carry: the web fixes' files, the host's instance. */
+const QUIET: RawConfig = {
+    nginxServerConf: "/etc/nginx/sites-available/default", appProperties: "/opt/app/application.properties",
+    hosts: JSON.stringify([{ name: "web1", host: "10.0.1.10", hostKey: ED, instanceId: "i-0123456789abcdef0" }]),
+};
 /** As Pulumi hands a deployment over: the secrets decrypted, their keys marked secret. */
 const ENGINE = { secretKeys: SECRET_KEYS };
 
@@ -112,7 +118,7 @@ describe("16.1: semantic checks", () => {
             assert.match(e.message, /the jail would never ban them/);
         }
         validateConfig(good({ banIgnoreIps: '["10.0.0.0/8","198.51.100.7"]' }), ENGINE);
-        assert.deepEqual(validateConfig(good({ banIgnoreIps: '["10.0.0.0/8","10.2.3.4"]' }), ENGINE).warnings,
+        assert.deepEqual(validateConfig(good({ ...QUIET, banIgnoreIps: '["10.0.0.0/8","10.2.3.4"]' }), ENGINE).warnings,
             ["hostguard:banIgnoreIps[1] 10.2.3.4 lies inside banIgnoreIps[0] 10.0.0.0/8 (one entry is enough)"]);
     });
     it("appProperties must be a Spring .properties or YAML file outside system directories", () => {
@@ -145,7 +151,7 @@ describe("16.1: semantic checks", () => {
         validateConfig(good({ hosts: JSON.stringify([{ name: "a", ...h("10.0.1.10") }, { name: "b", ...h("10.0.1.10", 2222) }]) }), ENGINE);
     });
     it("overlapping CIDRs are reported (warnings); a repeated block is refused, however it is written (EC2 refuses the whole call)", () => {
-        const c = validateConfig(good({ adminCidrs: '["203.0.113.0/24","203.0.113.128/25"]', privateCidrs: '["10.0.0.0/8","10.1.0.0/16"]' }), ENGINE);
+        const c = validateConfig(good({ ...QUIET, adminCidrs: '["203.0.113.0/24","203.0.113.128/25"]', privateCidrs: '["10.0.0.0/8","10.1.0.0/16"]' }), ENGINE);
         assert.deepEqual(c.warnings, [
             "hostguard:privateCidrs[1] 10.1.0.0/16 lies inside privateCidrs[0] 10.0.0.0/8 (one entry is enough)",
             "hostguard:adminCidrs[1] 203.0.113.128/25 lies inside adminCidrs[0] 203.0.113.0/24 (one entry is enough)",
@@ -263,13 +269,13 @@ describe("16.5: host keys parsed, not matched", () => {
 
 describe("16.6: warnings for values that are legal but surely wrong", () => {
     it("threshold 0 or 100, alertRepeatInterval under the cron interval", () => {
-        const c = validateConfig(good({ cpuThreshold: "0", diskThreshold: "100", alertRepeatInterval: "5m" }), ENGINE);
+        const c = validateConfig(good({ ...QUIET, cpuThreshold: "0", diskThreshold: "100", alertRepeatInterval: "5m" }), ENGINE);
         assert.equal(c.warnings.length, 3);
         assert.match(c.warnings[0], /^hostguard:cpuThreshold is 0: it fires on every run/);
         assert.match(c.warnings[1], /^hostguard:diskThreshold is 100: it can never fire/);
         assert.match(c.warnings[2], /^hostguard:alertRepeatInterval is 5m, shorter than the monitors' 10 minutes/);
-        assert.deepEqual(validateConfig(good({ alertRepeatInterval: "0" }), ENGINE).warnings, []);
-        assert.deepEqual(validateConfig(good({ alertRepeatInterval: "10m" }), ENGINE).warnings, []);
+        assert.deepEqual(validateConfig(good({ ...QUIET, alertRepeatInterval: "0" }), ENGINE).warnings, []);
+        assert.deepEqual(validateConfig(good({ ...QUIET, alertRepeatInterval: "10m" }), ENGINE).warnings, []);
     });
     it("npm run render prints the INSECURE host-key warning and the others", () => {
         // The tool reads Pulumi.<stack>.yaml beside package.json: a throw-away stack file there, removed after.
@@ -284,6 +290,49 @@ describe("16.6: warnings for values that are legal but surely wrong", () => {
             const r = runRenderOk(["--stack", stack, "--out", out]);
             assert.match(r, /^render: warning: INSECURE: hostguard:insecureAcceptAnyHostKey is true/m);
             assert.match(r, /^render: warning: hostguard:cpuThreshold is 100: it can never fire/m);
+        } finally {
+            fs.rmSync(file, { force: true });
+            fs.rmSync(out, { recursive: true, force: true });
+        }
+    });
+});
+
+describe("example stacks: render names each placeholder and each fix that would not take effect (issue 35)", () => {
+    it("npm run render renders the shipped stacks, names every placeholder and exits 1; filled in, it exits 0 without a word", () => {
+        const out = fs.mkdtempSync(path.join(os.tmpdir(), "hg-placeholders-"));
+        const stack = `hg-test-filled-${process.pid}`;
+        const file = path.join(ROOT, `Pulumi.${stack}.yaml`);
+        try {
+            for (const [name, keys] of [["dev", ["hosts[0].hostKey", "hosts[0].instanceId", "vpcId", "securityGroupId"]],
+                ["prod", ["hosts[0].instanceId", "hosts[1].instanceId", "bastion.hostKey", "bastion.securityGroupId", "vpcId", "securityGroupId"]]] as const) {
+                const r = runRender(["--stack", name, "--out", out]);
+                assert.equal(r.status, 1, r.stderr);
+                for (const key of keys) {
+                    assert.ok(r.stderr.split("\n").some((l) => l.startsWith(`render: not deployable: hostguard:${key} is still the example stack's placeholder `)), `${name}: ${key}\n${r.stderr}`);
+                }
+                assert.match(r.stderr, new RegExp(`^render: \\d+ placeholder\\(s\\) left in Pulumi\\.${name}\\.yaml: pulumi preview and up refuse the stack`, "m"));
+                assert.ok(fs.existsSync(path.join(out, name, `${name}-web1`, "manifest.json")), "rendered for review all the same");
+            }
+            fs.writeFileSync(file, filledPlaceholders(fs.readFileSync(path.join(ROOT, "Pulumi.dev.yaml"), "utf8")));
+            assert.equal(runRenderOk(["--stack", stack, "--out", out]), "", "the example, filled in, warns about nothing");
+        } finally {
+            fs.rmSync(file, { force: true });
+            fs.rmSync(out, { recursive: true, force: true });
+        }
+    });
+
+    it("npm run render warns, naming the key, about an empty nginxServerConf or appProperties and a group created on no instance", () => {
+        const stack = `hg-test-web-${process.pid}`;
+        const file = path.join(ROOT, `Pulumi.${stack}.yaml`);
+        const out = fs.mkdtempSync(path.join(os.tmpdir(), "hg-web-"));
+        try {
+            fs.writeFileSync(file, ["config:", "  hostguard:vpcId: vpc-0123456789abcdef0", "  hostguard:adminCidrs: [203.0.113.0/24]",
+                `  hostguard:hosts: [{name: t1, host: 10.0.1.10, hostKey: ${ED}}]`, ""].join("\n"));
+            const r = runRenderOk(["--stack", stack, "--out", out]);
+            assert.match(r, /^render: warning: hostguard:nginxServerConf is empty: the nginx deny rule .* is installed but no server block includes it/m);
+            assert.match(r, /^render: warning: hostguard:appProperties is empty: the Spring property spring\.web\.resources\.add-mappings=false is set nowhere/m);
+            assert.match(r, /^render: warning: hostguard:hosts\[\]\.instanceId is set for no host: the security group would be created attached to no instance/m);
+            assert.equal(r.split("\n").filter((l) => l !== "").length, 3, r);
         } finally {
             fs.rmSync(file, { force: true });
             fs.rmSync(out, { recursive: true, force: true });

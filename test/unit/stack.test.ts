@@ -14,6 +14,7 @@ import { sha256, type PayloadFile } from "../../components/bundles";
 import { setWebhookCommand } from "../../components/remoteCommands";
 import { buildStack, UNREAD_AWS_SETTINGS, type StackOutputs } from "../../components/stack";
 import { readStackFile, renderStack } from "../../tools/render";
+import { filledPlaceholders } from "./placeholders";
 import { noAllProtocolsInbound, noWorldInboundExceptHttps, remoteCommandHostKey, sshSourcesLimited, webhookInputsSecret } from "../../policy/policies";
 
 /** The pack's policies, as policy/index.ts lists them. */
@@ -577,10 +578,13 @@ describe("the created group on the hosts' instances, and the adopted group's gua
 describe("what the render tool shows is what the deploy ships", () => {
     for (const stack of ["dev", "prod"]) {
         it(`${stack}: every part's stdin unpacks to the render tool's parts/ folder, and the commands are the same`, async () => {
-            const raw: RawConfig = { ...readStackFile(path.join(ROOT, `Pulumi.${stack}.yaml`)), webhookUrl: SENTINEL, sshPrivateKey: KEY };
+            const shipped = readStackFile(path.join(ROOT, `Pulumi.${stack}.yaml`));
+            const raw: RawConfig = { ...JSON.parse(filledPlaceholders(JSON.stringify(shipped))), webhookUrl: SENTINEL, sshPrivateKey: KEY };
             recorded = [];
-            pulumi.runtime.setAllConfig(Object.fromEntries(Object.entries(raw).map(([k, v]) => [`hostguard:${k}`, typeof v === "string" ? v : JSON.stringify(v)])),
-                ["hostguard:webhookUrl", "hostguard:sshPrivateKey"]);
+            // The stack files set aws:region (readStackFile keeps the hostguard keys only).
+            pulumi.runtime.setAllConfig({
+                "aws:region": REGION, ...Object.fromEntries(Object.entries(raw).map(([k, v]) => [`hostguard:${k}`, typeof v === "string" ? v : JSON.stringify(v)])),
+            }, ["hostguard:webhookUrl", "hostguard:sshPrivateKey"]);
             const config = validateConfig(raw, AS_SECRETS);
             const out = buildStack(config);
             await settle(out);
@@ -624,25 +628,78 @@ function tree(dir: string, rel = ""): string[] {
     }).sort();
 }
 
-describe("host keys", () => {
-    /** The warnings buildStack logs through pulumi.log.warn while building `raw`. */
-    async function warningsOf(raw: RawConfig): Promise<{ warnings: string[]; resources: Recorded[] }> {
-        const warn = mock.method(pulumi.log, "warn", async () => undefined);
-        try {
-            const { resources } = await build(raw);
-            return { warnings: warn.mock.calls.map((c) => String(c.arguments[0])), resources };
-        } finally {
-            warn.mock.restore();
-        }
+/** The warnings buildStack logs through pulumi.log.warn while building `raw`. */
+async function warningsOf(raw: RawConfig): Promise<{ warnings: string[]; resources: Recorded[] }> {
+    const warn = mock.method(pulumi.log, "warn", async () => undefined);
+    try {
+        const { resources } = await build(raw);
+        return { warnings: warn.mock.calls.map((c) => String(c.arguments[0])), resources };
+    } finally {
+        warn.mock.restore();
+    }
+}
+
+describe("example stacks: placeholders and fixes that would not take effect (issue 35)", () => {
+    const SHIPPED_PLACEHOLDERS: Record<string, string[]> = {
+        dev: ["hosts[0].hostKey", "hosts[0].instanceId", "vpcId", "securityGroupId"],
+        prod: ["hosts[0].hostKey", "hosts[0].instanceId", "hosts[1].hostKey", "hosts[1].instanceId", "bastion.hostKey", "bastion.securityGroupId", "vpcId", "securityGroupId"],
+    };
+    for (const [stack, keys] of Object.entries(SHIPPED_PLACEHOLDERS)) {
+        it(`preview refuses the shipped ${stack} stack until every placeholder is replaced, naming each key, before any resource exists`, () => {
+            const raw: RawConfig = { ...readStackFile(path.join(ROOT, `Pulumi.${stack}.yaml`)), webhookUrl: SENTINEL, sshPrivateKey: KEY };
+            recorded = [];
+            const config = validateConfig(raw, AS_SECRETS);
+            assert.deepEqual(config.placeholders.map((p) => p.key), keys);
+            assert.throws(() => buildStack(config, payload()), (e: Error) => {
+                assert.ok(e.message.startsWith(`hostguard:${keys[0]} is still the example stack's placeholder `), e.message);
+                for (const key of keys.slice(1)) {
+                    assert.match(e.message, new RegExp(`^hostguard:${key.replace(/[[\].]/g, "\\$&")} is still the example stack's placeholder "[^"\n]*": replace it with `, "m"));
+                }
+                assert.match(e.message, /nothing was deployed\)$/);
+                assert.ok(!e.message.includes("SENTINEL"));
+                return true;
+            });
+            assert.deepEqual(recorded, []);
+        });
     }
 
+    it("a secret is never taken for a placeholder (its value would be shown)", () => {
+        const raw = rawConfig(["web1"], { webhookUrl: "https://hooks.example.test/services/REPLACE-ME" });
+        assert.deepEqual(validateConfig(raw, AS_SECRETS).placeholders, []);
+    });
+
+    it("preview warns, naming the key, when the deny rule or the Spring property would not take effect, and when the created group is on no instance", async () => {
+        const hostsWith = (ids: Array<string | undefined>) => JSON.stringify(ids.map((instanceId, i) =>
+            ({ name: `web${i + 1}`, host: `10.0.1.${10 + i}`, hostKey: HOST_KEY, ...(instanceId ? { instanceId } : {}) })));
+        let { warnings } = await warningsOf(rawConfig(["web1", "web2"]));
+        assert.equal(warnings.length, 3, warnings.join("\n"));
+        assert.match(warnings[0], /^hostguard:nginxServerConf is empty: the nginx deny rule .* is installed but no server block includes it/);
+        assert.match(warnings[1], /^hostguard:appProperties is empty: the Spring property spring\.web\.resources\.add-mappings=false is set nowhere/);
+        assert.match(warnings[2], /^hostguard:hosts\[\]\.instanceId is set for no host: the security group would be created attached to no instance/);
+
+        const web = { nginxServerConf: "/etc/nginx/sites-available/default", appProperties: "/opt/app/application.properties" };
+        ({ warnings } = await warningsOf(rawConfig([], { ...web, hosts: hostsWith(["i-0123456789abcdef0", undefined]) })));
+        assert.deepEqual(warnings.map((w) => w.replace(/:.*/s, "")), ["hostguard"], warnings.join("\n"));
+        assert.match(warnings[0], /^hostguard:hosts\[1\]\.instanceId is not set: the created security group is not attached to web2 \(10\.0\.1\.11\)/);
+        // The adopt path and a deployment without AWS attach nothing: no such warning; every setting given: none at all.
+        assert.deepEqual((await warningsOf(rawConfig(["web1"], { ...web, securityGroupId: "sg-0aaaaaaaaaaaaaaa1" }))).warnings, []);
+        assert.deepEqual((await warningsOf(rawConfig(["web1"], { ...web, aws: "false" }))).warnings, []);
+        assert.deepEqual((await warningsOf(rawConfig([], { ...web, hosts: hostsWith(["i-0123456789abcdef0", "i-0fedcba9"]) }))).warnings, []);
+    });
+});
+
+describe("host keys", () => {
+
+    /** Settings that warn about nothing else: the web fixes' files set, no group (so none attached to no instance). */
+    const QUIET: RawConfig = { nginxServerConf: "/etc/nginx/sites-available/default", appProperties: "/opt/app/application.properties", aws: "false" };
+
     it("warns about nothing when every host key is set", async () => {
-        assert.deepEqual((await warningsOf(rawConfig(["web1"]))).warnings, []);
+        assert.deepEqual((await warningsOf(rawConfig(["web1"], QUIET))).warnings, []);
     });
 
     it("with the opt-out, warns on every build naming each unchecked connection, and sends no host key", async () => {
         const raw = rawConfig([], {
-            insecureAcceptAnyHostKey: "true", adminCidrs: undefined,
+            ...QUIET, insecureAcceptAnyHostKey: "true", adminCidrs: undefined,
             hosts: JSON.stringify([{ name: "web1", host: "10.0.1.10" }, { name: "web2", host: "10.0.1.11", hostKey: HOST_KEY }]),
             bastion: JSON.stringify({ host: "bastion.example.test", securityGroupId: "sg-0bbbbbbbbbbbbbbb1" }),
         });
@@ -660,7 +717,7 @@ describe("host keys", () => {
     });
 
     it("still warns when the opt-out is set but every key is given", async () => {
-        const { warnings } = await warningsOf(rawConfig(["web1"], { insecureAcceptAnyHostKey: "true" }));
+        const { warnings } = await warningsOf(rawConfig(["web1"], { ...QUIET, insecureAcceptAnyHostKey: "true" }));
         assert.equal(warnings.length, 1);
         assert.match(warnings[0], /no connection at the moment \(every host key is set; remove the key\)/);
     });
