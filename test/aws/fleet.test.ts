@@ -1,0 +1,84 @@
+// The calls of a fleet (hostguard:delivery ssm) against moto, with what the
+// Pulumi program renders: the document registers and the association's
+// parameters validate against its patterns as registered; each bundle
+// round-trips by its content-addressed key and S3's SHA-256 checksum; the
+// webhook SecureString round-trips and rotates (and one version is read by
+// name:VERSION, as the step does); with moto's IAM enforcement on, the hosts'
+// grants read bundles/* and write runs/* and nothing else of the bucket. boto3
+// makes the calls (test/aws/fleet_contract.py, the moto venv's python), the
+// same API calls @pulumi/aws and the step make. What moto cannot show: real
+// KMS encryption, IAM scoping of SSM and KMS, State Manager itself.
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { renderHost, sha256, tarFiles } from "../../components/bundles";
+import { DEFAULT_SETTINGS } from "../../components/config";
+import { associationParameters, bundleKey, bundlesValue, hostPolicy, renderDocument, webhookParameterName } from "../../components/ssmDocument";
+import { MOTO_VENV } from "./moto";
+
+let dir = "";
+let shas: Record<string, string> = {};
+
+function contract(mode: "calls" | "iam"): any {
+    const r = spawnSync(path.join(MOTO_VENV, "bin", "python"), [path.join(__dirname, "fleet_contract.py"), mode, dir], { encoding: "utf8", timeout: 120_000 });
+    assert.equal(r.status, 0, r.stderr);
+    return JSON.parse(r.stdout.trim().split("\n").at(-1)!);
+}
+
+before(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "hg-fleet-contract-"));
+    const bundles = await Promise.all(renderHost(DEFAULT_SETTINGS).bundles.map(async (b) => ({ part: b.part, tar: await tarFiles(b.files) })));
+    for (const b of bundles) {
+        fs.writeFileSync(path.join(dir, `${b.part}.tar`), b.tar);
+        shas[b.part] = sha256(b.tar);
+    }
+    fs.writeFileSync(path.join(dir, "document.json"), renderDocument());
+    fs.writeFileSync(path.join(dir, "policy.json"), hostPolicy("BUCKET_ARN", "test", "KEY_ARN"));
+    fs.writeFileSync(path.join(dir, "params.json"), JSON.stringify(associationParameters({
+        bucket: "hostguard-test-bundles", bundles: bundlesValue(bundles.map((b) => ({ part: b.part, tarSha256: sha256(b.tar) }))),
+        webhookParameter: webhookParameterName("test"), webhookVersion: "1",
+    })));
+});
+after(() => {
+    fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe("the fleet's calls against moto", () => {
+    it("the document registers as rendered; the association's parameters match its patterns, a quote or a command does not", () => {
+        const out = contract("calls");
+        assert.equal(out.documentHash, out.contentSha256);
+        assert.deepEqual(out.registeredParameters, ["Bucket", "Bundles", "WebhookParameter", "WebhookVersion"]);
+        assert.deepEqual(out.paramsValid, { Bucket: true, Bundles: true, WebhookParameter: true, WebhookVersion: true });
+        assert.deepEqual(out.badValid, { Bucket: true, Bundles: false, WebhookParameter: true, WebhookVersion: false });
+
+        assert.equal(out.objects.length, 4);
+        for (const o of out.objects) {
+            const part = o.key.split("/")[1];
+            assert.equal(o.key, bundleKey(part, shas[part]));
+            assert.equal(o.inParams, true, `${o.key} is what the association names`);
+            assert.equal(o.checksum, o.wanted, `${o.key}: S3's SHA-256 checksum is the tar's`);
+            assert.equal(o.putChecksum, o.wanted);
+            assert.equal(o.same, true);
+        }
+
+        assert.deepEqual(out.parameter, {
+            versions: [1, 2], type: "SecureString", latest: 'url = "https://hooks.example.test/two"\n', version: 2,
+            byVersion: 'url = "https://hooks.example.test/one"\n',
+        });
+    });
+
+    it("with IAM enforcement, the hosts' grants read bundles/* and write runs/*, nothing else of the bucket", () => {
+        assert.deepEqual(contract("iam"), {
+            "GetObject bundles/base/x.tar": "allowed",
+            "GetObject runs/old/stdout": "AccessDenied",
+            "GetObject other/secret.txt": "AccessDenied",
+            "PutObject runs/i-test/stdout": "allowed",
+            "PutObject bundles/base/x.tar": "AccessDenied",
+            "DeleteObject bundles/base/x.tar": "AccessDenied",
+            "ListObjectsV2": "AccessDenied",
+        });
+    });
+});
