@@ -7,7 +7,7 @@ import { ChatFormatError, resolveChatFormat, type ChatFormat, type PagerdutyRegi
 import { addressKey, blockText, hostBitsFix, isCidr, isPrivateBlock, isWholeInternet, overlaps, parseBlock, PRIVATE_RANGES, widePublicReason } from "./cidr";
 import { hostKeyRefusal } from "./hostKey";
 import {
-    DEFAULT_SETTINGS, RULES, ruleRegExp, SETTING_KEYS, SettingError, settingWarnings, STACK_KEYS, stackKeyRow, validateSettings,
+    DEFAULT_SETTINGS, RULES, ruleRegExp, SETTING_KEYS, SettingError, settingWarnings, STACK_KEYS, stackDefault, stackKeyRow, validateSettings,
     type PayloadSettings, type RuleName, type StackKey, type StackKeyRow,
 } from "./settings";
 
@@ -96,7 +96,7 @@ export interface FleetSettings {
 
 export const DEFAULT_FLEET: FleetSettings = { schedule: "rate(30 minutes)", maxConcurrency: "10%", maxErrors: "0" };
 
-export const DEFAULT_SSH_USER = "admin";
+export const DEFAULT_SSH_USER = stackDefault<string>("sshUser");
 /**
  * Without a host key @pulumi/command accepts any server (InsecureIgnoreHostKey), so
  * anyone on the network path could pose as it and receive the webhook and every script.
@@ -107,8 +107,9 @@ const HOST_KEY_HOWTO = "get it over a trusted path with `ssh-keyscan -t ed25519 
     "or check it against the fingerprints the instance prints at first boot in its EC2 console output " +
     "(`aws ec2 get-console-output --instance-id i-...`), and set it as `ssh-ed25519 AAAA...`. To deploy without checking " +
     `the server (anyone on the network path could pose as it), set ${NAMESPACE}:${INSECURE_HOST_KEY_OPT_OUT} true`;
-export const DEFAULT_PRIVATE_CIDRS = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"];
-export const DEFAULT_SECURITY_GROUP_DESCRIPTION = "hostguard: HTTPS public, 8080 private, SSH for deployment";
+// The defaults are the typed values of components/settings.ts's STACK_KEYS (the README's words are rendered from them).
+export const DEFAULT_PRIVATE_CIDRS: readonly string[] = stackDefault<readonly string[]>("privateCidrs");
+export const DEFAULT_SECURITY_GROUP_DESCRIPTION = stackDefault<string>("securityGroupDescription");
 
 /** Every key the namespace accepts (both tables); anything else is a typo and is refused, naming the closest. */
 export const KNOWN_KEYS: readonly string[] = [...SETTING_KEYS, ...STACK_KEYS.map((r) => r.key)];
@@ -230,14 +231,14 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
     const cronMinute = raw.cronMinute === undefined ? undefined
         : intValue("cronMinute", scalar(raw, "cronMinute"), minuteRow.min!, minuteRow.max!);
     const bastion = bastionSettings(raw, sshUser);
-    const insecureAcceptAnyHostKey = bool(raw, INSECURE_HOST_KEY_OPT_OUT, false);
+    const insecureAcceptAnyHostKey = bool(raw, INSECURE_HOST_KEY_OPT_OUT, stackDefault<boolean>(INSECURE_HOST_KEY_OPT_OUT));
     if (!insecureAcceptAnyHostKey) {
         const missing = uncheckedHostKeys({ hosts, bastion })[0];
         if (missing) {
             throw new ConfigError(missing.key, `is required: ${HOST_KEY_HOWTO}`);
         }
     }
-    const useAws = bool(raw, "aws", true);
+    const useAws = bool(raw, "aws", stackDefault<boolean>("aws"));
     if (!useAws) {
         // Refused rather than ignored: without AWS nothing would attach a group, and a
         // silently dropped instanceId would look like a hardened host that is not.
@@ -246,8 +247,8 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
             throw new ConfigError(`hosts[${i}].instanceId`, "is only used when hostguard:aws is true (it attaches the created security group); remove it");
         }
     }
-    const privateCidrsAllowPublic = bool(raw, "privateCidrsAllowPublic", false);
-    const privateCidrs = addressList(raw, "privateCidrs", DEFAULT_PRIVATE_CIDRS, warnings, {
+    const privateCidrsAllowPublic = bool(raw, "privateCidrsAllowPublic", stackDefault<boolean>("privateCidrsAllowPublic"));
+    const privateCidrs = addressList(raw, "privateCidrs", [...DEFAULT_PRIVATE_CIDRS], warnings, {
         whole: (c) => `must be a private network, not ${c}`, wide: "must be private networks (they may reach port 8080)",
         privateOnly: !privateCidrsAllowPublic,
     });
@@ -263,7 +264,7 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
     const sharedSecurityGroupInstances = idList(raw, "sharedSecurityGroupInstances");
     const keepSecurityGroupIds = idList(raw, "keepSecurityGroupIds");
     const limitRow = stackKeyRow("keepSecurityGroupsLimit");
-    const keepSecurityGroupsLimit = raw.keepSecurityGroupsLimit === undefined ? 5
+    const keepSecurityGroupsLimit = raw.keepSecurityGroupsLimit === undefined ? stackDefault<number>("keepSecurityGroupsLimit")
         : intValue("keepSecurityGroupsLimit", scalar(raw, "keepSecurityGroupsLimit"), limitRow.min!, limitRow.max!);
     keepSecurityGroupIds.forEach((g, i) => {
         const first = keepSecurityGroupIds.indexOf(g);
@@ -404,7 +405,7 @@ function destination(raw: RawConfig, hasWebhookUrl: boolean, hasRoutingKey: bool
     const v = raw.webhookUrl;
     const url = typeof v === "string" && v !== "" ? v.trim() : undefined;
     try {
-        return { chatFormat: resolveChatFormat({ url, hasWebhookUrl, hasRoutingKey, configured, region }), pagerdutyRegion: region ?? "us" };
+        return { chatFormat: resolveChatFormat({ url, hasWebhookUrl, hasRoutingKey, configured, region }), pagerdutyRegion: region ?? stackDefault<PagerdutyRegion>("pagerdutyRegion") };
     } catch (e) {
         if (e instanceof ChatFormatError) {
             throw new ConfigError(e.key, e.reason);
@@ -537,6 +538,9 @@ function fieldsOf(key: string, row: StackKeyRow, v: unknown, sshUser: string): R
             if (f.default === "(required)" && f.name !== "hostKey") {
                 throw new ConfigError(at, `is required: ${f.doc}`);
             }
+            if (f.value !== undefined) {
+                out[f.name] = f.value;
+            }
             continue;
         }
         if (f.rule === "hostKey") {
@@ -547,7 +551,6 @@ function fieldsOf(key: string, row: StackKeyRow, v: unknown, sshUser: string): R
             out[f.name] = intValue(at, x, f.min!, f.max!);
         }
     }
-    out.port ??= 22;
     if (names.includes("user")) {
         out.user ??= sshUser;
     }

@@ -147,8 +147,23 @@ export interface FieldRow {
     readonly rule?: RuleName;
     readonly min?: number;
     readonly max?: number;
-    readonly default: string;
+    /** The default in words, when it is not a value (`(required)`, `none`, another key). */
+    readonly default?: string;
+    /** The default value: the validator uses it, the README renders its words from it. */
+    readonly value?: StackValue;
     readonly doc: string;
+}
+
+/** A stack key's default value. */
+export type StackValue = string | number | boolean | readonly string[];
+
+/** A default in the README's words: the value in backquotes (a list joined by commas, `[]` when empty), else the row's words. */
+export function defaultWords(row: { readonly default?: string; readonly value?: StackValue }): string {
+    if (row.value === undefined) {
+        return row.default ?? "none";
+    }
+    const v = row.value;
+    return Array.isArray(v) ? (v.length === 0 ? "`[]`" : `\`${v.join(", ")}\``) : `\`${String(v)}\``;
 }
 
 export type StackKeyType = "objects" | "object" | "text" | "boolean" | "integer" | "list" | "secret";
@@ -159,8 +174,10 @@ export interface StackKeyRow {
     readonly type: StackKeyType;
     /** The rule of the value (a list's: each item's). */
     readonly rule?: RuleName;
-    /** The default in words (for the README); the validator's own defaults are in components/config.ts. */
-    readonly default: string;
+    /** The default in words, when it is not a value (`(required)`, `none`, `detected`, ...). */
+    readonly default?: string;
+    /** The default value: components/config.ts's validator uses it (stackDefault), the README renders its words from it. */
+    readonly value?: StackValue;
     readonly doc: string;
     /** Set with `pulumi config set --secret`; a plain value is refused. */
     readonly secret?: boolean;
@@ -179,7 +196,7 @@ export const STACK_KEYS = [
         fields: [
             { name: "name", rule: "hostName", default: "(required)", doc: "short name, unique: resource names and the render folder" },
             { name: "host", rule: "address", default: "(required)", doc: "address SSH connects to" },
-            { name: "port", min: 1, max: 65535, default: "`22`", doc: "SSH port" },
+            { name: "port", min: 1, max: 65535, value: 22, doc: "SSH port" },
             { name: "user", rule: "userName", default: "`sshUser`", doc: "SSH user" },
             { name: "hostKey", rule: "hostKey", default: "(required)", doc: HOST_KEY_DOC },
             {
@@ -188,13 +205,13 @@ export const STACK_KEYS = [
             },
         ],
     },
-    { key: "sshUser", type: "text", rule: "userName", default: "`admin`", doc: "SSH user; `sudo -n` is used when it is not `root`" },
+    { key: "sshUser", type: "text", rule: "userName", value: "admin", doc: "SSH user; `sudo -n` is used when it is not `root`" },
     { key: "sshPrivateKey", type: "secret", rule: "privateKey", secret: true, default: "(required)", doc: "the deployment's SSH key, read from its file (`... < key`)" },
     {
         key: "bastion", type: "object", default: "none", doc: "SSH goes through this host",
         fields: [
             { name: "host", rule: "address", default: "(required)", doc: "address of the bastion" },
-            { name: "port", min: 1, max: 65535, default: "`22`", doc: "SSH port" },
+            { name: "port", min: 1, max: 65535, value: 22, doc: "SSH port" },
             { name: "user", rule: "userName", default: "`sshUser`", doc: "SSH user" },
             { name: "hostKey", rule: "hostKey", default: "(required)", doc: HOST_KEY_DOC },
             { name: "securityGroupId", rule: "securityGroupId", default: "none", doc: "(AWS) SSH into the hosts is allowed from this group only" },
@@ -202,7 +219,7 @@ export const STACK_KEYS = [
     },
     { key: "bastionPrivateKey", type: "secret", rule: "privateKey", secret: true, default: "`sshPrivateKey`", doc: "the bastion's SSH key" },
     {
-        key: "insecureAcceptAnyHostKey", type: "boolean", default: "`false`",
+        key: "insecureAcceptAnyHostKey", type: "boolean", value: false,
         doc: "`true` lets hosts and bastion go without `hostKey` (any server accepted); warned about on every run",
     },
     { key: "webhookUrl", type: "secret", rule: "httpsUrl", secret: true, default: "(required unless `pagerdutyRoutingKey`)", doc: "the chat webhook every alert is posted to" },
@@ -214,7 +231,7 @@ export const STACK_KEYS = [
         key: "pagerdutyRoutingKey", type: "secret", rule: "routingKey", secret: true, default: "none",
         doc: "PagerDuty instead of a webhook: the routing (integration) key of an Events API v2 integration; implies `chatFormat` `pagerduty`, `webhookUrl` stays unset",
     },
-    { key: "pagerdutyRegion", type: "text", rule: "pagerdutyRegion", default: "`us`", doc: "`eu` for an EU PagerDuty account (events.eu.pagerduty.com); only with `pagerdutyRoutingKey`" },
+    { key: "pagerdutyRegion", type: "text", rule: "pagerdutyRegion", value: "us", doc: "`eu` for an EU PagerDuty account (events.eu.pagerduty.com); only with `pagerdutyRoutingKey`" },
     {
         key: "heartbeatUrl", type: "secret", rule: "httpsUrl", secret: true, default: "none",
         doc: "a dead man's switch (a healthchecks-style ping URL) requested after each monitor run that completed and left nothing undelivered; kept like the webhook (`/etc/hostguard/heartbeat.curlrc`, 0600)",
@@ -239,41 +256,50 @@ export const STACK_KEYS = [
         key: "cronMinute", type: "integer", min: 0, max: 9, default: "derived on each host",
         doc: "pins every host's monitors to this minute (second 0); without it each host waits its own offset (0-599 s, derived from its instance id) after each 10-minute mark",
     },
-    { key: "aws", type: "boolean", default: "`true`", doc: "`false` leaves the security group out (non-AWS or test hosts)" },
+    { key: "aws", type: "boolean", value: true, doc: "`false` leaves the security group out (non-AWS or test hosts)" },
     { key: "vpcId", type: "text", rule: "vpcId", default: "(required when `aws`)", doc: "VPC of the group" },
     { key: "securityGroupId", type: "text", rule: "securityGroupId", default: "none", doc: "adopt this existing group instead of creating one: its inbound rules become exactly hostguard's, the old ones are put back on destroy (see The security group)" },
     { key: "securityGroupName", type: "text", rule: "awsText", default: "auto name", doc: "the created group's name; with `securityGroupId` accepted for older stacks and not needed (an adopted group's rules are reconciled, not imported)" },
     {
-        key: "securityGroupDescription", type: "text", rule: "awsText", default: "`hostguard: HTTPS public, 8080 private, SSH for deployment`",
+        key: "securityGroupDescription", type: "text", rule: "awsText", value: "hostguard: HTTPS public, 8080 private, SSH for deployment",
         doc: "the created group's description; with `securityGroupId` accepted for older stacks and not needed",
     },
     {
-        key: "sharedSecurityGroupInstances", type: "list", rule: "sharingId", default: "`[]`",
+        key: "sharedSecurityGroupInstances", type: "list", rule: "sharingId", value: [],
         doc: "instances (or interfaces) outside the stack that carry the adopted group and are changed with it; preview refuses a shared group until they are listed",
     },
     {
-        key: "keepSecurityGroupIds", type: "list", rule: "securityGroupId", default: "`[]`",
+        key: "keepSecurityGroupIds", type: "list", rule: "securityGroupId", value: [],
         doc: "security groups kept on a host's interface beside the created group (a load balancer's, ...); the others are taken off, and put back on destroy",
     },
     {
-        key: "keepSecurityGroupsLimit", type: "integer", min: 1, max: 16, default: "`5`",
+        key: "keepSecurityGroupsLimit", type: "integer", min: 1, max: 16, value: 5,
         doc: "security groups one network interface may carry (EC2's default quota is 5; raise it only if your account's quota is higher): hostguard's group plus `keepSecurityGroupIds` must fit",
     },
     {
-        key: "privateCidrs", type: "list", rule: "cidr", default: "`10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16`",
+        key: "privateCidrs", type: "list", rule: "cidr", value: ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"],
         doc: "may reach 8080; each must lie inside a private range (RFC 1918 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16; RFC 6598 100.64.0.0/10; IPv6 ULA fc00::/7) unless `privateCidrsAllowPublic` is true; no host bits (`10.0.0.0/8`, not `10.0.0.1/8`)",
     },
     {
-        key: "privateCidrsAllowPublic", type: "boolean", default: "`false`",
+        key: "privateCidrsAllowPublic", type: "boolean", value: false,
         doc: "`true` lets `privateCidrs` hold public ranges (a network that really uses public addresses inside); they are then held to at most a /16 of public IPv4 and a /32 of public IPv6 together, as `adminCidrs` are",
     },
     {
-        key: "adminCidrs", type: "list", rule: "cidr", default: "`[]`",
+        key: "adminCidrs", type: "list", rule: "cidr", value: [],
         doc: "may reach 22; together at most a /16 of public IPv4 and a /32 of public IPv6 (private ranges do not count); no host bits; required unless `bastion.securityGroupId` is set",
     },
 ] as const satisfies readonly StackKeyRow[];
 
 export type StackKey = (typeof STACK_KEYS)[number]["key"];
+
+/** The default value of KEY (the row's `value`); throws for a key whose default is not a value. */
+export function stackDefault<T extends StackValue>(key: StackKey): T {
+    const v = stackKeyRow(key).value;
+    if (v === undefined) {
+        throw new Error(`stack key ${key} has no default value`);
+    }
+    return v as T;
+}
 
 export function stackKeyRow(key: StackKey): StackKeyRow {
     return (STACK_KEYS as readonly StackKeyRow[]).find((r) => r.key === key)!;

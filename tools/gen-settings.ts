@@ -11,7 +11,7 @@ import * as path from "node:path";
 import { FORMATS_BLOCK_BEGIN, FORMATS_BLOCK_END, renderPythonFormatsBlock } from "../components/chatFormats";
 import { FILE_TABLE_BLOCK_BEGIN, FILE_TABLE_BLOCK_END, renderPythonFileTableBlock } from "../components/fileTable";
 import {
-    HOST_SETTINGS, PER_HOST_SETTINGS, RULES, SETTINGS, STACK_KEYS, URL_BODY, type FieldRow, type SettingRow, type StackKeyRow,
+    defaultWords, HOST_SETTINGS, PER_HOST_SETTINGS, RULES, SETTINGS, STACK_KEYS, URL_BODY, type FieldRow, type SettingRow, type StackKeyRow,
 } from "../components/settings";
 
 // ---- derived text: the host parser's block and the README tables, from components/settings.ts's tables ----
@@ -98,13 +98,13 @@ function fieldAllowed(f: FieldRow): string {
 export function renderStackKeysReadmeTable(): string {
     const rows = (STACK_KEYS as readonly StackKeyRow[]).map((r) => {
         const allowed = r.fields
-            ? `${r.type === "objects" ? "a list of objects" : "an object"}: ${r.fields.map((f) => `\`${f.name}\` (${f.default === "(required)" ? "required" : `default ${f.default}`}): ${fieldAllowed(f)}; ${f.doc}`).join("; ")}`
+            ? `${r.type === "objects" ? "a list of objects" : "an object"}: ${r.fields.map((f) => `\`${f.name}\` (${f.default === "(required)" ? "required" : `default ${defaultWords(f)}`}): ${fieldAllowed(f)}; ${f.doc}`).join("; ")}`
             : r.type === "boolean" ? "true or false"
                 : r.type === "integer" ? `an integer ${r.min}-${r.max}`
                 : r.type === "list" ? `a list, each ${RULES[r.rule!].allowed}`
                     : RULES[r.rule!].allowed;
         const secret = r.secret ? ` (**secret**: \`pulumi config set --secret hostguard:${r.key}\`; a plain value is refused)` : "";
-        return `| \`${r.key}\` | ${r.default} | ${allowed} | ${r.doc}${secret} |`;
+        return `| \`${r.key}\` | ${defaultWords(r)} | ${allowed} | ${r.doc}${secret} |`;
     });
     return [STACK_README_BEGIN, "| Key | Default | Allowed | Meaning |", "|---|---|---|---|", ...rows, STACK_README_END].join("\n");
 }

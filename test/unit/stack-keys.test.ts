@@ -9,8 +9,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { describe, it } from "node:test";
-import { ConfigError, KNOWN_KEYS, SECRET_KEYS, validateConfig, type RawConfig } from "../../components/config";
-import { STACK_KEYS } from "../../components/settings";
+import { ConfigError, DEFAULT_SECURITY_GROUP_DESCRIPTION, KNOWN_KEYS, SECRET_KEYS, validateConfig, type RawConfig } from "../../components/config";
+import { defaultWords, STACK_KEYS, type StackKeyRow } from "../../components/settings";
 import * as pulumi from "@pulumi/pulumi";
 import { rawStackConfig, stackSecretKeys } from "../../components/stack";
 import { renderStack } from "../../tools/render";
@@ -373,5 +373,32 @@ describe("16.7: messages for people", () => {
             assert.equal(r.status, 1);
             assert.match(r.stderr, want);
         }
+    });
+});
+
+describe("the stack-key defaults: one typed table (issue 33, item 6)", () => {
+    const README = fs.readFileSync(path.join(__dirname, "../../README.md"), "utf8");
+    it("every default value of STACK_KEYS is what the validator gives an unset key, and the README's words are rendered from it", () => {
+        const rows = (STACK_KEYS as readonly StackKeyRow[]).filter((r) => r.value !== undefined);
+        assert.ok(rows.length >= 10, rows.map((r) => r.key).join(", "));
+        const c = validateConfig(good({ adminCidrs: undefined, bastion: JSON.stringify({ host: "10.0.0.5", hostKey: ED, securityGroupId: "sg-0123456789abcdef0" }) }), ENGINE);
+        // Where each default lands in the validated config (a default given to the created group is read by its component).
+        const got: Record<string, unknown> = {
+            sshUser: c.hosts[0].user, insecureAcceptAnyHostKey: c.insecureAcceptAnyHostKey, pagerdutyRegion: c.pagerdutyRegion, aws: c.aws,
+            securityGroupDescription: DEFAULT_SECURITY_GROUP_DESCRIPTION, sharedSecurityGroupInstances: c.sharedSecurityGroupInstances,
+            keepSecurityGroupIds: c.keepSecurityGroupIds, keepSecurityGroupsLimit: c.keepSecurityGroupsLimit, privateCidrs: c.privateCidrs,
+            privateCidrsAllowPublic: c.privateCidrsAllowPublic, adminCidrs: c.adminCidrs,
+        };
+        assert.deepEqual(Object.keys(got).sort(), rows.map((r) => r.key).sort(), "every row with a value is checked here");
+        for (const r of rows) {
+            assert.deepEqual(got[r.key], r.value, r.key);
+            assert.ok(README.includes(`| \`${r.key}\` | ${defaultWords(r)} |`), `README row of ${r.key} says ${defaultWords(r)}`);
+        }
+        const port = (STACK_KEYS as readonly StackKeyRow[]).find((r) => r.key === "hosts")!.fields!.find((f) => f.name === "port")!;
+        assert.equal(c.hosts[0].port, port.value);
+        assert.equal(c.bastion!.port, port.value);
+        assert.equal(defaultWords({ value: ["10.0.0.0/8", "fc00::/7"] }), "`10.0.0.0/8, fc00::/7`");
+        assert.equal(defaultWords({ value: [] }), "`[]`");
+        assert.equal(defaultWords({ default: "(required)" }), "(required)");
     });
 });

@@ -89,7 +89,7 @@ async function main(argv: string[]): Promise<void> {
             console.log((await new Account(client, "", "", "").ingress(args[0])).join("\n"));
             return;
         case "wanted":
-            console.log(wantedLines(ingressRules({ privateCidrs: DEFAULT_PRIVATE_CIDRS, adminCidrs: args })).join("\n"));
+            console.log(wantedLines(ingressRules({ privateCidrs: [...DEFAULT_PRIVATE_CIDRS], adminCidrs: args })).join("\n"));
             return;
         case "add-rule":
             await client.send(new AuthorizeSecurityGroupIngressCommand({
