@@ -643,11 +643,14 @@ FAULT_PID=""
 FAULT_ENDPOINT=""
 fault_proxy_start() {
   local out="${E2E_LOG_DIR}/13-fault-proxy.out" i
+  # The file exists before the loop reads it (the job's redirection may come later).
+  : >"${out}"
   # exec: the background job is node itself, so that killing FAULT_PID stops the proxy.
   (cd "${E2E_REPO_ROOT}" && exec node --import tsx test/e2e/lib/moto-ec2.ts fault-proxy "${AWS_ENDPOINT_URL}" "$1" "${2:-}") >"${out}" 2>&1 &
   FAULT_PID=$!
-  for ((i = 0; i < 100; i++)); do
-    FAULT_ENDPOINT="$(head -n1 "${out}")"
+  # Up to 60 s: node and tsx start slowly on a busy 2-core machine.
+  for ((i = 0; i < 600; i++)); do
+    FAULT_ENDPOINT="$(head -n1 "${out}" || true)"
     [[ "${FAULT_ENDPOINT}" == http://* ]] && return 0
     sleep 0.1
   done
@@ -734,9 +737,10 @@ s13_aws_adopt() {
   expect_eq "the enforcing resource was still pending when killed" \
     "$(jq -r '[.deployment.resources[] | select(.inputs.kind == "hostguard:adopted-group-ingress")] | length' "${E2E_LOG_DIR}/13-export-killed.json")" "0"
 
-  # One up through a proxy that throttles every read-back after the first authorize:
-  # the up fails, and the state still holds the group's original rules.
-  fault_proxy_start AuthorizeSecurityGroupIngress DescribeSecurityGroups
+  # One up through a proxy that throttles every read-back after the first revoke (the
+  # killed up's authorize already reached EC2, so this up only revokes): the up fails, and
+  # the state still holds the group's original rules.
+  fault_proxy_start RevokeSecurityGroupIngress DescribeSecurityGroups
   if (export AWS_ENDPOINT_URL="${FAULT_ENDPOINT}" AWS_MAX_ATTEMPTS=2 HOSTGUARD_READBACK_TRIES=2 &&
     e2e_pulumi 13-up-throttled up --stack "${AWS_STACK}" --yes --skip-preview); then
     fail "the up through the throttling proxy succeeded"
