@@ -189,7 +189,7 @@ export function refuseNamespaceTypos(keys: readonly string[]): void {
 }
 
 function unknownKeyError(key: string): ConfigError {
-    return new ConfigError(key, `is not a known key: did you mean ${NAMESPACE}:${closest(key, KNOWN_KEYS)}? (README.md lists every key)`);
+    return new ConfigError(key, `is not a known key: did you mean ${NAMESPACE}:${closest(key, KNOWN_KEYS)}? (docs/configuration.md lists every key)`);
 }
 
 /**
@@ -294,7 +294,7 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
     if (keepSecurityGroupIds.length > 0 && settings.trustedProxies.length === 0) {
         warnings.push(`${NAMESPACE}:keepSecurityGroupIds is set (a load balancer's group?) and ${NAMESPACE}:trustedProxies is empty: `
             + "behind a load balancer nginx logs the balancer's address, so one scanner gets the balancer itself banned and every user cut off; "
-            + "list the balancer's subnets in trustedProxies (README, Behind a load balancer)");
+            + "list the balancer's subnets in trustedProxies (docs/configuration.md, Behind a load balancer)");
     }
 
     warnings.push(...attachWarnings(useAws, securityGroupId, hosts));

@@ -238,7 +238,7 @@ export const STACK_KEYS = [
     },
     {
         key: "delivery", type: "text", rule: "delivery", default: "`ssh`",
-        doc: "`ssh`: each host of `hosts` is reached over SSH from where `pulumi up` runs; `ssm`: no `hosts`, a fleet found by the tag `hostguard-stack` gets the payload from S3 through Systems Manager State Manager (README, Fleets)",
+        doc: "`ssh`: each host of `hosts` is reached over SSH from where `pulumi up` runs; `ssm`: no `hosts`, a fleet found by the tag `hostguard-stack` gets the payload from S3 through Systems Manager State Manager (docs/fleets.md)",
     },
     {
         key: "fleetSchedule", type: "text", rule: "fleetSchedule", default: "`rate(30 minutes)`",

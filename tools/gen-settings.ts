@@ -1,6 +1,6 @@
 // `npm run settings:gen`: writes what components/settings.ts generates into
 // the files that must agree with it: the host agent's block in
-// scripts/hostguard/settings_table.py and the settings tables of README.md
+// scripts/hostguard/settings_table.py and the settings tables of docs/configuration.md
 // and scripts/README.md; and the file table's grammar (components/fileTable.ts)
 // into its block of settings_table.py; the chat formats' table (components/chatFormats.ts)
 // into scripts/hostguard/format_table.py. `--check` only reports files that differ (exit 1);
@@ -138,11 +138,11 @@ export function generatedFiles(root: string = ROOT): Array<{ file: string; curre
         ["scripts/hostguard/settings_table.py", PY_BLOCK_BEGIN, PY_BLOCK_END, renderPythonSettingsBlock()],
         ["scripts/hostguard/settings_table.py", FILE_TABLE_BLOCK_BEGIN, FILE_TABLE_BLOCK_END, renderPythonFileTableBlock()],
         ["scripts/hostguard/format_table.py", FORMATS_BLOCK_BEGIN, FORMATS_BLOCK_END, renderPythonFormatsBlock()],
-        ["README.md", README_BEGIN, README_END, renderConfigReadmeTable()],
-        ["README.md", STACK_README_BEGIN, STACK_README_END, renderStackKeysReadmeTable()],
+        ["docs/configuration.md", README_BEGIN, README_END, renderConfigReadmeTable()],
+        ["docs/configuration.md", STACK_README_BEGIN, STACK_README_END, renderStackKeysReadmeTable()],
         ["scripts/README.md", README_BEGIN, README_END, renderHostReadmeTable()],
     ];
-    // A file with two blocks (README.md, settings_table.py) gets both replaced in one text.
+    // A file with two blocks (docs/configuration.md, settings_table.py) gets both replaced in one text.
     const files = [...new Set(targets.map(([rel]) => rel))];
     return files.map((rel) => {
         const current = fs.readFileSync(path.join(root, rel), "utf8");

@@ -1,22 +1,22 @@
-// The READMEs stay true about the tree: every file path they name exists (in
-// the repository: a fresh clone has nothing beside it), and README's Layout
-// table names every component and every test folder.
+// The READMEs and docs/ stay true about the tree: every file path they name
+// exists (in the repository: a fresh clone has nothing beside it), and the
+// Layout table of docs/development.md names every component and test folder.
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, it } from "node:test";
 
 const ROOT = path.resolve(__dirname, "../..");
-const READMES = ["README.md", "scripts/README.md", "tools/README.md"];
+const READMES = ["README.md", "scripts/README.md", "tools/README.md", "docs/configuration.md", "docs/aws.md", "docs/development.md", "docs/fleets.md"];
 
 /** Backquoted file paths (a folder and a known extension) a README names. */
 function namedPaths(text: string): string[] {
     return [...new Set([...text.matchAll(/`([\w./-]*\/[\w.-]+\.(?:md|ts|sh|bash|py|yaml|json))`/g)].map((m) => m[1]))];
 }
 
-/** The first column of README's Layout table. */
+/** The first column of the Layout table of docs/development.md. */
 function layoutPaths(): string[] {
-    const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
+    const readme = fs.readFileSync(path.join(ROOT, "docs/development.md"), "utf8");
     const section = readme.split(/^## Layout$/m)[1]?.split(/^## /m)[0] ?? "";
     return [...section.matchAll(/^\| `([^`]+)` \|/gm)].map((m) => m[1]);
 }
@@ -38,7 +38,7 @@ describe("the READMEs", () => {
         });
     }
 
-    it("README's Layout table names every component and test folder, and nothing that is gone", () => {
+    it("the Layout table of docs/development.md names every component and test folder, and nothing that is gone", () => {
         const layout = layoutPaths();
         const wanted = [
             ...fs.readdirSync(path.join(ROOT, "components")).filter((f) => f.endsWith(".ts")).map((f) => `components/${f}`),

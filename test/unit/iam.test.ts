@@ -1,4 +1,4 @@
-// The README's IAM policies (issue 33, item 5) against the EC2 actions the
+// docs/aws.md's IAM policies (issue 33, item 5) against the EC2 actions the
 // code calls: every action of the dynamic resources (read from
 // components/ec2Reconcile.ts, where every EC2 command is named) is in the
 // policy of each path that calls it, the created group's actions as
@@ -10,7 +10,7 @@ import * as path from "node:path";
 import { describe, it } from "node:test";
 
 const ROOT = path.resolve(__dirname, "../..");
-const README = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
+const README = fs.readFileSync(path.join(ROOT, "docs/aws.md"), "utf8");
 const CODE = fs.readFileSync(path.join(ROOT, "components/ec2Reconcile.ts"), "utf8");
 
 interface Statement { Sid: string; Effect: string; Action: string | string[]; Resource: string | string[]; Condition?: Record<string, Record<string, string>> }

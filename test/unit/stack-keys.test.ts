@@ -190,7 +190,7 @@ describe("16.2: typos anywhere", () => {
     });
     it("an unknown hostguard key names the closest known key instead of the whole list", () => {
         const e = refusal(good({ cpuTreshold: "50" }));
-        assert.equal(e.message, "hostguard:cpuTreshold is not a known key: did you mean hostguard:cpuThreshold? (README.md lists every key)");
+        assert.equal(e.message, "hostguard:cpuTreshold is not a known key: did you mean hostguard:cpuThreshold? (docs/configuration.md lists every key)");
         assert.match(refusal(good({ adminCIDRs: "[]" })).message, /did you mean hostguard:adminCidrs\?/);
     });
 });
@@ -377,7 +377,7 @@ describe("16.7: messages for people", () => {
 });
 
 describe("the stack-key defaults: one typed table (issue 33, item 6)", () => {
-    const README = fs.readFileSync(path.join(__dirname, "../../README.md"), "utf8");
+    const README = fs.readFileSync(path.join(__dirname, "../../docs/configuration.md"), "utf8");
     it("every default value of STACK_KEYS is what the validator gives an unset key, and the README's words are rendered from it", () => {
         const rows = (STACK_KEYS as readonly StackKeyRow[]).filter((r) => r.value !== undefined);
         assert.ok(rows.length >= 10, rows.map((r) => r.key).join(", "));

@@ -42,7 +42,7 @@ const PR_TRIGGERS = ["pull_request", "pull_request_target", "workflow_run"];
 /** The only environments a job running pull-request code may use, and why each is safe. */
 const PR_ENVIRONMENTS: Record<string, string> = {
     "dev-preview": "holds dev's secrets only",
-    "prod-preview": "holds prod's secrets behind required reviewers (README: CI for this repository's users)",
+    "prod-preview": "holds prod's secrets behind required reviewers (README: CI setup)",
 };
 /** Scopes a job may be given, at most at this level. */
 const ALLOWED_SCOPES: Record<string, string[]> = {
