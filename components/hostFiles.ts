@@ -121,6 +121,8 @@ export function renderJail(s: PayloadSettings, adminCidrs: readonly string[] = [
         "#",
         "# action: the distribution's firewall ban (%(action_)s, on ports http and",
         "# https) and the chat notification together: the jail really blocks.",
+        "# slack-notify.py is a Python action (fail2ban loads action.d/slack-notify.py",
+        "# into its own process; its name in the jail is slack-notify).",
         "#",
         "# backend = auto uses pyinotify when python3-pyinotify is installed (a ban",
         "# within a fraction of a second of the 10th line), else polls the file once",
@@ -155,7 +157,7 @@ export function renderJail(s: PayloadSettings, adminCidrs: readonly string[] = [
         ...(s.banAction === "" ? [] : [`banaction = ${s.banAction}`]),
         "action    = %(action_)s",
         ...(proxied ? [`            ${NGINX_BAN_ACTION}`] : []),
-        `            slack-notify[slack_channel="${s.slackChannel}"]`,
+        `            slack-notify.py[slack_channel="${s.slackChannel}"]`,
         "",
     ].join("\n");
 }

@@ -15,8 +15,8 @@ line that is not a record, or a file that cannot be read, only forgets: the
 next run may post again, never less.
 """
 
+import contextlib
 import os
-import sys
 import time
 
 from . import log, paths
@@ -120,10 +120,8 @@ def close_all_but(*keep: int) -> None:
 
 
 def unlink_quietly(path: str) -> None:
-    try:  # noqa: SIM105 - contextlib is one import more on every quiet run
+    with contextlib.suppress(OSError):
         os.unlink(path)
-    except OSError:
-        pass
 
 
 def take_lock(path: str) -> "int | None":
@@ -137,10 +135,8 @@ def take_lock(path: str) -> "int | None":
         os.close(fd)
         return None
     # Its mtime says when this run started: how a stuck run is told. No disk space needed.
-    try:  # noqa: SIM105 - contextlib is one import more on every quiet run
+    with contextlib.suppress(OSError):
         os.utime(fd)
-    except OSError:
-        pass
     return fd
 
 
@@ -153,14 +149,10 @@ def another_run(name: str, path: str) -> int:
 
 def deliver(name: str, settings: Settings, ping: bool = True) -> bool:
     """The end of a run: delivers the spool; True, and the heartbeat pinged
-    (PING), when nothing is left in it. A run that posted nothing (the delivery code
-    is not loaded) and finds no hint of a waiting message loads neither the
-    delivery code nor SQLite."""
-    status = 0
-    if "hostguard.delivery" in sys.modules or paths.spool_may_hold_messages():
-        from . import delivery
+    (PING), when nothing is left in it."""
+    from . import delivery
 
-        status = delivery.flush_spool(settings)
+    status = delivery.flush_spool(settings)
     if status != 0:
         log.warn(f"{name}: alerts stay spooled for the next run (notifier exit {status}); no heartbeat")
         return False

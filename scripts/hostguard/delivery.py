@@ -20,11 +20,11 @@ import sqlite3
 import time
 from typing import NamedTuple
 
-from . import chat, events, log, paths, urlfile
+from . import chat, log, urlfile
 from .errors import EX_CONFIG, EX_NOPERM, EX_OK, EX_TEMPFAIL, ConfigError
 from .message import as_posted
 from .settings import Settings
-from .spool import ALERTS, Message, Spool, SpoolFull, name_of
+from .spool import ALERTS, Message, Refusal, Spool, SpoolFull, name_of
 
 # How long a foreground run waits for another run's lock before leaving its
 # messages to that run (which looks again after releasing it).
@@ -46,16 +46,6 @@ class Hook(NamedTuple):
     url: str
     identity: str
     cadata: str | bytes | None
-
-
-class HookState(NamedTuple):
-    """`refused ID SINCE NEXT INTERVAL WHY`: the chat service refused the webhook file ID."""
-
-    identity: str
-    since: int
-    next_probe: int
-    interval: int
-    why: str
 
 
 def now_stamp() -> str:
@@ -93,10 +83,7 @@ def send_alert(settings: Settings, text: str) -> bool:
 
 
 def flush_spool(settings: Settings) -> int:
-    """Delivers what is spooled (`flush`'s exit codes); a process that spooled
-    nothing and finds no hint of a waiting message opens no database."""
-    if _spool is None and not paths.spool_may_hold_messages():
-        return EX_OK
+    """Delivers what is spooled (`flush`'s exit codes)."""
     return flush(settings, own_spool(settings))
 
 
@@ -124,13 +111,6 @@ def load_hook(settings: Settings) -> Hook | None:
         return None
 
 
-def hook_state(spool: Spool) -> HookState | None:
-    words = (spool.get("webhook") or "").split(" ", 5)
-    if len(words) != 6 or words[0] != "refused" or not all(w.isdigit() for w in words[2:5]):
-        return None
-    return HookState(words[1], int(words[2]), int(words[3]), int(words[4]), words[5])
-
-
 def note(spool: Spool, key: str, value: str | None) -> None:
     """Sets one state value of the spool; a failed write (disk full) is logged, never fatal."""
     try:
@@ -143,14 +123,24 @@ def refuse_webhook(spool: Spool, identity: str, why: str) -> None:
     """Records that the chat service refuses webhook IDENTITY; the next probe waits, doubling up to PROBE_MAX."""
     now = int(time.time())
     since, interval = now, PROBE_FIRST
-    state = hook_state(spool)
+    state = spool.refusal()
     if state is not None and state.identity == identity:
         since, interval = state.since, min(state.interval * 2, PROBE_MAX)
-    note(spool, "webhook", f"refused {identity} {since} {now + interval} {interval} {why}")
+    try:
+        spool.set_refusal(Refusal(identity, since, now + interval, interval, why))
+    except (sqlite3.Error, OSError):
+        log.warn(f"cannot write the webhook's refusal in {spool.directory} (disk full?)")
     log.error(
         f"the chat service refuses the webhook itself ({why}): {spool.pending()} message(s) kept in the spool;"
         f" next probe in {interval}s; rotate it with: install set-webhook"
     )
+
+
+def clear_refusal(spool: Spool) -> None:
+    try:
+        spool.set_refusal(None)
+    except (sqlite3.Error, OSError):
+        log.warn(f"cannot clear the webhook's refusal in {spool.directory} (disk full?)")
 
 
 _DELIVER, _PROBE, _WAIT = "deliver", "probe", "wait"
@@ -158,12 +148,12 @@ _DELIVER, _PROBE, _WAIT = "deliver", "probe", "wait"
 
 def _webhook_plan(spool: Spool, hook: Hook) -> str:
     """What this run does with the webhook: deliver (not refused, or rotated), probe it once, or wait."""
-    state = hook_state(spool)
+    state = spool.refusal()
     if state is None:
         return _DELIVER
     if state.identity != hook.identity:
         log.info(f"the webhook file changed since the chat service refused it ({state.why}): delivering again")
-        note(spool, "webhook", None)
+        clear_refusal(spool)
         return _DELIVER
     now = int(time.time())
     # A next probe further away than one interval means the clock went back: probe now.
@@ -279,13 +269,11 @@ def _bury(spool: Spool, message_id: int, why: str) -> None:
 
 def _flush_locked(settings: Settings, spool: Spool, hook: Hook, deadline: float) -> int:
     spool.unclaim_all()
-    import_legacy(spool)
     plan = _webhook_plan(spool, hook)
     if plan == _WAIT:
         return EX_NOPERM
     probing = plan == _PROBE
     while True:
-        events.drain(settings, spool)
         message = spool.claim_next()
         if message is None:
             spool.make_reserve()
@@ -298,57 +286,36 @@ def _flush_locked(settings: Settings, spool: Spool, hook: Hook, deadline: float)
             return EX_TEMPFAIL
         if probing:
             probing = False
-            note(spool, "webhook", None)
+            clear_refusal(spool)
             log.info("the webhook answers again: delivering the spool")
 
 
 def flush(settings: Settings, spool: Spool, *, wait: bool = True) -> int:
-    """Delivers the spool oldest first: 0 nothing left, 75 something left, 77 webhook refused, 78 bad webhook/CA."""
-    return flush_holding(settings, spool, None, wait=wait)
-
-
-def flush_holding(settings: Settings, spool: Spool, held: int | None, *, wait: bool = False) -> int:
-    """`flush`, starting with the lock descriptor HELD when this process already holds it (a detached flush).
+    """Delivers the spool oldest first: 0 nothing left, 75 something left, 77 webhook refused, 78 bad webhook/CA.
 
     The hand-off: a writer commits its message, then tries the lock without
-    waiting, and starts no delivery when it is held. So after releasing the
-    lock a run looks at the spool again and takes the lock back when a
-    message waits: a writer that found it taken had committed before the
-    release, and that look sees its message (or another run holds the lock
-    by then and looks again after its own release). The ban tool's intake
-    is drained before every claim and after the release, its wake file
-    removed first (events.py).
+    waiting (WAIT False: a detached flush), and delivers nothing when it is
+    held. So after releasing the lock a run looks at the spool again and
+    takes the lock back when a message waits: a writer that found it taken
+    had committed before the release, and that look sees its message (or
+    another run holds the lock by then and looks again after its own release).
     """
     try:
-        if (
-            held is None
-            and spool.pending() == 0
-            and not legacy_files(spool.directory)
-            and not paths.intake_waiting(spool.directory)
-        ):
+        if spool.pending() == 0:
             return EX_OK
     except sqlite3.Error as error:
         return _spool_failed(spool, error)
     hook = load_hook(settings)
     if hook is None:
-        if held is not None:
-            os.close(held)
-        # Nothing can be posted, but the intake still goes into the bounded spool.
-        with contextlib.suppress(sqlite3.Error, OSError):
-            events.settle(settings, spool)
         return EX_CONFIG
     deadline = time.monotonic() + settings.notify_budget
-    fd = held
+    try:
+        fd = spool.try_lock(LOCK_WAIT if wait else 0.0)
+    except (sqlite3.Error, OSError) as error:
+        return _spool_failed(spool, error)
     if fd is None:
-        try:
-            fd = spool.try_lock(LOCK_WAIT if wait else 0.0)
-        except (sqlite3.Error, OSError) as error:
-            return _spool_failed(spool, error)
-        if fd is None:
-            log.warn(
-                f"another delivery run holds the spool lock; {spool.pending()} message(s) left to it or the next run"
-            )
-            return EX_TEMPFAIL
+        log.warn(f"another delivery run holds the spool lock; {spool.pending()} message(s) left to it or the next run")
+        return EX_TEMPFAIL
     while True:
         try:
             rc = _flush_locked(settings, spool, hook, deadline)
@@ -358,7 +325,6 @@ def flush_holding(settings: Settings, spool: Spool, held: int | None, *, wait: b
         finally:
             os.close(fd)
         try:
-            events.settle(settings, spool)
             if rc != EX_OK or spool.pending() == 0:
                 return rc
             next_fd = spool.try_lock(0.0)
@@ -388,108 +354,3 @@ def deliver_direct(settings: Settings, text: str, channel: str | None = None) ->
         return EX_TEMPFAIL
     log.error(f"alert lost: not spooled (disk full) and refused: {answer.reason}")
     return EX_NOPERM
-
-
-# ---- the bash notifier's spool files (an upgrade loses nothing) ----------------------
-
-
-def legacy_files(directory: str) -> list[str]:
-    """The bash notifier's message files left in DIRECTORY, oldest first per queue, alerts first."""
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return []
-    return sorted(n for n in names if n.startswith(paths.LEGACY_PREFIXES) and n.endswith(".json"))
-
-
-def _legacy_key(name: str) -> tuple[int, str]:
-    """Sort key of a bash spool name: queue, then its time (msg-<queue>-<us>-... or older msg-<us>-...)."""
-    bare = name.split("msg-", 1)[1]
-    if len(bare) > 2 and bare[0].isdigit() and bare[1] == "-":
-        return int(bare[0]), bare[2:]
-    return 0, bare
-
-
-def _legacy_message(data: bytes) -> tuple[str, str | None] | str:
-    """(text, channel) of a bash spool file's content, or why it cannot be sent (as the bash said)."""
-    import json
-
-    if not data:
-        return "empty file"
-    if not data.endswith(b"\n"):
-        return "truncated (no final newline)"
-    try:
-        value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return "not a hostguard message (truncated or not JSON)"
-    if not isinstance(value, dict) or not isinstance(value.get("text"), str):
-        return "not a hostguard message (truncated or not JSON)"
-    channel = value.get("channel")
-    return value["text"], channel.lstrip("#") if isinstance(channel, str) and channel else None
-
-
-def _read_legacy(path: str) -> bytes | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        import stat
-
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return os.read(fd, 1 << 20)
-    finally:
-        os.close(fd)
-
-
-def import_legacy(spool: Spool) -> int:
-    """Moves the bash notifier's spool files into the database once (the lock held); how many.
-
-    Each file is removed after its row is committed: a crash in between
-    imports that one file twice, never none.
-    """
-    names = legacy_files(spool.directory)
-    for name in sorted(names, key=_legacy_key):
-        path = os.path.join(spool.directory, name)
-        data = _read_legacy(path)
-        if data is not None:
-            _import_one(spool, name, data)
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-            if name.startswith("dead-"):
-                os.unlink(path + ".reason")
-    _import_legacy_state(spool)
-    if names:
-        log.info(f"imported {len(names)} message file(s) of the previous notifier into {spool.directory}")
-    return len(names)
-
-
-def _import_one(spool: Spool, name: str, data: bytes) -> None:
-    queue = _legacy_key(name)[0]
-    found = _legacy_message(data)
-    if name.startswith("dead-"):
-        text, channel = (data.decode("utf-8", "replace"), None) if isinstance(found, str) else found
-        reason = _read_legacy(os.path.join(spool.directory, name + ".reason")) or b"(no reason recorded)"
-        spool.add_dead(text, channel, queue, reason.decode("utf-8", "replace").strip())
-    elif isinstance(found, str):
-        message_id = spool.add_dead(data.decode("utf-8", "replace"), None, queue, f"{now_stamp()} {found}")
-        log.warn(f"dead letter {name_of(message_id)}: {found} (a spool file of the previous notifier)")
-    else:
-        spool.enqueue(found[0], found[1], queue)
-
-
-def _import_legacy_state(spool: Spool) -> None:
-    """The bash notifier's dropped count carried over; its other state files removed."""
-    directory = spool.directory
-    dropped = _read_legacy(os.path.join(directory, ".notify-dropped"))
-    if dropped is not None and dropped.strip().isdigit() and int(dropped) > 0:
-        note(spool, "dropped", str(spool.dropped() + int(dropped)))
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return
-    for name in names:
-        if name.startswith((".notify-", ".tmp-msg-")) or name in (".bound.lock", ".last-post"):
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(directory, name))

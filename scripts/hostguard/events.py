@@ -1,57 +1,45 @@
-"""The ban tool's messages: their texts (SPEC) and the intake its action lines append them to.
+"""The ban tool's messages: their texts (SPEC, Events) and how they are spooled.
 
-fail2ban runs a jail's actions one ban after another, so the action lines do
-not start this interpreter: ban-intake.sh appends one record per message to
-INTAKE_NAME in the spool directory, under a shared flock, and the first
-writer that creates WAKE_NAME starts `hostguard-notify intake`, which writes
-its pid there. `drain` moves the records into the spool database (queue
-EVENTS, bounded there) under the exclusive flock, then empties the intake.
+The ban tool's chat action is a fail2ban Python action
+(fail2ban/action.d/slack-notify.py), loaded into fail2ban's own process: it
+calls `BanNotices` here, so a ban starts no process. Each message is one
+short SQLite transaction in the spool (queue EVENTS, bounded there), then,
+when the action's own last flush has ended, one detached
+`hostguard-notify flush --detached` (subprocess, in a session of its own:
+never os.fork in fail2ban's threaded process). Nothing waits for the chat
+service: when another run holds the delivery lock, it looks at the spool
+again after its release (delivery.flush_holding). A failure (a full disk, a
+spool that cannot be opened) raises, so fail2ban's log says the action
+failed.
 
-A record is `\r\nKIND\tJAIL\tA\tB\tC\t.\n`. A write a full disk cut short
-never reads as whole: the next record's `\r` follows it, where a whole one
-has its newline (its writer handed the message to the notifier, so it must
-not be spooled too). The previous release's notifier, still running during
-an upgrade, reads these records too (it logs each `\r` as a cut record), and
-this one reads that release's (`\nKIND...\t.\n`).
-
-Exactly once across a crash: the transaction that spools the records also
-stores the size and SHA-256 of the intake's bytes they came from (state
-INTAKE_KEY); the intake is emptied after the commit, the key cleared after
-that. A run that finds the key and the intake starting with those very bytes
-skips them (killed before emptying it); otherwise they are gone and the key
-is stale. A ban's record holds its time and the others their writer's pid
-(as C, which their texts do not use), so a new intake does not start byte
-for byte with an old one (a start message after a restart of fail2ban would
-otherwise be the same bytes).
-
-Delivery runs drain before every claim and, after releasing the delivery
-lock, `settle`: remove the wake file and drain again (delivery.flush_holding).
+`hostguard-notify event` spools the same texts for an operator.
 """
 
+from __future__ import annotations
+
+import ipaddress
 import os
+import re
+import subprocess
+import time
 
-from . import log, paths
-from .errors import UsageError
+from . import log
+from .errors import HostguardError, UsageError
 from .message import as_posted
-from .spool import EVENTS, Spool, SpoolFull, lock_within
+from .settings import Settings, load
+from .settings_table import PATTERNS
+from .spool import EVENTS, Spool, SpoolFull, spool_dir
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from .settings import Settings
-
-INTAKE_NAME = paths.INTAKE_NAME
-WAKE_NAME = paths.WAKE_NAME
-INTAKE_KEY = "intake"
-# The writers hold the shared lock for one write of a few dozen bytes.
-LOCK_WAIT = 10.0
-# The intake is read in one piece: more than this (a day of a large flood
-# with delivery down) is read in several runs, this much each.
-READ_MAX = 16 << 20
 _IP_CHARS = frozenset("0123456789abcdefABCDEF.:/")
 _OPTIONS = ("--jail", "--ip", "--failures", "--time", "--channel")
+# A ban waits at most this long for another process's spool transaction (they take milliseconds).
+BAN_BUSY_SECONDS = 2.0
+FLUSH_LOG = ".flush.log"
+# The notifier beside this package (as installed: /usr/local/lib/hostguard/hostguard-notify).
+NOTIFIER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "hostguard-notify")
 
 
-def options(args: "list[str]") -> "dict[str, str]":
+def options(args: list[str]) -> dict[str, str]:
     """`--name value` pairs of an `event` command line, by name without the dashes."""
     found: dict[str, str] = {}
     while args:
@@ -66,8 +54,6 @@ def options(args: "list[str]") -> "dict[str, str]":
 
 def valid_ip(ip: str) -> bool:
     """An address or an address with a /prefix, as fail2ban's <ip> can be (no scope, no name)."""
-    import ipaddress
-
     if not ip or not set(ip) <= _IP_CHARS:
         return False
     try:
@@ -84,16 +70,12 @@ def _digits(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
-def event_text(settings: "Settings", kind: str, found: "dict[str, str]") -> "tuple[str, str | None]":
+def event_text(settings: Settings, kind: str, found: dict[str, str]) -> tuple[str, str | None]:
     """The SPEC's text of event KIND (and the channel of start/stop); UsageError when an option is wrong."""
     jail = found.get("jail", "")
     if not jail or any(char < " " or char == "\x7f" for char in jail):
         raise UsageError("--jail NAME is required")
     if kind in ("start", "stop"):
-        import re
-
-        from .settings_table import PATTERNS
-
         channel = found.get("channel", "")
         channel = channel[1:] if channel.startswith("#") else channel
         channel = channel or settings.slack_channel
@@ -117,109 +99,103 @@ def event_text(settings: "Settings", kind: str, found: "dict[str, str]") -> "tup
     return f"Ban Alert({jail})\n Banned IP: *{ip}*\n Failures: {failures} failure(s)\n Timestap: {when}", None
 
 
-# ---- the intake -----------------------------------------------------------------
-
-
-def record_text(settings: "Settings", record: bytes) -> "tuple[str, str | None]":
-    """The message of one intake record (`KIND\\tJAIL\\tA\\tB\\tC\\t.`); UsageError when it is not one."""
-    fields = record.decode("utf-8", "replace").split("\t")
-    if len(fields) != 6 or fields[5] != ".":
-        raise UsageError("not a whole intake record")
-    kind, jail, first, failures, when = fields[:5]
-    names = {"start": "channel", "stop": "channel"}.get(kind, "ip")
-    return event_text(settings, kind, {"jail": jail, names: first, "failures": failures, "time": when})
-
-
-def settle(settings: "Settings", spool: Spool) -> None:
-    """Removes the wake file (no run is due any more), then drains: a writer that found the file
-    present appended before this drain; one that comes after it makes the file and starts a run."""
-    try:  # noqa: SIM105 - contextlib is one import more
-        os.unlink(os.path.join(spool.directory, WAKE_NAME))
-    except FileNotFoundError:
-        pass
-    drain(settings, spool)
-
-
-def drain(settings: "Settings", spool: Spool, wait: float = LOCK_WAIT) -> int:
-    """Moves the intake's records into the spool, then empties it; how many records.
-
-    Leaves the intake as it is when the spool cannot take them (disk full:
-    the intake still keeps them) or the writers' lock is not free within
-    WAIT seconds (said in the log unless WAIT is 0: the caller only tried).
-    """
-    import stat
-
-    path = os.path.join(spool.directory, INTAKE_NAME)
+def spool_event(settings: Settings, kind: str, found: dict[str, str], busy: float = BAN_BUSY_SECONDS) -> bool:
+    """Spools the message of event KIND in one transaction; True when the delivery lock was free (the
+    caller starts a flush). SpoolFull when it cannot be kept; UsageError when a value is refused."""
+    text, channel = event_text(settings, kind, found)
+    spool = Spool(settings.notify_spool_max, busy=busy)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return 0
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
-            return 0
-        if not lock_within(fd, wait, 0.01):
-            if wait:
-                log.warn(f"{path}: its writers held the lock for {wait:.0f} s; left for the next run")
-            return 0
-        done = _consumed(spool, fd)
-        data = os.pread(fd, READ_MAX, done)
-        end = len(data) if len(data) < READ_MAX else (data.rfind(b"\n") + 1 or len(data))
-        messages: "list[tuple[str, str | None]]" = []  # noqa: UP037 - mypy for 3.9 needs the quotes
-        dead: list[tuple[str, str]] = []
-        records = data[:end].split(b"\n")
-        # After the last newline: a write a full disk cut short (the writers hold the shared lock while they write).
-        tail = records.pop()
-        if tail.strip(b"\r"):
-            log.warn(f"{path}: skipped a record cut short (its writer handed it to the notifier)")
-        for record in records:
-            if record in (b"", b"\r"):
-                continue
-            try:
-                messages.append(record_text(settings, record))
-            except UsageError as error:
-                # A write a full disk cut short: its writer failed and gave the message to the notifier.
-                if record.endswith(b"\t."):
-                    dead.append((record.decode("utf-8", "replace"), f"refused intake record: {error}"))
-                else:
-                    log.warn(f"{path}: skipped a record cut short (its writer handed it to the notifier)")
-        texts = [(as_posted(settings, text), channel) for text, channel in messages]
-        size = done + end
         try:
-            spool.enqueue_batch(texts, dead, EVENTS, INTAKE_KEY, f"{size} {_prefix_digest(fd, size)}")
-        except SpoolFull as error:
-            log.error(f"cannot write the spool in {spool.directory} ({error}): the ban tool's messages wait in {path}")
-            return 0
-        for text, reason in dead:
-            log.error(f"{path}: {reason}: kept in the dead letters: {text!r}")
-        if size == os.fstat(fd).st_size:
-            os.ftruncate(fd, 0)
-            spool.put(INTAKE_KEY, None)
-        return len(texts) + len(dead)
+            spool.enqueue(as_posted(settings, text), channel, EVENTS)
+        except SpoolFull:
+            log.error(
+                f"cannot write the spool in {spool.directory} (disk full?): this ban-tool message is LOST"
+                " (not kept, not sent: a ban never waits for the chat service)"
+            )
+            raise
+        # Committed first, then the lock tried without waiting: when a delivery run
+        # holds it, that run looks at the spool after its release (delivery.flush).
+        lock = spool.try_lock(0.0)
     finally:
-        os.close(fd)
+        spool.close()
+    if lock is None:
+        return False
+    os.close(lock)
+    return True
 
 
-def _consumed(spool: Spool, fd: int) -> int:
-    """How many of the intake's first bytes are in the spool already (see the module's text)."""
-    value = spool.get(INTAKE_KEY)
-    if value is None:
-        return 0
-    size_text, _, digest = value.partition(" ")
-    size = int(size_text) if size_text.isdigit() else -1
-    return size if size > 0 and _prefix_digest(fd, size) == digest else 0
+def start_flush() -> subprocess.Popen[bytes]:
+    """One detached `hostguard-notify flush --detached`, in a session of its own, with none of the
+    caller's descriptors; its output in the spool's .flush.log."""
+    directory = spool_dir()
+    try:
+        out = os.open(os.path.join(directory, FLUSH_LOG), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        out = subprocess.DEVNULL
+    try:
+        return subprocess.Popen(
+            [NOTIFIER, "flush", "--detached"],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError as error:
+        # Spooled all the same: the next run (a monitor's, the next ban's) delivers it.
+        raise HostguardError(f"spooled, but cannot start {NOTIFIER} flush: {error.strerror}") from None
+    finally:
+        if out != subprocess.DEVNULL:
+            os.close(out)
 
 
-def _prefix_digest(fd: int, size: int) -> str:
-    """The SHA-256 of the intake's first SIZE bytes (fewer when it is shorter), read a MiB at a time."""
-    import hashlib
+class BanNotices:
+    """The ban tool's four messages, spooled from inside fail2ban's process (slack-notify.py).
 
-    digest = hashlib.sha256()
-    done = 0
-    while done < size:
-        chunk = os.pread(fd, min(size - done, 1 << 20), done)
-        if not chunk:
-            break
-        digest.update(chunk)
-        done += len(chunk)
-    return digest.hexdigest()
+    Every method raises HostguardError (or SpoolFull) when the message could
+    not be kept, so fail2ban logs the action as failed.
+    """
+
+    def __init__(self, channel: str) -> None:
+        self.channel = channel
+        self._flush: subprocess.Popen[bytes] | None = None
+
+    def start(self, jail: str) -> None:
+        self._spool("start", {"jail": jail, "channel": self.channel})
+
+    def stop(self, jail: str, budget: float | None = None) -> None:
+        """The stop message, delivered before fail2ban ends: its service manager kills every process
+        fail2ban started when it stops (setsid or not), so this waits, within BUDGET seconds (default:
+        NOTIFY_BUDGET and 5 s), for the flush it started last (it takes the message: the hand-off),
+        then runs one in the foreground."""
+        settings = load()
+        spool_event(settings, "stop", {"jail": jail, "channel": self.channel})
+        seconds = budget if budget is not None else settings.notify_budget + 5.0
+        deadline = time.monotonic() + seconds
+        if self._flush is not None and self._flush.poll() is None:
+            try:
+                self._flush.wait(seconds)
+            except subprocess.TimeoutExpired:
+                self._flush.kill()  # what it had claimed goes back at the next run
+                self._flush.wait()
+        try:
+            subprocess.run(
+                [NOTIFIER, "flush"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=max(0.1, deadline - time.monotonic()),
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            log.warn(f"the ban tool's stop message was not delivered within {seconds:.0f} s: it waits in the spool")
+
+    def ban(self, jail: str, ip: str, failures: str, when: str) -> None:
+        self._spool("ban", {"jail": jail, "ip": ip, "failures": failures, "time": when})
+
+    def unban(self, jail: str, ip: str) -> None:
+        self._spool("unban", {"jail": jail, "ip": ip})
+
+    def _spool(self, kind: str, found: dict[str, str]) -> None:
+        if spool_event(load(), kind, found):
+            self._flush = start_flush()

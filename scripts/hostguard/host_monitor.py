@@ -2,8 +2,8 @@
 chat alert per measure strictly above its threshold, then the spool's
 delivery and the heartbeat.
 
-Everything is read in-process (/proc, statvfs): a quiet run forks one child
-and executes nothing, and imports neither SQLite nor the delivery code. Each
+Everything is read in-process (/proc, statvfs): a run forks one child and
+executes nothing. Each
 figure is the one the tool the SPEC names prints (procps-ng 4's top us+sy,
 `free -m`, `uptime`, `uptime -p`, `ps aux | wc -l`; GNU df's Use%), computed
 in integers: a threshold compares the figure the operator sees.
@@ -20,6 +20,7 @@ Test hooks (never set in production): HOSTGUARD_ROOT, HOSTGUARD_PROC
 """
 
 import os
+import select
 import sys
 import time
 
@@ -309,22 +310,14 @@ class DiskCheck:
         return (disk, "") if disk is not None else (None, f"statvfs({self.path}) gave no use figure")
 
     def answer(self, seconds: float) -> "str | None":
-        """The child's line, or None after SECONDS: a non-blocking pipe polled
-        with a growing pause (no select or signal import for it)."""
-        os.set_blocking(self.read_fd, False)
+        """The child's line, or None when it has not ended it within SECONDS."""
         deadline = time.monotonic() + seconds
-        pause = 0.0001
         chunks: list[bytes] = []
         while True:
-            try:
-                chunk = os.read(self.read_fd, 4096)
-            except BlockingIOError:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                time.sleep(min(pause, left))
-                pause = min(pause * 2, 0.05)
-                continue
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.read_fd], [], [], left)[0]:
+                return None
+            chunk = os.read(self.read_fd, 4096)
             if not chunk:
                 return b"".join(chunks).decode("utf-8", "replace")
             chunks.append(chunk)

@@ -54,6 +54,9 @@ class Refused(HostguardError):
 def entry(text: str) -> str:
     """The list's spelling of fail2ban's <ip> (an address; /32 and /128 are one too); else Refused."""
     try:
+        # A scope (fe80::1%eth0) names a link, not a client: nginx's $remote_addr never holds one.
+        if not text.isascii() or "%" in text:
+            raise ValueError(text)
         network = ipaddress.ip_network(text.strip(), strict=False)
     except ValueError:
         raise Refused(f"refused '{text[:64]}': not an IP address; the ban list is unchanged") from None

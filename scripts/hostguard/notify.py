@@ -11,24 +11,20 @@ import os
 import sys
 import time
 
-from . import log, paths
+from . import log
 from .errors import EX_CONFIG, EX_IOERR, EX_NOPERM, EX_OK, EX_TEMPFAIL, EX_USAGE, HostguardError, UsageError
 from .message import as_posted
 from .settings import Settings, load
-from .spool import EVENTS, Spool, SpoolFull
+from .spool import SpoolFull
 
 USAGE = """usage: hostguard-notify text TEXT
        hostguard-notify event start|stop --jail NAME [--channel CHANNEL]
        hostguard-notify event ban --jail NAME --ip IP --failures N --time UNIX
        hostguard-notify event unban --jail NAME --ip IP
        hostguard-notify flush
-       hostguard-notify intake      (started by the ban tool's action lines: ban-intake.sh)
        hostguard-notify status
        hostguard-notify --test
 """
-FLUSH_LOG = ".flush.log"
-INTAKE_HOLD = 60.0
-EVENT_DRAIN_MAX = 65536
 
 
 # ---- text ---------------------------------------------------------------------
@@ -49,170 +45,29 @@ def send_text(settings: Settings, text: str) -> int:
     outcome = spool.outcome(message_id)
     if outcome == "delivered":
         return EX_OK
-    if outcome == "dead":
-        return EX_NOPERM
-    return rc if rc != EX_OK else EX_TEMPFAIL
+    if outcome == "pending":
+        return rc if rc != EX_OK else EX_TEMPFAIL
+    if outcome == "unknown":
+        log.error(f"msg-{message_id} is neither waiting, delivered nor a dead letter: counted as not delivered")
+    return EX_NOPERM
 
 
 # ---- events -------------------------------------------------------------------
 
 
 def event(settings: Settings, args: list[str]) -> int:
+    """Spools a ban-tool message (as the ban tool's action does) and starts a detached flush: 0 kept,
+    74 not kept (disk full: logged as LOST)."""
     if not args:
         raise UsageError("event needs a kind")
     from . import events
 
-    text, channel = events.event_text(settings, args[0], events.options(args[1:]))
-    return spool_event(settings, text, channel)
-
-
-def spool_event(settings: Settings, text: str, channel: "str | None") -> int:
-    """Spools a ban-tool message and returns at once; a detached flush delivers it.
-
-    The ban tool runs a jail's actions one after another and must never wait
-    for the chat service. When the lock is held, its holder delivers this
-    message (it looks again after releasing the lock).
-    """
-    import sqlite3
-
-    from . import events
-
-    spool = Spool(settings.notify_spool_max)
-    # What waits in the intake is older: spooled first when that is quick (a
-    # small intake, its lock free at once: a ban never waits for it).
     try:
-        if os.stat(os.path.join(spool.directory, paths.INTAKE_NAME)).st_size <= EVENT_DRAIN_MAX:
-            events.drain(settings, spool, wait=0.0)
-    except FileNotFoundError:
-        pass
-    except (OSError, sqlite3.Error) as error:
-        log.warn(f"the ban tool's intake was not taken before this message: {error}")
-    try:
-        spool.enqueue(as_posted(settings, text), channel, EVENTS)
+        if events.spool_event(settings, args[0], events.options(args[1:])):
+            events.start_flush()
     except SpoolFull:
-        log.error(
-            f"cannot write the spool in {spool.directory} (disk full?): this ban-tool message is LOST"
-            " (not kept, not sent: a ban never waits for the chat service)"
-        )
         return EX_IOERR
-    # Committed first, then the lock tried without waiting: when a delivery run
-    # holds it, that run looks at the spool after its release (delivery.flush_holding).
-    fd = spool.try_lock(0.0)
-    if fd is not None:
-        start_detached_flush(settings, spool, fd)
     return EX_OK
-
-
-def deliver_intake() -> int:
-    """`intake`: started in the background by the ban-intake.sh writer that made the wake file.
-
-    Writes its pid into the wake file (writers replace a file naming no
-    process), detaches, takes the intake into the spool and delivers. When
-    another run holds the delivery lock, that run takes these messages after
-    its release and removes the wake file then: this run empties the file (a
-    run is due) rather than leave its own pid there, which writers would find
-    gone and replace with one run per ban. A run that cannot load its
-    settings says so in the spool's .flush.log and looks again INTAKE_HOLD
-    later, so that a flood starts one a minute, not one every few bans (the
-    monitors report the settings too).
-    """
-    import contextlib
-
-    from . import events
-    from .delivery import flush_holding
-    from .spool import spool_dir
-
-    with contextlib.suppress(OSError):  # a session of its own, unless it leads a group already (by hand)
-        os.setsid()
-    directory = spool_dir()
-    wake = os.path.join(directory, paths.WAKE_NAME)
-    due = _rewrite_wake(wake, f"{os.getpid()}\n")
-    _detach_descriptors(os.path.join(directory, FLUSH_LOG), -1)
-    try:
-        settings = load()
-    except HostguardError as error:
-        if not due:
-            raise
-        hold = _intake_hold()
-        log.error(f"{error}; the ban tool's messages wait in the intake: looking again in {hold:.0f} s")
-        time.sleep(hold)
-        settings = load()
-    spool = Spool(settings.notify_spool_max)
-    events.drain(settings, spool)
-    fd = spool.try_lock(0.0)
-    if fd is None:
-        _rewrite_wake(wake, "")
-        return EX_TEMPFAIL
-    return flush_holding(settings, spool, fd)
-
-
-def _intake_hold() -> float:
-    """INTAKE_HOLD, or HOSTGUARD_INTAKE_HOLD's seconds (a test hook, never set on a host) when it is 0-3600."""
-    try:
-        seconds = float(os.environ.get("HOSTGUARD_INTAKE_HOLD", ""))
-    except ValueError:
-        return INTAKE_HOLD
-    return seconds if 0 <= seconds <= 3600 else INTAKE_HOLD
-
-
-def _rewrite_wake(path: str, text: str) -> bool:
-    """Replaces the wake file's content with TEXT; False when there is none. Never creates it: a run
-    that has removed it (its last look at the intake done) must not look due again."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        os.write(fd, text.encode())
-    except OSError:
-        pass  # left empty: a run is due (the monitors' next delivery run, at the latest)
-    finally:
-        os.close(fd)
-    return True
-
-
-def start_detached_flush(settings: Settings, spool: Spool, lock_fd: int) -> None:
-    """Forks a flush that holds LOCK_FD, in a session of its own, with no descriptor of the caller's."""
-    # SQLite connections must not cross a fork: the child opens its own.
-    spool.close()
-    log_path = os.path.join(spool.directory, FLUSH_LOG)
-    try:
-        child = os.fork()
-    except OSError as error:
-        # Spooled all the same: the next run (a monitor's, the next ban's) delivers it.
-        log.warn(f"cannot start the detached flush ({error.strerror}); the message waits in the spool")
-        os.close(lock_fd)
-        return
-    if child != 0:
-        os.close(lock_fd)
-        return
-    rc = 70
-    try:
-        os.setsid()
-        _detach_descriptors(log_path, lock_fd)
-        from .delivery import flush_holding
-
-        rc = flush_holding(settings, Spool(spool.spool_max, spool.directory), lock_fd)
-    except BaseException as error:
-        # The child never returns into the caller's code: it says why in its log and ends.
-        log.error(f"the detached flush failed: {error!r}")
-    finally:
-        os._exit(rc)
-
-
-def _detach_descriptors(log_path: str, keep: int) -> None:
-    """stdin from /dev/null, stdout and stderr to LOG_PATH (else /dev/null), all others but KEEP closed."""
-    null = os.open(os.devnull, os.O_RDWR)
-    try:
-        out = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    except OSError:
-        out = os.dup(null)
-    os.dup2(null, 0)
-    os.dup2(out, 1)
-    os.dup2(out, 2)
-    from .alert_state import close_all_but
-
-    close_all_but(keep)
 
 
 # ---- status and the connectivity test ------------------------------------------------
@@ -220,9 +75,7 @@ def _detach_descriptors(log_path: str, keep: int) -> None:
 
 def status_lines(settings: Settings) -> list[str]:
     """The spool depth, dropped ban messages, dead letters, last delivery and error, the webhook's state."""
-    import time
-
-    from .delivery import check_webhook, hook_state, own_spool
+    from .delivery import check_webhook, own_spool
 
     spool = own_spool(settings)
     oldest = spool.oldest_created()
@@ -234,7 +87,7 @@ def status_lines(settings: Settings) -> list[str]:
     lines += [f"  msg-{letter.id}  {letter.reason}" for letter in dead]
     lines.append(f"last delivery: {spool.get('last_delivery') or 'never'}")
     lines.append(f"last error: {spool.get('last_error') or 'none'}")
-    state = hook_state(spool)
+    state = spool.refusal()
     if state is not None:
         since_text = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(state.since))
         wait = max(0, state.next_probe - int(time.time()))
@@ -273,8 +126,6 @@ def _host_name() -> str:
 
 def connectivity_test(settings: Settings) -> int:
     """Posts the test message directly (a stale "webhook OK" delivered later would mislead): 0, 75, 77, 78."""
-    import time
-
     from . import chat, delivery
 
     spool = delivery.own_spool(settings)
@@ -289,7 +140,7 @@ def connectivity_test(settings: Settings) -> int:
     if answer.kind == chat.DELIVERED:
         log.info(f"connectivity test delivered: {answer.reason}")
         # A webhook that answers is no longer refused.
-        delivery.note(spool, "webhook", None)
+        delivery.clear_refusal(spool)
         return EX_OK
     if answer.kind == chat.TRANSIENT:
         log.error(f"connectivity test not delivered (transient): {answer.reason}")
@@ -322,8 +173,6 @@ def run(argv: list[str]) -> int:
         return send_text(load(), args[0])
     if verb == "event":
         return event(load(), args)
-    if verb == "intake" and not args:
-        return deliver_intake()
     if verb == "flush":
         if args not in ([], ["--detached"]):
             return usage()

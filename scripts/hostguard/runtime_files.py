@@ -14,22 +14,19 @@ from __future__ import annotations
 
 from .paths import SPOOL_PATH, STATE_PATH
 
-_SETTINGS = [("state", f"{STATE_PATH}/settings.valid"), ("state", f"{STATE_PATH}/settings.valid.tmp")]
-
 
 def _alerts(name: str) -> list[tuple[str, str]]:
     return [("state", f"{STATE_PATH}/{name}.alerts"), ("state", f"{STATE_PATH}/.{name}.alerts.tmp")]
 
 
 TABLE: dict[str, list[tuple[str, str]]] = {
-    # hostguard-notify (delivery, the ban tool's intake).
+    # hostguard-notify and the ban tool's action (delivery; a database set aside).
     "base": [
         *[("state", f"{SPOOL_PATH}/{name}") for name in (".lock", ".flush.log", ".reserve", ".reserve.tmp")],
-        *[("state", f"{SPOOL_PATH}/{name}") for name in (".pending", ".ban.wake", "ban.intake")],
+        ("state", f"{SPOOL_PATH}/spool.db.bad-*"),
         ("state", f"{SPOOL_PATH}/spool.db-wal"),
         ("state", f"{SPOOL_PATH}/spool.db-shm"),
         ("message", f"{SPOOL_PATH}/spool.db"),
-        *_SETTINGS,
         # ssmstep.py (delivery ssm): what the State Manager step applied last.
         *[("state", f"{STATE_PATH}/fleet.applied{tail}") for tail in ("", ".tmp")],
     ],
@@ -40,7 +37,6 @@ TABLE: dict[str, list[tuple[str, str]]] = {
         *[("state", f"{STATE_PATH}/containers.running{tail}") for tail in ("", ".tmp")],
         *[("state", f"{STATE_PATH}/container-monitor.{tail}") for tail in ("lock", "stuck")],
         *_alerts("container-monitor"),
-        *_SETTINGS,
     ],
     # hostguard-nginx-ban (with trustedProxies).
     "bantool": [("state", f"{STATE_PATH}/nginx-bans.map"), ("state", f"{STATE_PATH}/.nginx-bans.map.tmp")],

@@ -4,26 +4,17 @@ Every key, default, pattern and range comes from settings_table.py, which is
 generated from components/settings.ts: the host refuses exactly what preview
 refuses. An unknown key or a bad value stops the program with the file, line
 and key (never the value: a file may hold anything).
-
-Validating compiles the table's patterns (importing `re` is a quarter of a
-quiet monitor run), so a file validated once is remembered:
-/var/lib/hostguard/settings.valid (root's, in the root-only state dir) holds
-the rules' TABLE_ID and the exact bytes that passed. A file with the same
-bytes under the same rules is read without compiling anything; any other
-file, or other rules, is validated again.
 """
 
-import os
+import re
 
 from . import paths
-from .atomicfile import write_atomic
 from .errors import HostguardError
-from .settings_table import DEFAULTS, LISTS, PATTERNS, RANGES, TABLE_ID
+from .settings_table import DEFAULTS, LISTS, PATTERNS, RANGES
 
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _WHITE = " \t\n\r\f\v"
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ_")
-VALID_CACHE_NAME = "settings.valid"
 
 
 class SettingsError(HostguardError):
@@ -74,8 +65,6 @@ def value_ok(key: str, value: str) -> bool:
     # ASCII only, byte-wise as bash's C locale and JavaScript's RegExp read the table.
     if not value.isascii() and key not in LISTS:
         return False
-    import re
-
     pattern = PATTERNS[key]
     if not all(re.fullmatch(pattern, name) for name in names):
         return False
@@ -116,8 +105,8 @@ class Settings:
         self.host_name = values["HOST_NAME"]
 
 
-def parse(text: str, file: str, validate: bool = True) -> Settings:
-    """The settings of TEXT (the content of FILE, named in errors); VALIDATE False only for bytes validated before."""
+def parse(text: str, file: str) -> Settings:
+    """The settings of TEXT (the content of FILE, named in errors)."""
     values = dict(DEFAULTS)
     for number, line in enumerate(text.split("\n"), start=1):
         bare = line.lstrip(_WHITE)
@@ -128,35 +117,10 @@ def parse(text: str, file: str, validate: bool = True) -> Settings:
             raise SettingsError(file, number, "expected KEY=VALUE")
         if key not in DEFAULTS:
             raise SettingsError(file, number, f"unknown key {key}")
-        if validate and not value_ok(key, value):
+        if not value_ok(key, value):
             raise SettingsError(file, number, f"invalid value for {key}")
         values[key] = value
     return Settings(values)
-
-
-def _cache_path() -> str:
-    return paths.under(paths.STATE_PATH) + "/" + VALID_CACHE_NAME
-
-
-def _validated_before(data: bytes) -> bool:
-    try:
-        fd = os.open(_cache_path(), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        return os.read(fd, len(data) + 64) == TABLE_ID.encode() + b"\n" + data
-    finally:
-        os.close(fd)
-
-
-def _remember_valid(data: bytes) -> None:
-    """Best effort (a full disk or a missing state dir only costs the next run a validation)."""
-    path = _cache_path()
-    try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        write_atomic(path, TABLE_ID.encode() + b"\n" + data, path + ".tmp")
-    except OSError:
-        pass
 
 
 def load(file: "str | None" = None) -> Settings:
@@ -174,8 +138,4 @@ def load(file: "str | None" = None) -> Settings:
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         raise SettingsError(path, line, "not UTF-8 text") from None
-    if _validated_before(data):
-        return parse(text, path, validate=False)
-    loaded = parse(text, path)
-    _remember_valid(data)
-    return loaded
+    return parse(text, path)

@@ -4,7 +4,7 @@
 # config dir (a copy of /etc/fail2ban's packaged files plus the project's),
 # socket, pid file, database and log. Load with `load ../helpers/fail2ban-sandbox`.
 #
-#   fail2ban_notifier_in ROOT   copies the notifier, its modules and ban-intake.sh into
+#   fail2ban_notifier_in ROOT   copies the notifier and its modules into
 #       the temp root ROOT (as install places them) and sets F2B_NOTIFIER to
 #       the copy: the action's notifier then runs with HOSTGUARD_ROOT=ROOT
 #   fail2ban_sandbox_make DIR NOTIFIER settingKey=VALUE...
@@ -36,7 +36,7 @@ F2B_JAIL=nginx-bad-request
 fail2ban_notifier_in() {
   local lib="$1/usr/local/lib/hostguard"
   mkdir -p "${lib}"
-  cp "${F2B_REPO}/scripts/hostguard-notify" "${F2B_REPO}/scripts/ban-intake.sh" "${lib}/"
+  cp "${F2B_REPO}/scripts/hostguard-notify" "${lib}/"
   mkdir -p "${lib}/hostguard"
   cp "${F2B_REPO}"/scripts/hostguard/*.py "${lib}/hostguard/"
   # shellcheck disable=SC2034 # read by the tests that load this helper
@@ -59,9 +59,8 @@ fail2ban_sandbox_make() {
   cp -r /etc/fail2ban/action.d /etc/fail2ban/filter.d "${F2B_CONF}/"
   cp /etc/fail2ban/jail.conf /etc/fail2ban/fail2ban.conf /etc/fail2ban/paths-*.conf "${F2B_CONF}/"
   cp "${F2B_REPO}/scripts/fail2ban/filter.d/nginx-bad-request.local" "${F2B_CONF}/filter.d/"
-  cp "${F2B_REPO}/scripts/fail2ban/action.d/slack-notify.conf" "${F2B_CONF}/action.d/"
-  # The packaged action stays as is; only its notifier path points into the temp root.
-  printf '[Init]\nhostguard_notify = %s\n' "${notifier}" >"${F2B_CONF}/action.d/slack-notify.local"
+  # The Python action imports the notifier's package under HOSTGUARD_ROOT (fail2ban_start passes the caller's).
+  cp "${F2B_REPO}/scripts/fail2ban/action.d/slack-notify.py" "${F2B_CONF}/action.d/"
   # Debian enables sshd in jail.d/defaults-debian.conf (not copied); make sure.
   printf '[sshd]\nenabled = false\n' >"${F2B_CONF}/jail.local"
   cat >"${F2B_CONF}/fail2ban.local" <<CONF

@@ -13,6 +13,7 @@ message is spooled exactly as a monitor spools it; reads are plain sqlite3.
     spool-db.py dropped                          ban-tool messages dropped, not yet announced
     spool-db.py get KEY                          a delivery state value (empty when unset)
     spool-db.py set KEY VALUE                    sets one
+    spool-db.py refusal                          the webhook's refusal: IDENTITY SINCE NEXT_PROBE INTERVAL WHY
     spool-db.py probe-due                        makes a refused webhook's next probe due now
     spool-db.py future-post SECONDS              stamps the last post SECONDS ahead on the monotonic clock
     spool-db.py checkpoint                       moves the write-ahead log into spool.db and removes it (the
@@ -90,10 +91,16 @@ def main(argv: list[str]) -> int:
         print(get(argv[1]))
     elif verb == "set":
         put(argv[1], argv[2])
+    elif verb == "refusal":
+        for row in query("SELECT identity, since, next_probe, interval, why FROM refusal"):
+            print(" ".join(str(value) for value in row))
     elif verb == "probe-due":
-        words = get("webhook").split(" ", 5)
-        words[3] = str(int(time.time()))
-        put("webhook", " ".join(words))
+        db = sqlite3.connect(database(), timeout=10)
+        try:
+            db.execute("UPDATE refusal SET next_probe = ?", (int(time.time()),))
+            db.commit()
+        finally:
+            db.close()
     elif verb == "future-post":
         put("last_post", str(int((time.monotonic() + float(argv[1])) * 1000)))
     else:

@@ -108,7 +108,7 @@ describe("cron file and jail", () => {
     it("leaves banaction out when none is set, and writes the stack's values", () => {
         const plain = renderJail(DEFAULT_SETTINGS);
         assert.doesNotMatch(plain, /^banaction/m);
-        assert.match(plain, /^maxretry  = 10\nfindtime  = 1m\nbantime   = 10m\nignoreip  = 127.0.0.1\/8 ::1\naction    = %\(action_\)s\n            slack-notify\[slack_channel="alerts"\]\n$/m);
+        assert.match(plain, /^maxretry  = 10\nfindtime  = 1m\nbantime   = 10m\nignoreip  = 127.0.0.1\/8 ::1\naction    = %\(action_\)s\n            slack-notify\.py\[slack_channel="alerts"\]\n$/m);
         assert.doesNotMatch(plain, /^bantime\.increment/m, "banIncrement false: the SPEC's fixed bantime");
         const set = renderJail({ ...DEFAULT_SETTINGS, banAction: "iptables.multiport", banBanTime: "1h30m", nginxAccessLog: "/srv/log/a.log" });
         assert.match(set, /^banaction = iptables.multiport$/m);

@@ -114,7 +114,7 @@ describe("trustedProxies: rendered files", () => {
         assert.ok(with_.includes("ignoreip  = 127.0.0.1/8 ::1 10.9.1.0/24 fd00:9::/64"));
         const action = with_.indexOf("action    = %(action_)s");
         assert.deepEqual(with_.slice(action, action + 3), [
-            "action    = %(action_)s", "            hostguard-nginx-ban", "            slack-notify[slack_channel=\"alerts\"]",
+            "action    = %(action_)s", "            hostguard-nginx-ban", "            slack-notify.py[slack_channel=\"alerts\"]",
         ]);
     });
     it("ships the helper and the action in bantool, the drop-in and the proxied snippet in web", () => {

@@ -1,0 +1,125 @@
+"""The spool's database file: opened (WAL, a busy timeout), made when new, its
+schema version in `PRAGMA user_version`; a file that is not this version's
+spool raises Foreign (spool.py moves it aside). One write step is one
+`BEGIN IMMEDIATE` transaction.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+import time
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE message (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  queue INTEGER NOT NULL,
+  text TEXT NOT NULL,
+  channel TEXT,
+  parts INTEGER NOT NULL DEFAULT 1,
+  created REAL NOT NULL,
+  claimed INTEGER NOT NULL DEFAULT 0,
+  merged_into INTEGER
+);
+CREATE INDEX message_waiting ON message(queue, id) WHERE merged_into IS NULL;
+CREATE INDEX message_parts ON message(merged_into) WHERE merged_into IS NOT NULL;
+CREATE TABLE dead (
+  id INTEGER PRIMARY KEY,
+  queue INTEGER NOT NULL,
+  text TEXT NOT NULL,
+  channel TEXT,
+  parts INTEGER NOT NULL,
+  created REAL NOT NULL,
+  died REAL NOT NULL,
+  reason TEXT NOT NULL,
+  merged_into INTEGER
+);
+CREATE TABLE delivered (id INTEGER PRIMARY KEY, at REAL NOT NULL);
+CREATE TABLE state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE refusal (
+  one INTEGER PRIMARY KEY CHECK (one = 1),
+  identity TEXT NOT NULL,
+  since INTEGER NOT NULL,
+  next_probe INTEGER NOT NULL,
+  interval INTEGER NOT NULL,
+  why TEXT NOT NULL
+);
+PRAGMA user_version = 1
+"""
+
+
+class Foreign(Exception):
+    """A database file that is not this version's spool."""
+
+
+class Transaction:
+    """One write step, committed, or rolled back on any exception: a failed
+    statement (disk full, busy past the timeout) never leaves the connection
+    inside a transaction for its next step."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        if kind is None:
+            self.db.execute("COMMIT")
+        elif self.db.in_transaction:
+            self.db.execute("ROLLBACK")
+
+
+def lock_within(fd: int, wait: float, step: float) -> bool:
+    """An exclusive flock on FD, tried every STEP seconds for at most WAIT (flock has no timed wait)."""
+    give_up = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= give_up:
+                return False
+        time.sleep(step)
+
+
+def open_db(path: str, busy: float) -> sqlite3.Connection:
+    """The spool database at PATH, made when new; Foreign when it is not this version's spool."""
+    # Made 0600 before SQLite opens it: its -wal and -shm files take its mode.
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+    db = sqlite3.connect(path, timeout=busy, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            with Transaction(db):
+                make_schema(db)
+    except sqlite3.OperationalError:  # busy, locked, disk full: not the file's fault
+        db.close()
+        raise
+    except sqlite3.DatabaseError as error:  # "file is not a database", "malformed"
+        db.close()
+        raise Foreign(str(error)) from None
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def make_schema(db: sqlite3.Connection) -> None:
+    """Makes the tables in an empty database (inside the caller's transaction: a second process
+    opening the new file at the same time waits, then finds them); Foreign for any other."""
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version == SCHEMA_VERSION:
+        return
+    if version != 0:
+        raise Foreign(f"schema version {version}, not {SCHEMA_VERSION}")
+    if db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+        raise Foreign("tables of another program")
+    for statement in _SCHEMA.split(";"):
+        if statement.strip():
+            db.execute(statement)

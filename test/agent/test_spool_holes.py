@@ -1,0 +1,140 @@
+"""The spool's answers where a review found holes (issue 31): a message gone
+without a trace is not "delivered"; a database that is not this spool is set
+aside and a new one made; the bound holds in bytes; the Python action's
+stop message is delivered before it returns; a scoped address never reaches
+nginx's list."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hostguard import chat, delivery, events, nginxban, notify, settings, spoolbound
+from hostguard.spool import ALERTS, EVENTS, Spool
+from hostguard.spooldb import SCHEMA_VERSION
+
+
+def spool_dir(root: Path) -> Path:
+    return root / "var/spool/hostguard"
+
+
+def test_a_dead_letter_the_bound_let_go_is_not_reported_delivered(tmp_path: Path) -> None:
+    box = Spool(1, str(tmp_path))
+    first = box.enqueue("refused one")
+    claimed = box.claim_next()
+    assert claimed is not None and claimed.id == first
+    box.bury(first, "HTTP 400 invalid_payload")
+    assert box.outcome(first) == "dead"
+    second = box.enqueue("refused two")
+    assert box.claim_next() is not None
+    box.bury(second, "HTTP 400 invalid_payload")  # the bound (1) lets the first dead letter go
+    assert [letter.id for letter in box.dead_letters()] == [second]
+    assert box.outcome(first) == "unknown"
+    third = box.enqueue("fine")
+    assert box.claim_next() is not None
+    box.delivered(third)
+    assert box.outcome(third) == "delivered"
+
+
+def test_text_exits_non_zero_for_a_message_gone_without_a_trace(
+    root: Path, posted: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(_url: str, text: str, _channel: str | None, _timeout: float, _ca: object) -> chat.Answer:
+        posted.append(text)
+        return chat.Answer(chat.MESSAGE, "HTTP 400 invalid_payload", 400, "invalid_payload")
+
+    monkeypatch.setattr(chat, "post", refuse)
+    # The dead-letter bound (1) lets each refused message go as soon as the next one dies.
+    loaded = settings.parse("NOTIFY_SPOOL_MAX=1\n", "test")
+    original = delivery._bury
+
+    def bury_twice(box: Spool, message_id: int, why: str) -> None:
+        original(box, message_id, why)
+        other = box.enqueue("another refused one")
+        claimed = box.claim_next()
+        assert claimed is not None
+        original(box, other, why)
+
+    monkeypatch.setattr(delivery, "_bury", bury_twice)
+    assert notify.send_text(loaded, "refused") == 77
+    assert posted == ["refused"]
+
+
+def test_a_database_that_is_not_the_spool_is_set_aside_and_a_new_one_made(tmp_path: Path) -> None:
+    path = tmp_path / "spool.db"
+    path.write_bytes(b"not a database at all\n" * 100)
+    box = Spool(10, str(tmp_path))
+    ban = box.enqueue("Ban Alert(j)\n Unbanned IP: *192.0.2.1*", None, EVENTS)
+    aside = [name for name in os.listdir(tmp_path) if name.startswith("spool.db.bad-")]
+    assert len(aside) == 1
+    assert (tmp_path / aside[0]).read_bytes() == b"not a database at all\n" * 100
+    first = box.claim_next()
+    assert first is not None and first.queue == ALERTS
+    assert "could not be used" in first.text and aside[0] in first.text
+    box.delivered(first.id)
+    second = box.claim_next()
+    assert second is not None and second.id == ban
+
+
+def test_a_database_of_another_version_or_program_is_set_aside(tmp_path: Path) -> None:
+    other = sqlite3.connect(tmp_path / "spool.db")
+    other.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    other.execute("CREATE TABLE message (x)")
+    other.commit()
+    other.close()
+    box = Spool(10, str(tmp_path))
+    box.enqueue("alert")
+    assert box.pending() == 2  # the set-aside notice and the alert
+    assert [n for n in os.listdir(tmp_path) if n.startswith("spool.db.bad-") and not n.endswith(("-wal", "-shm"))]
+
+
+def test_two_processes_opening_a_new_spool_at_once_set_nothing_aside(tmp_path: Path) -> None:
+    first, second = Spool(10, str(tmp_path)), Spool(10, str(tmp_path))
+    first.enqueue("one")
+    second.enqueue("two")
+    assert first.pending() == 2
+    assert not [n for n in os.listdir(tmp_path) if ".bad-" in n]
+
+
+@pytest.mark.parametrize("queue", [ALERTS, EVENTS])
+def test_the_bound_holds_in_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, queue: int) -> None:
+    monkeypatch.setattr(spoolbound, "BYTES_MAX", 200_000)
+    box = Spool(10_000, str(tmp_path))
+    for i in range(60):
+        box.enqueue(f"{i} " + "é" * 10_000, None, queue)  # 20 KB a message in UTF-8
+        count, size = spoolbound.waiting(box.db(), queue)
+        assert size <= 200_000, (i, count, size)
+    parts = box.db().execute("SELECT coalesce(sum(parts), 0) FROM message WHERE merged_into IS NULL").fetchone()[0]
+    if queue == ALERTS:
+        assert (parts, box.dropped()) == (60, 0)  # merged, never dropped
+    else:
+        assert parts + box.dropped() == 60 and box.dropped() > 0
+
+
+def test_a_scoped_or_odd_address_is_refused_before_the_list_is_written() -> None:
+    for bad in ("fe80::1%eth0", "fe80::1%25x", "192.0.2.1%x", "\uff11\uff19\uff12.0.2.1"):
+        with pytest.raises(nginxban.Refused, match="not an IP address"):
+            nginxban.entry(bad)
+    assert not events.valid_ip("fe80::1%eth0")
+
+
+def test_the_stop_message_is_delivered_before_stop_returns(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """stop() runs the flush in the foreground: when it returns, the service manager may kill everything."""
+    calls: list[list[str]] = []
+
+    def run(argv: list[str], **_kwargs: object) -> subprocess.CompletedProcess[bytes]:
+        calls.append(argv)
+        box = Spool(10, str(spool_dir(root)))
+        message = box.claim_next()
+        assert message is not None and message.text == "Ban tool (j) jail has stopped"
+        box.delivered(message.id)
+        return subprocess.CompletedProcess(argv, 0)
+
+    monkeypatch.setattr(subprocess, "run", run)
+    events.BanNotices("ops").stop("j")
+    assert calls == [[events.NOTIFIER, "flush"]]
+    assert Spool(10, str(spool_dir(root))).pending() == 0
