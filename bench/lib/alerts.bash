@@ -80,18 +80,23 @@ bench_ban100_trial() {
   # shellcheck disable=SC2034 # read by receiver_start
   RECEIVER_WRAP=()
   receiver_make_root "${root}" NOTIFY_MAX_TIME=10 NOTIFY_BUDGET=40
+  # The other actions are command actions: the jail names `slack-notify` (action.d/slack-notify.conf)
+  # instead of the project's Python action `slack-notify.py`.
+  if [[ "${action}" != hostguard ]]; then
+    sed -i 's/slack-notify\.py\[/slack-notify[/' "${F2B_CONF}/jail.d/hostguard-nginx-bad-request.local"
+  fi
   if [[ "${action}" == reference ]]; then
     cp "${BENCH_REPO}/bench/reference/slack-notify-curl.conf" "${F2B_CONF}/action.d/slack-notify.conf"
     printf '[Init]\nca = %s\ncurlrc = %s\n' "${RECEIVER_CA}" \
       "${root}/etc/hostguard/webhook.curlrc" >"${F2B_CONF}/action.d/slack-notify.local"
   elif [[ "${action}" == true ]]; then
     # The least any command action costs: fail2ban starts a shell per message.
-    printf '[Definition]\nactionstart = true\nactionstop = true\nactionban = true\nactionunban = true\n' \
-      >"${F2B_CONF}/action.d/slack-notify.local"
+    printf '[Definition]\nactionstart = true\nactionstop = true\nactionban = true\nactionunban = true\n[Init]\nslack_channel =\n' \
+      >"${F2B_CONF}/action.d/slack-notify.conf"
   elif [[ "${action}" == none ]]; then
     # The floor: fail2ban and the firewall alone, the chat action doing nothing.
-    printf '[Definition]\nactionstart =\nactionstop =\nactionban =\nactionunban =\n' \
-      >"${F2B_CONF}/action.d/slack-notify.local"
+    printf '[Definition]\nactionstart =\nactionstop =\nactionban =\nactionunban =\n[Init]\nslack_channel =\n' \
+      >"${F2B_CONF}/action.d/slack-notify.conf"
   fi
   fail2ban_start
   [[ "${action}" != hostguard ]] || receiver_wait_count 1 15 \
@@ -207,12 +212,12 @@ bench_ban100() {
   if [[ -n "${hung}" && -n "${floor}" ]]; then
     ratio="$(bench_ratio "${hung}" "${floor}")x the floor"
     met="yes"
-    ((hung * 10 <= floor * 15)) || met="no: ${ratio}"
+    ((hung * 100 <= floor * 115)) || met="no: ${ratio}"
   fi
   bench_row "7 ban ${attackers}" "the same, webhook hung: hostguard action vs the floor (fail2ban and the firewall alone, the chat action doing nothing), medians of ${trials}" \
     "$(bench_ban100_fmt "${hung}" "${hung_n}" "${attackers}")" \
     "$(bench_ban100_fmt "${floor}" "${floor_n}" "${attackers}") (floor)" \
-    "${ratio}" "<= 1.5x the floor" "${met}"
+    "${ratio}" "<= 1.15x the floor" "${met}"
   ratio="-"
   [[ -z "${least}" || -z "${floor}" ]] || ratio="$(bench_ratio "${least}" "${floor}")x the floor"
   bench_row "7 ban ${attackers}" "the least any command action costs: every chat command \`true\` vs the floor, medians of ${trials} (context for the row above)" \

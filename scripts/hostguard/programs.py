@@ -38,7 +38,6 @@ TABLE = [
     ("monitors", "cron,crond", "cron", "the monitors' schedule (/etc/cron.d/hostguard)"),
     ("monitors", "@runtime", "-", "the container monitor (CONTAINER_RUNTIME)"),
     ("bantool", "fail2ban-client", "fail2ban", "the nginx-bad-request jail"),
-    ("bantool", "flock", "util-linux", "the ban action's intake lock (ban-intake.sh)"),
     ("bantool", "@banaction", "-", "the jail's bans (its banaction)"),
     ("web", "nginx", "nginx", "the deny rule (nginx -t checks it before the reload)"),
 ]
