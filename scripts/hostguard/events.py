@@ -21,6 +21,7 @@ import ipaddress
 import os
 import re
 import subprocess
+import threading
 import time
 
 from . import log
@@ -99,25 +100,22 @@ def event_text(settings: Settings, kind: str, found: dict[str, str]) -> tuple[st
     return f"Ban Alert({jail})\n Banned IP: *{ip}*\n Failures: {failures} failure(s)\n Timestap: {when}", None
 
 
-def spool_event(settings: Settings, kind: str, found: dict[str, str], busy: float = BAN_BUSY_SECONDS) -> bool:
+def spool_event(settings: Settings, spool: Spool, kind: str, found: dict[str, str]) -> bool:
     """Spools the message of event KIND in one transaction; True when the delivery lock was free (the
     caller starts a flush). SpoolFull when it cannot be kept; UsageError when a value is refused."""
     text, channel = event_text(settings, kind, found)
-    spool = Spool(settings.notify_spool_max, busy=busy)
+    spool.spool_max = settings.notify_spool_max
     try:
-        try:
-            spool.enqueue(as_posted(settings, text), channel, EVENTS)
-        except SpoolFull:
-            log.error(
-                f"cannot write the spool in {spool.directory} (disk full?): this ban-tool message is LOST"
-                " (not kept, not sent: a ban never waits for the chat service)"
-            )
-            raise
-        # Committed first, then the lock tried without waiting: when a delivery run
-        # holds it, that run looks at the spool after its release (delivery.flush).
-        lock = spool.try_lock(0.0)
-    finally:
-        spool.close()
+        spool.enqueue(as_posted(settings, text), channel, EVENTS)
+    except SpoolFull:
+        log.error(
+            f"cannot write the spool in {spool.directory} (disk full?): this ban-tool message is LOST"
+            " (not kept, not sent: a ban never waits for the chat service)"
+        )
+        raise
+    # Committed first, then the lock tried without waiting: when a delivery run
+    # holds it, that run looks at the spool after its release (delivery.flush).
+    lock = spool.try_lock(0.0)
     if lock is None:
         return False
     os.close(lock)
@@ -159,6 +157,9 @@ class BanNotices:
     def __init__(self, channel: str) -> None:
         self.channel = channel
         self._flush: subprocess.Popen[bytes] | None = None
+        # One connection for the action's life (fail2ban may call from its command thread too: the lock).
+        self._box = Spool(0, busy=BAN_BUSY_SECONDS, long_lived=True)
+        self._lock = threading.Lock()
 
     def start(self, jail: str) -> None:
         self._spool("start", {"jail": jail, "channel": self.channel})
@@ -169,7 +170,9 @@ class BanNotices:
         NOTIFY_BUDGET and 5 s), for the flush it started last (it takes the message: the hand-off),
         then runs one in the foreground."""
         settings = load()
-        spool_event(settings, "stop", {"jail": jail, "channel": self.channel})
+        with self._lock:
+            spool_event(settings, self._box, "stop", {"jail": jail, "channel": self.channel})
+            self._box.close()
         seconds = budget if budget is not None else settings.notify_budget + 5.0
         deadline = time.monotonic() + seconds
         if self._flush is not None and self._flush.poll() is None:
@@ -197,5 +200,6 @@ class BanNotices:
         self._spool("unban", {"jail": jail, "ip": ip})
 
     def _spool(self, kind: str, found: dict[str, str]) -> None:
-        if spool_event(load(), kind, found):
-            self._flush = start_flush()
+        with self._lock:
+            if spool_event(load(), self._box, kind, found):
+                self._flush = start_flush()

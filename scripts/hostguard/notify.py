@@ -61,9 +61,11 @@ def event(settings: Settings, args: list[str]) -> int:
     if not args:
         raise UsageError("event needs a kind")
     from . import events
+    from .spool import Spool
 
+    spool = Spool(settings.notify_spool_max, busy=events.BAN_BUSY_SECONDS)
     try:
-        if events.spool_event(settings, args[0], events.options(args[1:])):
+        if events.spool_event(settings, spool, args[0], events.options(args[1:])):
             events.start_flush()
     except SpoolFull:
         return EX_IOERR

@@ -81,16 +81,6 @@ def spool_dir() -> str:
     return paths.under(paths.SPOOL_PATH)
 
 
-def undelivered(path: str) -> int:
-    """Messages waiting in the spool database PATH, each merged part counted (read-only; uninstall)."""
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        row = db.execute("SELECT coalesce(sum(parts), 0) FROM message WHERE merged_into IS NULL").fetchone()
-    finally:
-        db.close()
-    return int(row[0])
-
-
 def name_of(message_id: int) -> str:
     return f"msg-{message_id}"
 
@@ -103,15 +93,29 @@ def _is_full(error: Exception) -> bool:
 class Spool:
     """The spool database of this host (one connection per process)."""
 
-    def __init__(self, spool_max: int, directory: str | None = None, busy: float = BUSY_SECONDS) -> None:
+    def __init__(
+        self, spool_max: int, directory: str | None = None, busy: float = BUSY_SECONDS, long_lived: bool = False
+    ) -> None:
+        """LONG_LIVED: the connection outlives a run (the ban action's, in fail2ban's process): it is
+        reopened when the database file was replaced. Closing a WAL connection checkpoints (an fsync);
+        a connection kept open spares every ban that cost."""
         self.directory = directory if directory is not None else spool_dir()
         self.spool_max = spool_max
         self.busy = busy
         self._db: sqlite3.Connection | None = None
+        self._inode: int | None = 0 if long_lived else None
 
     # ---- connection ---------------------------------------------------------
 
     def db(self) -> sqlite3.Connection:
+        if self._db is not None and self._inode is not None:
+            # A long-lived connection (the ban action's) follows a database another process set aside.
+            try:
+                replaced = os.stat(os.path.join(self.directory, DB_NAME)).st_ino != self._inode
+            except OSError:
+                replaced = True
+            if replaced:
+                self.close()
         if self._db is None:
             os.makedirs(self.directory, mode=0o700, exist_ok=True)
             path = os.path.join(self.directory, DB_NAME)
@@ -121,6 +125,8 @@ class Spool:
                 aside = self._set_aside(path)
                 self._db = open_db(path, self.busy)
                 self._announce_set_aside(path, aside, str(error))
+            if self._inode is not None:
+                self._inode = os.stat(path).st_ino
         return self._db
 
     def _set_aside(self, path: str) -> str:

@@ -91,7 +91,7 @@ def open_db(path: str, busy: float) -> sqlite3.Connection:
     """The spool database at PATH, made when new; Foreign when it is not this version's spool."""
     # Made 0600 before SQLite opens it: its -wal and -shm files take its mode.
     os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
-    db = sqlite3.connect(path, timeout=busy, isolation_level=None)
+    db = sqlite3.connect(path, timeout=busy, isolation_level=None, check_same_thread=False)
     try:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")

@@ -138,3 +138,18 @@ def test_the_stop_message_is_delivered_before_stop_returns(root: Path, monkeypat
     events.BanNotices("ops").stop("j")
     assert calls == [[events.NOTIFIER, "flush"]]
     assert Spool(10, str(spool_dir(root))).pending() == 0
+
+
+def test_the_ban_actions_connection_follows_a_database_set_aside_by_another_process(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(events, "start_flush", lambda: None)
+    notices = events.BanNotices("ops")
+    notices.unban("j", "192.0.2.1")
+    directory = spool_dir(root)
+    # Another process found it unusable and set it aside (as Spool.db does), then made a new one.
+    os.replace(directory / "spool.db", directory / "spool.db.bad-test")
+    Spool(10, str(directory)).enqueue("alert")
+    notices.unban("j", "192.0.2.2")
+    texts = [r[0] for r in sqlite3.connect(directory / "spool.db").execute("SELECT text FROM message ORDER BY id")]
+    assert texts == ["alert", "Ban Alert(j)\n Unbanned IP: *192.0.2.2*"]
