@@ -156,7 +156,7 @@ export function renderJail(s: PayloadSettings, adminCidrs: readonly string[] = [
         `ignoreip  = ${jailIgnoreIps(s, adminCidrs).join(" ")}`,
         ...(s.banAction === "" ? [] : [`banaction = ${s.banAction}`]),
         "action    = %(action_)s",
-        ...(proxied ? [`            ${NGINX_BAN_ACTION}`] : []),
+        ...(proxied ? [`            ${NGINX_BAN_ACTION}.py`] : []),
         `            slack-notify.py[slack_channel="${s.slackChannel}"]`,
         "",
     ].join("\n");

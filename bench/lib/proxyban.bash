@@ -72,7 +72,7 @@ bench_proxyban_start() {
     bench_error "install --part web failed: $(tail -n 3 "${dir}/web-install.log")"
     return 1
   fi
-  if [[ ! -f "${payload}/fail2ban/action.d/hostguard-nginx-ban.conf" ]]; then
+  if [[ ! -f "${payload}/fail2ban/action.d/hostguard-nginx-ban.py" ]]; then
     bench_error "the payload rendered with trustedProxies has no hostguard-nginx-ban action"
     return 1
   fi

@@ -1,25 +1,25 @@
-"""hostguard-nginx-ban: nginx's ban list for the nginx-bad-request jail (with trustedProxies).
+"""nginx's ban list for the nginx-bad-request jail (with trustedProxies).
 
 A client behind a load balancer cannot be stopped by the firewall (its
 packets come from the balancer), so its ban must reach nginx: this keeps one
-`ADDRESS 1;` line per banned address in
-/var/lib/hostguard/nginx-bans.map, which the `map` of part web's
-drop-in (/etc/nginx/conf.d/hostguard-realip.conf) reads, and reloads nginx.
-Run by the fail2ban action hostguard-nginx-ban (modelled on fail2ban's own
-nginx-block-map action), as root:
+`ADDRESS 1;` line per banned address in /var/lib/hostguard/nginx-bans.map,
+which the `map` of part web's drop-in (/etc/nginx/conf.d/hostguard-realip.conf)
+reads, and reloads nginx. `BanList` is used by the fail2ban Python action
+hostguard-nginx-ban (fail2ban/action.d/hostguard-nginx-ban.py), inside
+fail2ban's process, modelled on fail2ban's own nginx-block-map action.
 
-    hostguard-nginx-ban [--pid FILE] [--nginx-opts WORDS] ban IP | unban IP | flush
-
-IP is checked with `ipaddress` before it is written, so the list never
-holds what nginx could not read. The map matches `$remote_addr` exactly, so
-a network fail2ban bans (`192.0.2.0/24`) cannot be listed: that ban is
-refused here, said in fail2ban's log, and holds at the firewall only. Fail safe and bounded: the list
-is root's, replaced atomically (temp file in the same directory, fsync,
-rename, fsync of the directory) under a lock on the state directory (waited
-for at most 10 s); nginx is reloaded (SIGHUP to its master: graceful) only
-after `nginx -t` passed within 20 s. Anything that stops the ban reaching
-nginx is one line on stderr and exit 1, which fail2ban writes to its log;
-the firewall ban of the same jail is not affected.
+An address is checked with `ipaddress` when fail2ban bans it (a refusal
+raises: fail2ban's log says so), so the list never holds what nginx could
+not read. The map matches `$remote_addr` exactly, so a network fail2ban bans
+(`192.0.2.0/24`) or a scoped address cannot be listed: refused, and the ban
+holds at the firewall only. A ban never waits for nginx: it is queued, and
+one writer thread applies what was queued since its last pass as one list
+write, one `nginx -t` and one reload, so a burst of bans costs a few
+reloads, not one each. Fail safe and bounded: the list is root's, replaced
+atomically under a lock on the state directory (waited for at most 10 s);
+nginx is reloaded (SIGHUP to its master: graceful) only after `nginx -t`
+passed within 20 s; a failure is logged to fail2ban's log and the firewall
+ban of the same jail is not affected.
 """
 
 from __future__ import annotations
@@ -27,24 +27,24 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import ipaddress
+import logging
 import os
 import signal
 import subprocess
-import sys
+import threading
 import time
 
 from . import paths
 from .atomicfile import write_atomic
-from .errors import EX_USAGE, HostguardError
+from .errors import HostguardError
 
 LIST_NAME = "nginx-bans.map"
 TMP_NAME = f".{LIST_NAME}.tmp"
 LOCK_WAIT = 10.0
 TEST_TIMEOUT = 20.0
-LIST_HEADER = (
-    "# hostguard: addresses the nginx-bad-request jail bans (hostguard-nginx-ban keeps this file; do not edit)"
-)
-USAGE = "usage: hostguard-nginx-ban [--pid FILE] [--nginx-opts WORDS] ban IP | unban IP | flush\n"
+# A ban waits this long in the queue, so that the rest of a burst goes in the same write and reload.
+COALESCE = 0.2
+LIST_HEADER = "# hostguard: addresses the nginx-bad-request jail bans (its hostguard-nginx-ban action keeps this file)"
 
 
 class Refused(HostguardError):
@@ -169,45 +169,73 @@ def locked_state() -> tuple[str, int]:
             time.sleep(0.05)
 
 
-def apply(command: str, target: str | None, pid_file: str, nginx_opts: list[str]) -> None:
-    """ban, unban or flush, under the lock."""
-    item = entry(target) if target is not None else None
+def apply(changes: dict[str, bool] | None, pid_file: str, nginx_opts: list[str]) -> None:
+    """Applies CHANGES (entry: banned or not; None: empty the list) in one write and one reload, under the lock."""
     state, fd = locked_state()
     try:
         listed = read_list(state)
-        if command == "ban" and item is not None:
-            if item not in listed:
-                write_list(state, [*listed, item])
-            reload_nginx(f"ban of {item}", pid_file, nginx_opts)
-        elif command == "unban" and item is not None:
-            if item in listed:
-                write_list(state, [x for x in listed if x != item])
-                reload_nginx(f"unban of {item}", pid_file, nginx_opts)
-        elif listed:
-            write_list(state, [])
-            reload_nginx("the emptied list", pid_file, nginx_opts)
+        if changes is None:
+            wanted: list[str] = []
+        else:
+            wanted = [item for item in listed if changes.get(item, True)]
+            wanted += [item for item, banned in changes.items() if banned and item not in wanted]
+        if wanted != listed:
+            write_list(state, wanted)
+            added = len([item for item in wanted if item not in listed])
+            removed = len(listed) + added - len(wanted)
+            reload_nginx(f"the ban list ({added} added, {removed} removed)", pid_file, nginx_opts)
     finally:
         os.close(fd)
 
 
-def main(argv: list[str]) -> int:
-    os.umask(0o077)
-    pid_file, nginx_opts = "/run/nginx.pid", []
-    while len(argv) >= 2 and argv[0] in ("--pid", "--nginx-opts"):
-        if argv[0] == "--pid":
-            pid_file = argv[1]
-        else:
-            nginx_opts = argv[1].split()
-        argv = argv[2:]
-    shapes = {"ban": 2, "unban": 2, "flush": 1}
-    if not argv or shapes.get(argv[0]) != len(argv):
-        sys.stderr.write(USAGE)
-        return EX_USAGE
-    try:
-        if os.geteuid() != 0:
-            raise Refused("must run as root (the list is root's)")
-        apply(argv[0], argv[1] if len(argv) == 2 else None, pid_file, nginx_opts)
-    except HostguardError as error:
-        sys.stderr.write(f"hostguard-nginx-ban: {error}\n")
-        return error.code
-    return 0
+class BanList:
+    """nginx's ban list kept from inside fail2ban's process (the Python action hostguard-nginx-ban).
+
+    `ban` and `unban` check the address (Refused raises) and queue the change;
+    one writer thread waits COALESCE seconds, then applies everything queued
+    meanwhile, and goes on while more comes. `clear` empties the list at once.
+    Failures go to LOG (fail2ban's logger).
+    """
+
+    def __init__(self, pid_file: str, nginx_opts: list[str], log: logging.Logger) -> None:
+        self.pid_file = pid_file
+        self.nginx_opts = nginx_opts
+        self.log = log
+        self._lock = threading.Lock()
+        self._changes: dict[str, bool] = {}
+        self._writer: threading.Thread | None = None
+
+    def ban(self, ip: str) -> None:
+        self._queue(entry(ip), True)
+
+    def unban(self, ip: str) -> None:
+        self._queue(entry(ip), False)
+
+    def clear(self) -> None:
+        """Empties the list now (start, stop, flush), dropping what was queued; a failure raises."""
+        with self._lock:
+            self._changes = {}
+            writer = self._writer
+        if writer is not None:
+            writer.join(LOCK_WAIT + TEST_TIMEOUT + COALESCE + 1)
+        apply(None, self.pid_file, self.nginx_opts)
+
+    def _queue(self, item: str, banned: bool) -> None:
+        with self._lock:
+            self._changes[item] = banned
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._write_all, name="hostguard-nginx-ban", daemon=True)
+                self._writer.start()
+
+    def _write_all(self) -> None:
+        while True:
+            time.sleep(COALESCE)
+            with self._lock:
+                changes, self._changes = self._changes, {}
+                if not changes:
+                    self._writer = None  # under the lock: a change queued after this starts a new writer
+                    return
+            try:
+                apply(changes, self.pid_file, self.nginx_opts)
+            except HostguardError as error:
+                self.log.error("hostguard-nginx-ban: %s", error)

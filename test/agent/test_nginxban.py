@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hostguard import nginxban
+from hostguard import nginxban, paths
 
 
 @pytest.mark.parametrize(
@@ -65,3 +65,30 @@ def test_a_symlinked_list_is_not_followed(tmp_path: Path) -> None:
     (tmp_path / nginxban.LIST_NAME).symlink_to(target)
     with pytest.raises(OSError):
         nginxban.read_list(str(tmp_path))
+
+
+def test_a_burst_of_bans_is_one_write_and_one_reload(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """100 bans queued at once (fail2ban's actions thread calling ban per address) reach the list in a
+    few passes of the writer thread, each one write and one nginx -t and reload, not one per ban."""
+    import logging
+    import time
+
+    monkeypatch.setattr(paths, "ROOT", str(tmp_path))
+    (tmp_path / "var/lib/hostguard").mkdir(parents=True)
+    reloads: list[str] = []
+    monkeypatch.setattr(nginxban, "reload_nginx", lambda what, *_: reloads.append(what))
+    bans = nginxban.BanList("/nonexistent.pid", [], logging.getLogger("test"))
+    addresses = [f"198.18.0.{i}" for i in range(1, 101)]
+    for address in addresses:
+        bans.ban(address)
+    bans.unban("198.18.0.1")
+    for _ in range(100):
+        if bans._writer is None:
+            break
+        time.sleep(0.05)
+    assert nginxban.read_list(str(tmp_path / "var/lib/hostguard")) == addresses[1:]
+    assert 1 <= len(reloads) <= 2, reloads
+    with pytest.raises(nginxban.Refused):
+        bans.ban("fe80::1%eth0")
+    bans.clear()
+    assert nginxban.read_list(str(tmp_path / "var/lib/hostguard")) == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,15 @@ RUNS = [
     ("monitors", ["host-monitor"]),
     ("monitors", ["container-monitor"]),
     ("base", ["hostguard-notify", "text", "kept in the spool"]),
-    ("bantool", ["hostguard-nginx-ban", "--pid", "/nonexistent.pid", "ban", "192.0.2.1"]),
+    # The ban action's list, as fail2ban's process writes it (nginxban.apply).
+    (
+        "bantool",
+        [
+            "-c",
+            f"import sys; sys.path.insert(0, {str(SCRIPTS)!r}); from hostguard import nginxban; "
+            "nginxban.apply({'192.0.2.1': True}, '/nonexistent.pid', [])",
+        ],
+    ),
 ]
 
 
@@ -37,7 +46,7 @@ def written(root: Path) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize(("part", "argv"), RUNS, ids=[argv[0] for _, argv in RUNS])
+@pytest.mark.parametrize(("part", "argv"), RUNS, ids=[part + "-" + argv[0] for part, argv in RUNS])
 def test_what_a_program_writes_is_in_its_parts_rows(tmp_path: Path, part: str, argv: list[str]) -> None:
     (tmp_path / "etc/hostguard").mkdir(parents=True)
     (tmp_path / paths.STATE_PATH.lstrip("/")).mkdir(parents=True, mode=0o700)  # part base's
@@ -54,7 +63,8 @@ def test_what_a_program_writes_is_in_its_parts_rows(tmp_path: Path, part: str, a
         "FAKE_DOCKER_STATE": str(tmp_path / "containers.json"),
     }
     for _ in range(2):  # a second run starts from the first's state
-        subprocess.run([str(SCRIPTS / argv[0]), *argv[1:]], env=env, capture_output=True, timeout=60, check=False)
+        command = [sys.executable, *argv] if argv[0] == "-c" else [str(SCRIPTS / argv[0]), *argv[1:]]
+        subprocess.run(command, env=env, capture_output=True, timeout=60, check=False)
     files = written(tmp_path)
     assert files, f"{argv[0]} wrote nothing: the run did not get far enough to show its files"
     rows = [path for _, path in runtime_files.TABLE[part] + runtime_files.TABLE["base"]]

@@ -13,8 +13,9 @@
 #       it), its access log the jail's (F2B_ACCESS_LOG); PRX/nginx.conf: the
 #       proxy on PROXY:8080 adding X-Forwarded-For, connecting from PROXY
 #   proxy_sandbox_install_action PAYLOAD ROOT SRV
-#       the rendered hostguard-nginx-ban helper and action, the action's
-#       helper and nginx paths pointed into the sandbox (a .local)
+#       the rendered hostguard-nginx-ban Python action (its package under
+#       ROOT, as fail2ban_notifier_in placed it), the jail's action line given
+#       nginx's paths in the sandbox
 # shellcheck source=nginx-sandbox.bash
 source "${BASH_SOURCE[0]%/*}/nginx-sandbox.bash"
 
@@ -72,10 +73,9 @@ CONF
 
 proxy_sandbox_install_action() {
   local payload="$1" root="$2" srv="$3"
-  cp -r "${payload}/hostguard-nginx-ban" "${payload}/hostguard" "${root}/usr/local/lib/hostguard/"
-  cp "${payload}/fail2ban/action.d/hostguard-nginx-ban.conf" "${F2B_CONF}/action.d/"
-  # The packaged action as is; its helper and nginx's paths point into the sandbox.
-  printf '[Init]\nhostguard_nginx_ban = %s\nnginx_pid = %s\nnginx_opts = %s\n' \
-    "${root}/usr/local/lib/hostguard/hostguard-nginx-ban" "${srv}/nginx.pid" \
-    "-p ${srv} -c ${srv}/nginx.conf -e ${srv}/logs/error.log" >"${F2B_CONF}/action.d/hostguard-nginx-ban.local"
+  cp -r "${payload}/hostguard" "${root}/usr/local/lib/hostguard/"
+  cp "${payload}/fail2ban/action.d/hostguard-nginx-ban.py" "${F2B_CONF}/action.d/"
+  # The packaged action as is; the jail hands it nginx's paths in the sandbox.
+  sed -i "s#^\( *hostguard-nginx-ban\.py\)\$#\1[nginx_pid=\"${srv}/nginx.pid\", nginx_opts=\"-p ${srv} -c ${srv}/nginx.conf -e ${srv}/logs/error.log\"]#" \
+    "${F2B_CONF}/jail.d/hostguard-nginx-bad-request.local"
 }

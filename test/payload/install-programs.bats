@@ -91,7 +91,7 @@ assert_refused() {
 
 @test "every program of the agent names the interpreter the installer checks" {
   local program line
-  for program in hostguard-notify host-monitor container-monitor hostguard-nginx-ban; do
+  for program in hostguard-notify host-monitor container-monitor; do
     IFS= read -r line <"${HG_REPO}/scripts/${program}"
     [[ "${line}" == "#!/usr/bin/python3 -IS" ]] || { echo "${program}: ${line}"; return 1; }
   done

@@ -135,8 +135,8 @@ describe("the file table", () => {
         const payload = readPayload();
         const files = hostFiles({ settings: DEFAULT_SETTINGS }, payload);
         const fromScripts = files.filter((f) => payload.some((p) => p.path === f.path)).map((f) => f.path).sort();
-        // The two files shipped only `when trustedProxies` is set (issue 25) are the exception.
-        const onlyProxied = ["fail2ban/action.d/hostguard-nginx-ban.conf", "hostguard-nginx-ban"];
+        // The file shipped only `when trustedProxies` is set (issue 25) is the exception.
+        const onlyProxied = ["fail2ban/action.d/hostguard-nginx-ban.py"];
         assert.deepEqual(fromScripts, payload.map((p) => p.path).filter((p) => p !== "README.md" && !onlyProxied.includes(p)).sort());
         const proxied = hostFiles({ settings: { ...DEFAULT_SETTINGS, trustedProxies: ["10.9.1.0/24"] } }, payload);
         assert.deepEqual(proxied.filter((f) => payload.some((p) => p.path === f.path)).map((f) => f.path).sort(),

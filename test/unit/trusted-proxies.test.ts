@@ -109,21 +109,20 @@ describe("trustedProxies: rendered files", () => {
         const start = with_.indexOf("# trustedProxies: nginx logs the client's address from the proxies'") - 1;
         assert.ok(start > 0);
         const without = [...with_.slice(0, start), ...with_.slice(start + 7)];
-        assert.deepEqual(without.filter((l) => !l.startsWith("ignoreip") && l !== "            hostguard-nginx-ban"),
+        assert.deepEqual(without.filter((l) => !l.startsWith("ignoreip") && l !== "            hostguard-nginx-ban.py"),
             plain.filter((l) => !l.startsWith("ignoreip")));
         assert.ok(with_.includes("ignoreip  = 127.0.0.1/8 ::1 10.9.1.0/24 fd00:9::/64"));
         const action = with_.indexOf("action    = %(action_)s");
         assert.deepEqual(with_.slice(action, action + 3), [
-            "action    = %(action_)s", "            hostguard-nginx-ban", "            slack-notify.py[slack_channel=\"alerts\"]",
+            "action    = %(action_)s", "            hostguard-nginx-ban.py", "            slack-notify.py[slack_channel=\"alerts\"]",
         ]);
     });
-    it("ships the helper and the action in bantool, the drop-in and the proxied snippet in web", () => {
+    it("ships the action in bantool, the drop-in and the proxied snippet in web", () => {
         const plain = renderHost(DEFAULT_SETTINGS, undefined, { cronMinute: 3 });
         const with_ = renderHost(proxied, undefined, { cronMinute: 3 });
         const dest = (r: typeof plain) => Object.fromEntries(r.files.map((f) => [f.destination, `${f.part} ${f.path} ${f.mode.toString(8)}`]));
         const d = dest(with_);
-        assert.equal(d["/usr/local/lib/hostguard/hostguard-nginx-ban"], "bantool hostguard-nginx-ban 755");
-        assert.equal(d["/etc/fail2ban/action.d/hostguard-nginx-ban.conf"], "bantool fail2ban/action.d/hostguard-nginx-ban.conf 644");
+        assert.equal(d["/etc/fail2ban/action.d/hostguard-nginx-ban.py"], "bantool fail2ban/action.d/hostguard-nginx-ban.py 644");
         assert.equal(d["/etc/nginx/conf.d/hostguard-realip.conf"], "web nginx/hostguard-realip.conf 644");
         assert.equal(d["/etc/nginx/snippets/hostguard-deny.conf"], "web nginx/hostguard-deny-proxied.conf 644");
         // Every bundle carries the expanded table, so every part is new; web and bantool by their own files too.
