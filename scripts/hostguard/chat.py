@@ -109,20 +109,40 @@ def failure(reason: str) -> Answer:
     return Answer(TRANSIENT, reason)
 
 
+class Reply(NamedTuple):
+    """An HTTP answer: its status, its Retry-After header, its body (BODY_MAX at most)."""
+
+    status: int
+    retry_after: str | None
+    body: str
+
+
 def post(url: str, text: str, channel: str | None, timeout: float, cadata: str | bytes | None) -> Answer:
     """Posts TEXT (with CHANNEL) to URL within TIMEOUT seconds; the classified answer."""
+    headers = {"Content-Type": "application/x-www-form-urlencoded", "User-Agent": "hostguard"}
+    reply = exchange("POST", url, form_body(payload(text, channel)), headers, timeout, cadata)
+    if isinstance(reply, str):
+        return failure(reply)
+    return classify(reply.status, reply.body, reply.retry_after, channel is not None)
+
+
+def exchange(
+    method: str, url: str, body: bytes | None, headers: dict[str, str], timeout: float, cadata: str | bytes | None
+) -> Reply | str:
+    """One HTTPS request (the certificate verified against CADATA, else the system's CAs; no redirect
+    followed), the whole exchange within TIMEOUT seconds; the reply, or why there is none (never
+    quoting an exception: it may name the host). The one HTTP client of the chat post and the heartbeat."""
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
     if parts.scheme != "https" or not parts.hostname:
-        return failure("protocol refused (https only)")
-    body = form_body(payload(text, channel))
+        return "protocol refused (https only)"
     try:
         context = prepare(cadata)
     except (OSError, ValueError):
-        return failure("cannot read the CA file")
+        return "cannot read the CA file"
     deadline = time.monotonic() + timeout
-    return _exchange(parts, body, context, deadline, channel is not None)
+    return _exchange(method, parts, body, {**headers, **_credentials(parts)}, context, deadline)
 
 
 _contexts: dict[str | bytes | None, ssl.SSLContext] = {}
@@ -146,60 +166,65 @@ def prepare(cadata: str | bytes | None) -> ssl.SSLContext:
     return context
 
 
-def _headers(parts: SplitResult) -> dict[str, str]:
-    headers = {"Content-Type": "application/x-www-form-urlencoded", "User-Agent": "hostguard"}
-    if parts.username is not None:
-        # As curl sends a URL's user:password: basic authentication.
-        import base64
-        from urllib.parse import unquote
+def _credentials(parts: SplitResult) -> dict[str, str]:
+    """As curl sends a URL's user:password: basic authentication."""
+    if parts.username is None:
+        return {}
+    import base64
+    from urllib.parse import unquote
 
-        user = unquote(parts.username) + ":" + unquote(parts.password or "")
-        headers["Authorization"] = "Basic " + base64.b64encode(user.encode()).decode("ascii")
-    return headers
+    user = unquote(parts.username) + ":" + unquote(parts.password or "")
+    return {"Authorization": "Basic " + base64.b64encode(user.encode()).decode("ascii")}
 
 
-def _exchange(parts: SplitResult, body: bytes, context: ssl.SSLContext, deadline: float, has_channel: bool) -> Answer:
+def _exchange(
+    method: str,
+    parts: SplitResult,
+    body: bytes | None,
+    headers: dict[str, str],
+    context: ssl.SSLContext,
+    deadline: float,
+) -> Reply | str:
     import http.client
     import socket
     import ssl
 
     left = deadline - time.monotonic()
     if left <= 0:
-        return failure("timed out")
+        return "timed out"
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
     connection = http.client.HTTPSConnection(parts.hostname or "", parts.port, timeout=left, context=context)
     try:
         try:
-            connection.request("POST", path, body, _headers(parts))
+            connection.request(method, path, body, headers)
             sock = connection.sock
             assert sock is not None
-            response = http.client.HTTPResponse(_DeadlineSocket(sock, deadline), method="POST")  # type: ignore[arg-type]
+            response = http.client.HTTPResponse(_DeadlineSocket(sock, deadline), method=method)  # type: ignore[arg-type]
             response.begin()
         except ssl.SSLCertVerificationError:
-            return failure("server certificate not trusted")
+            return "server certificate not trusted"
         except (socket.timeout, TimeoutError):
-            return failure("timed out")
+            return "timed out"
         except ssl.SSLError:
-            return failure("TLS handshake failed")
+            return "TLS handshake failed"
         except socket.gaierror:
-            return failure("cannot resolve host")
+            return "cannot resolve host"
         except (http.client.RemoteDisconnected, http.client.BadStatusLine):
             # Closed before a status line (RemoteDisconnected is also a ConnectionResetError).
-            return failure("empty reply")
+            return "empty reply"
         except OSError as error:
-            return failure(_os_reason(error))
+            return _os_reason(error)
         except http.client.HTTPException:
-            return failure("protocol error")
-        status = response.status
+            return "protocol error"
         retry_after = response.getheader("Retry-After")
         try:
             text = response.read(BODY_MAX).decode("utf-8", "replace")
         except (OSError, http.client.HTTPException):
-            # Delivered whatever happened after the status line: sending it again would make a duplicate.
+            # Answered whatever happened after the status line: a post sent again would be a duplicate.
             text = ""
-        return classify(status, text, retry_after, has_channel)
+        return Reply(response.status, retry_after, text)
     finally:
         connection.close()
 

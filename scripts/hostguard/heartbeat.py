@@ -86,53 +86,20 @@ def ping(who: str, settings: Settings) -> None:
         return
     if other_run_stuck(who, settings):
         return
-    try:
-        status = get(url, cadata, settings.notify_max_time)
-    except Exception as error:  # whatever failed, the ping is missed and said so
-        log.warn(f"{who}: heartbeat not sent: {reason(error)}")
-        return
-    if 200 <= status < 300:
-        log.info(f"{who}: heartbeat sent (HTTP {status})")
+    reply = get(url, cadata, settings.notify_max_time)
+    if isinstance(reply, str):
+        log.warn(f"{who}: heartbeat not sent: {reply}")
+    elif 200 <= reply < 300:
+        log.info(f"{who}: heartbeat sent (HTTP {reply})")
     else:
-        log.warn(f"{who}: heartbeat not accepted: HTTP {status}")
+        log.warn(f"{who}: heartbeat not accepted: HTTP {reply}")
 
 
-def reason(error: BaseException) -> str:
-    name = type(error).__name__
-    text = str(error)
-    return f"{name}: {text}" if text else name
+def get(url: str, cadata: str | bytes | None, seconds: float) -> int | str:
+    """The HTTP status of one GET of URL within SECONDS (chat.exchange: https only, certificate checked,
+    no redirect, one deadline for the whole exchange: a server that answers a byte at a time cannot hold
+    the monitor), or why there is none."""
+    from . import chat
 
-
-class _Deadline(Exception):
-    pass
-
-
-def get(url: str, cadata: str | bytes | None, seconds: float) -> int:
-    """The HTTP status of one GET of URL (https only, certificate checked
-    against CADATA or the system CAs, no redirect followed, body not read),
-    the whole exchange bounded to SECONDS: a server that answers a byte at a
-    time cannot hold the monitor."""
-    import http.client
-    import signal
-    import ssl
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    if parts.scheme != "https" or not parts.hostname:
-        raise ValueError("not an https URL")
-    context = ssl.create_default_context(cadata=cadata) if cadata else ssl.create_default_context()
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-
-    def expire(_signum: int, _frame: object) -> None:
-        raise _Deadline(f"no answer within {seconds:g} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    connection = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=seconds, context=context)
-    try:
-        connection.request("GET", target, headers={"User-Agent": "hostguard-heartbeat"})
-        return connection.getresponse().status
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        connection.close()
+    reply = chat.exchange("GET", url, None, {"User-Agent": "hostguard-heartbeat"}, seconds, cadata)
+    return reply if isinstance(reply, str) else reply.status

@@ -264,11 +264,10 @@ assert_ban_message() {
 
 @test "fail2ban: with the webhook hung, 100 attackers at once are all firewalled without waiting for it; every ban message arrives once it answers" {
   fail2ban_sandbox_render banBanTime=10m
-  # An attempt may last 50 s and the receiver holds each request 20 s: bans
-  # that waited for the chat service would take 20 s each, far past the
-  # bound below (generous for a loaded machine). The 5 s figure for 100 bans
-  # is measured by the benchmark (row 7, against fail2ban alone), not here:
-  # this machine's load is not the test's to control.
+  # An attempt may last 50 s and the receiver holds each request 600 s: bans
+  # that waited for the chat service would never all be in place within the
+  # (generous) wait below. How fast 100 bans are is the benchmark's (row 7,
+  # against fail2ban alone), not this test's.
   receiver_make_root "${ROOT}" NOTIFY_MAX_TIME=50 NOTIFY_BUDGET=55
   fail2ban_start
   receiver_wait_count 1 15
@@ -286,19 +285,15 @@ assert_ban_message() {
     done
   done >>"${F2B_ACCESS_LOG}"
   fail2ban_wait_for 30 total_failed_is 900
-  # It reads each request and closes it unanswered after 20 s.
-  receiver_mode hang 20
-  local tenth="" start end
+  # It reads each request and holds it unanswered.
+  receiver_mode hang 600
+  local tenth=""
   now="$(LC_ALL=C date -u '+%d/%b/%Y:%H:%M:%S +0000')"
   for line in "${ips[@]}"; do
     tenth+="${line} - - [${now}] \"GET /probe-10.env HTTP/1.1\" 403 153 \"-\" \"scanner\""$'\n'
   done
-  start="${EPOCHREALTIME//[!0-9]/}"
   printf '%s' "${tenth}" >>"${F2B_ACCESS_LOG}"
-  fail2ban_wait_for 30 all_rejected "${ips[@]}"
-  end="${EPOCHREALTIME//[!0-9]/}"
-  echo "100 firewall rules in $(((end - start) / 1000)) ms" >&2
-  (((end - start) / 1000 < 30000))
+  fail2ban_wait_for 120 all_rejected "${ips[@]}"
   # The chat service hangs: none of the ban messages got through meanwhile.
   [[ "$(receiver_count)" -eq 1 ]]
   ! grep -E 'ERROR.*(slack-notify|hostguard-notify)|timed out' "${F2B_LOG}" || false
