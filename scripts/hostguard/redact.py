@@ -8,6 +8,8 @@ alone, its secret segments (the last one, and any of 16 characters or more),
 each also percent-encoded (either case) and JSON-escaped.
 """
 
+from urllib.parse import quote
+
 from . import paths
 
 REDACTED = "[secret URL redacted]"
@@ -16,12 +18,8 @@ _MIN = 8
 _SCHEME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 _URL_END = frozenset("\"' \t\r\n\f\v")
 
-# The plain pieces (and their JSON-escaped forms) and, made only for a text
-# holding a % (urllib.parse costs an import of re on every quiet run), their
-# percent-encoded forms.
+# Every form of the pieces: plain, JSON-escaped, percent-encoded; longest first.
 _pieces: "list[str] | None" = None
-_encoded: "list[str] | None" = None
-_raw: list[str] = []
 
 
 def urls_in(text: str) -> list[str]:
@@ -65,8 +63,6 @@ def plain_forms(pieces: list[str]) -> list[str]:
 
 def encoded_forms(pieces: list[str]) -> list[str]:
     """Each piece percent-encoded as a URL's reserved characters are, upper- and lower-case hex."""
-    from urllib.parse import quote
-
     forms: set[str] = set()
     for piece in pieces:
         encoded = quote(piece, safe="")
@@ -77,14 +73,8 @@ def encoded_forms(pieces: list[str]) -> list[str]:
     return _longest_first(forms)
 
 
-def pieces_of(url: str) -> list[str]:
-    """Every form of URL that must not leave the host, longest first."""
-    raw = raw_pieces(url)
-    return _longest_first(set(plain_forms(raw)) | set(encoded_forms(raw)))
-
-
 def load(files: "tuple[str, ...] | None" = None) -> list[str]:
-    """The plain pieces of the URLs in the webhook and heartbeat files (those this process can read)."""
+    """Every form of the URLs in the webhook and heartbeat files (those this process can read)."""
     names = files if files is not None else (paths.under(paths.WEBHOOK_PATH), paths.under(paths.HEARTBEAT_PATH))
     raw: list[str] = []
     for name in names:
@@ -95,36 +85,14 @@ def load(files: "tuple[str, ...] | None" = None) -> list[str]:
             continue
         for url in urls_in(text):
             raw += raw_pieces(url)
-    global _raw
-    _raw = raw
-    return plain_forms(raw)
-
-
-_HEX = frozenset("0123456789abcdefABCDEF")
-
-
-def _has_escape(text: str) -> bool:
-    """Whether TEXT holds a %XX escape (a monitor's "cpu=72.2%" does not)."""
-    at = text.find("%")
-    while at != -1:
-        pair = text[at + 1 : at + 3]
-        if len(pair) == 2 and pair[0] in _HEX and pair[1] in _HEX:
-            return True
-        at = text.find("%", at + 1)
-    return False
+    return _longest_first(set(plain_forms(raw)) | set(encoded_forms(raw)))
 
 
 def redact(text: str) -> str:
     """TEXT with every form of the secret URLs replaced by REDACTED."""
-    global _pieces, _encoded
+    global _pieces
     if _pieces is None:
         _pieces = load()
-    if _raw and _has_escape(text):
-        if _encoded is None:
-            _encoded = encoded_forms(_raw)
-        for piece in _encoded:
-            if piece in text:
-                text = text.replace(piece, REDACTED)
     for piece in _pieces:
         if piece in text:
             text = text.replace(piece, REDACTED)
@@ -133,6 +101,5 @@ def redact(text: str) -> str:
 
 def forget() -> None:
     """Read the secret files again at the next redact (after set-webhook in the same process)."""
-    global _pieces, _encoded
+    global _pieces
     _pieces = None
-    _encoded = None

@@ -228,3 +228,24 @@ def test_policy_sequences(
         else:
             assert action == HOLD
     os.environ.pop("HOSTGUARD_NOW", None)
+
+
+def test_write_atomic_puts_the_file_and_its_name_on_the_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A crash (power loss) after write_atomic returns finds the new content under the name: the temp
+    file is fsynced before the rename, and the directory after it."""
+    import os
+    import stat as stat_module
+
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        info = os.fstat(fd)
+        synced.append("dir" if stat_module.S_ISDIR(info.st_mode) else f"file:{info.st_size}")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    target = tmp_path / "state"
+    atomicfile.write_atomic(str(target), b"new content")
+    assert synced == ["file:11", "dir"]
+    assert target.read_bytes() == b"new content"

@@ -68,3 +68,16 @@ def test_urls_are_found_as_a_curl_config_writes_them() -> None:
 
 def test_without_secret_files_text_is_unchanged(root: Path) -> None:
     assert redact.redact("HTTP 403 invalid_token /services/T0/B0") == "HTTP 403 invalid_token /services/T0/B0"
+
+
+def test_a_percent_encoded_query_secret_is_redacted(tmp_path: Path) -> None:
+    """A token whose URL-encoded form shares no plain piece (key=...&token=..., as Google Chat's): only
+    the percent-encoded forms catch it, in either case of hex."""
+    url = "https://chat.example.com/v1/spaces/AAAA/messages?key=PublicKey1&token=Secr3tT0kenValue42"
+    with_secret_file(tmp_path, url)
+    query = "key=PublicKey1&token=Secr3tT0kenValue42"
+    for form in (quote(query, safe=""), lower_escapes(quote(query, safe="")), quote(url, safe="")):
+        assert "Secr3tT0kenValue42" in form
+        text = redact.redact(f"the service said: Cannot POST {form}!")
+        assert "Secr3tT0kenValue42" not in text, form
+        assert redact.REDACTED in text
