@@ -370,6 +370,19 @@ PY
   [[ "${status}" -eq 0 && "${output}" == *ok ]]
 }
 
+@test "fail2ban: the Python action survives a reload of fail2ban's configuration (a deploy reloads it) and still posts" {
+  fail2ban_start
+  receiver_wait_count 1 15
+  fail2ban_client reload >/dev/null
+  fail2ban_wait_for 10 fail2ban_jail_up
+  fail2ban_client get "${JAIL}" actions | grep -q 'slack-notify' || {
+    fail2ban_client get "${JAIL}" actions
+    false
+  }
+  fail2ban_client set "${JAIL}" banip 203.0.113.31 >/dev/null
+  fail2ban_wait_for 20 grep -qF 'Banned IP: *203.0.113.31*' "${RECEIVER_MESSAGES}"
+}
+
 @test "fail2ban: the stop message reaches chat although the service manager kills every process fail2ban started" {
   # systemd stops fail2ban.service by killing its whole control group once the
   # server has exited, the processes its actions started included (setsid or

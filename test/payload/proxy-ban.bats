@@ -135,6 +135,9 @@ scan_through_proxy() {
 
 @test "trustedProxies: a scanner behind the proxy is banned and refused at nginx; the other client and the proxy are not; unban restores both" {
   start_all "${PROXIES}"
+  # A deploy reloads fail2ban: the Python action (and its nginx paths) must outlive it.
+  fail2ban_client reload >/dev/null
+  fail2ban_wait_for 10 fail2ban_jail_up
   grep -qx "ignoreip  = 127.0.0.1/8 ::1 10.9.1.0/24 fd00:9::/64" "${F2B_CONF}/jail.d/hostguard-nginx-bad-request.local"
   grep -q '^            hostguard-nginx-ban\.py\[' "${F2B_CONF}/jail.d/hostguard-nginx-bad-request.local"
   [[ "$(via_proxy "${SCANNER}" /)" == 200 ]]

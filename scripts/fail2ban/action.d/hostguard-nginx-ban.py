@@ -33,6 +33,16 @@ class Action(ActionBase):
 
         self.bans = BanList(nginx_pid, nginx_opts.split(), self._logSys)
 
+    # fail2ban (1.0, server/actions.py) keeps a Python action across
+    # `fail2ban-client reload` (every deploy of the jail) only when it has
+    # both methods below; without them the action is silently removed.
+    def clearAllParams(self):
+        pass
+
+    def reload(self, nginx_pid="/run/nginx.pid", nginx_opts=""):
+        self.bans.pid_file = nginx_pid
+        self.bans.nginx_opts = nginx_opts.split()
+
     def start(self):
         self.bans.clear()
 

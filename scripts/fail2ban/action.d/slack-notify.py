@@ -35,6 +35,15 @@ class Action(ActionBase):
 
         self.notices = BanNotices(slack_channel)
 
+    # fail2ban (1.0, server/actions.py) keeps a Python action across
+    # `fail2ban-client reload` (every deploy of the jail) only when it has
+    # both methods below; without them the action is silently removed.
+    def clearAllParams(self):
+        pass
+
+    def reload(self, slack_channel="alerts"):
+        self.notices.channel = slack_channel
+
     def start(self):
         self.notices.start(self._jail.name)
 
