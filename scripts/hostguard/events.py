@@ -107,9 +107,9 @@ def spool_event(settings: Settings, spool: Spool, kind: str, found: dict[str, st
     spool.spool_max = settings.notify_spool_max
     try:
         spool.enqueue(as_posted(settings, text), channel, EVENTS)
-    except SpoolFull:
+    except SpoolFull as error:
         log.error(
-            f"cannot write the spool in {spool.directory} (disk full?): this ban-tool message is LOST"
+            f"cannot write the spool in {spool.directory} ({error}): this ban-tool message is LOST"
             " (not kept, not sent: a ban never waits for the chat service)"
         )
         raise

@@ -524,9 +524,11 @@ class Installer:
         self.remove_file(dest)
         cache = self.host(f"{os.path.dirname(dest)}/__pycache__")
         if dest.endswith(".py") and is_dir(cache):
-            # The bytecode Python wrote for it goes with it; the folder when empty.
+            # The bytecode Python wrote for it goes with it (and the temp file of a write a kill cut
+            # short: `NAME.TAG.pyc.<digits>`); the folder when empty.
             self.root_dir(cache[len(self.root) :])
-            for pyc in glob.glob(f"{glob.escape(cache)}/{glob.escape(os.path.basename(dest)[:-3])}.*.pyc"):
+            stem = f"{glob.escape(cache)}/{glob.escape(os.path.basename(dest)[:-3])}"
+            for pyc in glob.glob(f"{stem}.*.pyc") + glob.glob(f"{stem}.*.pyc.[0-9]*"):
                 if is_file(pyc):
                     os.unlink(pyc)
             if not os.listdir(cache):

@@ -44,6 +44,8 @@ LOCK_WAIT = 10.0
 TEST_TIMEOUT = 20.0
 # A ban waits this long in the queue, so that the rest of a burst goes in the same write and reload.
 COALESCE = 0.2
+# A failed pass (nginx -t failing, the lock held) is tried again this many times, a pass apart.
+RETRIES = 3
 LIST_HEADER = "# hostguard: addresses the nginx-bad-request jail bans (its hostguard-nginx-ban action keeps this file)"
 
 
@@ -204,6 +206,7 @@ class BanList:
         self._lock = threading.Lock()
         self._changes: dict[str, bool] = {}
         self._writer: threading.Thread | None = None
+        self._failures = 0
 
     def ban(self, ip: str) -> None:
         self._queue(entry(ip), True)
@@ -228,14 +231,32 @@ class BanList:
                 self._writer.start()
 
     def _write_all(self) -> None:
-        while True:
-            time.sleep(COALESCE)
+        try:
+            while True:
+                time.sleep(COALESCE)
+                with self._lock:
+                    changes, self._changes = self._changes, {}
+                    if not changes:
+                        self._writer = None  # under the lock: a change queued after this starts a new writer
+                        return
+                try:
+                    apply(changes, self.pid_file, self.nginx_opts)
+                except Exception as error:  # the writer must go on whatever failed: later bans depend on it
+                    self.log.error(
+                        "hostguard-nginx-ban: %s", error if isinstance(error, HostguardError) else repr(error)
+                    )
+                    self._retry(changes)
+        finally:
             with self._lock:
-                changes, self._changes = self._changes, {}
-                if not changes:
-                    self._writer = None  # under the lock: a change queued after this starts a new writer
-                    return
-            try:
-                apply(changes, self.pid_file, self.nginx_opts)
-            except HostguardError as error:
-                self.log.error("hostguard-nginx-ban: %s", error)
+                if self._writer is threading.current_thread():
+                    self._writer = None
+
+    def _retry(self, changes: dict[str, bool]) -> None:
+        """Queues a failed pass's changes again, under newer ones, at most RETRIES times in a row."""
+        self._failures += 1
+        if self._failures > RETRIES:
+            self.log.error("hostguard-nginx-ban: %d change(s) given up after %d failed passes", len(changes), RETRIES)
+            self._failures = 0
+            return
+        with self._lock:
+            self._changes = {**changes, **self._changes}

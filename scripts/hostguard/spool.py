@@ -39,6 +39,8 @@ RESERVE_NAME = ".reserve"
 DB_NAME = "spool.db"
 # The delivery lock: one delivery run at a time (delivery.py).
 LOCK_NAME = ".lock"
+# Held while an unusable database is moved aside (one mover, never a new spool).
+ASIDE_LOCK_NAME = ".aside.lock"
 # A writer waits this long for another's transaction (they take milliseconds).
 BUSY_SECONDS = 10.0
 # Delivered ids are kept this long for `outcome` (hostguard-notify text).
@@ -104,6 +106,7 @@ class Spool:
         self.busy = busy
         self._db: sqlite3.Connection | None = None
         self._inode: int | None = 0 if long_lived else None
+        self._opened = 0  # the inode of the file the connection was opened on
 
     # ---- connection ---------------------------------------------------------
 
@@ -122,21 +125,43 @@ class Spool:
             try:
                 self._db = open_db(path, self.busy)
             except Foreign as error:
-                aside = self._set_aside(path)
+                self._set_aside(str(error), error.inode)
                 self._db = open_db(path, self.busy)
-                self._announce_set_aside(path, aside, str(error))
+            self._opened = os.stat(path).st_ino
             if self._inode is not None:
-                self._inode = os.stat(path).st_ino
+                self._inode = self._opened
         return self._db
 
-    def _set_aside(self, path: str) -> str:
-        """Moves the database at PATH (and its journal files) aside; the name it has now."""
-        aside = f"{path}.bad-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-        os.replace(path, aside)
-        for suffix in ("-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.replace(path + suffix, aside + suffix)
-        return aside
+    def _set_aside(self, why: str, found: int) -> None:
+        """Moves the unusable database (and its journal files) aside and makes a new one announcing it.
+
+        Under its own lock, and only while the file at the name is still the
+        one found unusable: two openers that both found it so (two threads of
+        fail2ban, a monitor and a ban) move it once, and never a new spool
+        another one made meanwhile (FOUND: the inode found unusable). The aside name is never reused."""
+        self.close()
+        path = os.path.join(self.directory, DB_NAME)
+        fd = os.open(
+            os.path.join(self.directory, ASIDE_LOCK_NAME), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
+        try:
+            lock_within(fd, self.busy, 0.05)
+            try:
+                if os.stat(path).st_ino != found:
+                    return  # another opener set it aside already
+            except FileNotFoundError:
+                return
+            aside = f"{path}.bad-{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns()}"
+            os.link(path, aside)  # fails rather than overwrite
+            os.unlink(path)
+            for suffix in ("-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.rename(path + suffix, aside + suffix)
+            self._db = open_db(path, self.busy)
+            self._announce_set_aside(path, aside, why)
+            self.close()
+        finally:
+            os.close(fd)
 
     def _announce_set_aside(self, path: str, aside: str, why: str) -> None:
         text = (
@@ -179,11 +204,21 @@ class Spool:
         return self._kept(lambda: self._enqueue(text, channel, queue))
 
     def _kept(self, step: Callable[[], T]) -> T:
-        """STEP, done again after giving back the reserve when the disk is full; else SpoolFull."""
+        """STEP, done again after giving back the reserve when the disk is full, or after moving aside a
+        database found corrupt by it; else SpoolFull (its cause in the text)."""
         try:
             return step()
-        except (sqlite3.Error, OSError) as error:
-            if not _is_full(error) or not self.use_reserve():
+        except sqlite3.DatabaseError as error:
+            if isinstance(error, sqlite3.OperationalError):
+                if not _is_full(error) or not self.use_reserve():
+                    raise SpoolFull(str(error)) from None
+            else:  # "database disk image is malformed": not the disk's room, the file
+                try:
+                    self._set_aside(str(error), self._opened)
+                except (sqlite3.Error, OSError) as failed:
+                    raise SpoolFull(f"{error}; cannot set it aside: {failed}") from None
+        except OSError as error:
+            if not self.use_reserve():
                 raise SpoolFull(str(error)) from None
         try:
             return step()

@@ -46,21 +46,34 @@ def waiting(db: sqlite3.Connection, queue: int) -> tuple[int, int]:
 def bound(db: sqlite3.Connection, queue: int, spool_max: int) -> int:
     """Drops (ban-tool messages: how many, returned) or merges (alerts) the oldest until both bounds hold."""
     count, size = waiting(db, queue)
-    dropped = merged = 0
+    dropped = merged = cut = 0
     while count > 1 and (count > spool_max or size > BYTES_MAX):
-        over = max(1, count - spool_max)
         if queue == EVENTS:
-            dropped += _drop_oldest(db, over)
-        else:
-            step = _merge_oldest(db, over)
+            dropped += _drop_oldest(db, max(1, count - spool_max))
+        elif count > spool_max:
+            step = _merge_oldest(db, count - spool_max)
             if step == 0:
                 break
             merged += step
+        else:
+            # Only the bytes are over: merging whole texts would not lessen them, so the two oldest
+            # alerts go as one cut to MERGE_CHARS, each part's cut marked.
+            rows = db.execute(
+                "SELECT id FROM message WHERE queue = ? AND merged_into IS NULL AND claimed = 0"
+                " AND channel IS NULL ORDER BY id LIMIT 2",
+                (ALERTS,),
+            ).fetchall()
+            if len(rows) < 2:
+                break
+            merge_pair(db, rows[0][0], rows[1][0], MERGE_CHARS)
+            cut += 1
         count, size = waiting(db, queue)
-    if merged:
+    if merged or cut:
+        how = f"merged {merged + 1} of the oldest alerts into fewer messages" if merged else ""
+        how += (" and " if how else "") + (f"cut {cut + 1} of the oldest alerts (each cut marked)" if cut else "")
         log.warn(
-            f"spool over its bound (NOTIFY_SPOOL_MAX={spool_max}, {BYTES_MAX} bytes): merged {merged + 1}"
-            " of the oldest alerts into fewer messages (alerts are never dropped)"
+            f"spool over its bound (NOTIFY_SPOOL_MAX={spool_max}, {BYTES_MAX} bytes): {how};"
+            " alerts are never dropped whole"
         )
     return dropped
 
@@ -110,7 +123,7 @@ def merge_pair(db: sqlite3.Connection, first: int, second: int, limit: int) -> N
     )
     joined = text1 + "\n\n" + text2
     if len(joined) > limit:
-        joined = text1[: limit // 2] + "\n\n" + cut_to(text2, limit - min(len(text1), limit // 2) - 2)
+        joined = cut_to(text1, limit // 2) + "\n\n" + cut_to(text2, limit - min(len(text1), limit // 2) - 2)
         joined = cut_to(joined, limit)
     db.execute("UPDATE message SET text = ?, parts = ? WHERE id = ?", (joined, parts1 + parts2, first))
     db.execute("UPDATE message SET merged_into = ?, text = '' WHERE id = ? OR merged_into = ?", (first, second, second))

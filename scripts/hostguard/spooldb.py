@@ -52,7 +52,11 @@ PRAGMA user_version = 1
 
 
 class Foreign(Exception):
-    """A database file that is not this version's spool."""
+    """A database file that is not this version's spool; INODE: that file's (set aside only while it is there)."""
+
+    def __init__(self, why: str, inode: int) -> None:
+        super().__init__(why)
+        self.inode = inode
 
 
 class Transaction:
@@ -90,7 +94,9 @@ def lock_within(fd: int, wait: float, step: float) -> bool:
 def open_db(path: str, busy: float) -> sqlite3.Connection:
     """The spool database at PATH, made when new; Foreign when it is not this version's spool."""
     # Made 0600 before SQLite opens it: its -wal and -shm files take its mode.
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    inode = os.fstat(fd).st_ino
+    os.close(fd)
     db = sqlite3.connect(path, timeout=busy, isolation_level=None, check_same_thread=False)
     try:
         db.execute("PRAGMA journal_mode=WAL")
@@ -101,9 +107,9 @@ def open_db(path: str, busy: float) -> sqlite3.Connection:
     except sqlite3.OperationalError:  # busy, locked, disk full: not the file's fault
         db.close()
         raise
-    except sqlite3.DatabaseError as error:  # "file is not a database", "malformed"
+    except (sqlite3.DatabaseError, Foreign) as error:  # "file is not a database", "malformed", another schema
         db.close()
-        raise Foreign(str(error)) from None
+        raise Foreign(str(error), inode) from None
     except BaseException:
         db.close()
         raise
@@ -117,9 +123,9 @@ def make_schema(db: sqlite3.Connection) -> None:
     if version == SCHEMA_VERSION:
         return
     if version != 0:
-        raise Foreign(f"schema version {version}, not {SCHEMA_VERSION}")
+        raise Foreign(f"schema version {version}, not {SCHEMA_VERSION}", 0)
     if db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
-        raise Foreign("tables of another program")
+        raise Foreign("tables of another program", 0)
     for statement in _SCHEMA.split(";"):
         if statement.strip():
             db.execute(statement)

@@ -92,3 +92,31 @@ def test_a_burst_of_bans_is_one_write_and_one_reload(tmp_path: Path, monkeypatch
         bans.ban("fe80::1%eth0")
     bans.clear()
     assert nginxban.read_list(str(tmp_path / "var/lib/hostguard")) == []
+
+
+def test_the_writer_outlives_any_failure_and_tries_a_failed_pass_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import logging
+    import time
+
+    monkeypatch.setattr(paths, "ROOT", str(tmp_path))
+    state = tmp_path / "var/lib/hostguard"
+    state.mkdir(parents=True)
+    (state / nginxban.LIST_NAME).mkdir()  # the list unreadable: read_list raises IsADirectoryError
+    monkeypatch.setattr(nginxban, "reload_nginx", lambda *_: None)
+    bans = nginxban.BanList("/nonexistent.pid", [], logging.getLogger("test"))
+
+    def settled() -> None:
+        for _ in range(200):
+            if bans._writer is None:
+                return
+            time.sleep(0.05)
+        raise AssertionError("the writer did not finish")
+
+    bans.ban("192.0.2.1")
+    settled()
+    (state / nginxban.LIST_NAME).rmdir()
+    bans.ban("192.0.2.2")  # a new writer starts: the failed one did not leave itself registered
+    settled()
+    assert nginxban.read_list(str(state)) == ["192.0.2.2"]

@@ -153,3 +153,36 @@ def test_the_ban_actions_connection_follows_a_database_set_aside_by_another_proc
     notices.unban("j", "192.0.2.2")
     texts = [r[0] for r in sqlite3.connect(directory / "spool.db").execute("SELECT text FROM message ORDER BY id")]
     assert texts == ["alert", "Ban Alert(j)\n Unbanned IP: *192.0.2.2*"]
+
+
+def test_a_database_found_corrupt_by_a_write_is_set_aside_and_the_message_kept(tmp_path: Path) -> None:
+    box = Spool(10, str(tmp_path))
+    for i in range(200):
+        box.enqueue(f"alert {i} " + "x" * 500)
+    box.close()
+    path = tmp_path / "spool.db"
+    data = bytearray(path.read_bytes())
+    data[3 * 4096 :] = b"\xff" * (len(data) - 3 * 4096)  # the header and the first pages open; the rest is garbage
+    path.write_bytes(bytes(data))
+    for leftover in ("spool.db-wal", "spool.db-shm"):
+        (tmp_path / leftover).unlink(missing_ok=True)
+    box = Spool(10, str(tmp_path))
+    box.enqueue("after the corruption")
+    texts = [r[0] for r in box.db().execute("SELECT text FROM message ORDER BY id")]
+    assert "could not be used" in texts[0] and texts[-1] == "after the corruption", texts
+    assert [n for n in os.listdir(tmp_path) if n.startswith("spool.db.bad-") and n[-4:] not in ("-wal", "-shm")]
+
+
+def test_two_openers_that_found_the_same_foreign_file_move_it_once_and_never_a_new_spool(tmp_path: Path) -> None:
+    (tmp_path / "spool.db").write_bytes(b"not a database\n" * 50)
+    found = (tmp_path / "spool.db").stat().st_ino
+    first, second = Spool(10, str(tmp_path)), Spool(10, str(tmp_path))
+    first._set_aside("found by the first", found)
+    first.enqueue("first's alert")
+    # The second found the same file unusable before the first moved it: the file at the name is new, left alone.
+    second._set_aside("found by the second", found)
+    second.enqueue("second's alert")
+    aside = sorted(n for n in os.listdir(tmp_path) if n.startswith("spool.db.bad-") and n[-4:] not in ("-wal", "-shm"))
+    assert len(aside) == 1 and (tmp_path / aside[0]).read_bytes() == b"not a database\n" * 50
+    texts = [r[0] for r in first.db().execute("SELECT text FROM message ORDER BY id")]
+    assert texts[1:] == ["first's alert", "second's alert"] and "found by the first" in texts[0]
