@@ -72,8 +72,6 @@ RANGES: dict[str, tuple[int, int]] = {
 URL_RE: str = "^https://([A-Za-z0-9._~%!$&'()*+,;=:-]+@)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?([.][A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*[.]?|\\[[0-9A-Fa-f:.]+\\])(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(/[A-Za-z0-9._~%!$&'()*+,;=:@/-]*)?([?][A-Za-z0-9._~%!$&'()*+,;=:@/?-]*)?$"
 # A curl-config style line `url = "https://..."` holding one such URL and nothing else.
 URL_LINE_RE: str = "^[ \\t\\n\\r\\f\\v]*(--)?url[ \\t\\n\\r\\f\\v]*[=:]?[ \\t\\n\\r\\f\\v]*(\"https://([A-Za-z0-9._~%!$&'()*+,;=:-]+@)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?([.][A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*[.]?|\\[[0-9A-Fa-f:.]+\\])(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(/[A-Za-z0-9._~%!$&'()*+,;=:@/-]*)?([?][A-Za-z0-9._~%!$&'()*+,;=:@/?-]*)?\"|https://([A-Za-z0-9._~%!$&'()*+,;=:-]+@)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?([.][A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*[.]?|\\[[0-9A-Fa-f:.]+\\])(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(/[A-Za-z0-9._~%!$&'()*+,;=:@/-]*)?([?][A-Za-z0-9._~%!$&'()*+,;=:@/?-]*)?)[ \\t\\n\\r\\f\\v]*$"
-# The rules above, named (settings.load validates a file again when they change).
-TABLE_ID: str = "20cccae3fdbb0339"
 # END settings table
 
 # BEGIN file table grammar (generated from components/fileTable.ts by `npm run settings:gen`; do not edit)
