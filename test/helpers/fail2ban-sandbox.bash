@@ -44,7 +44,8 @@ fail2ban_notifier_in() {
 }
 
 fail2ban_sandbox_make() {
-  local dir="$1" notifier="$2"
+  # $2, the notifier, is found by the Python action under HOSTGUARD_ROOT (fail2ban_notifier_in).
+  local dir="$1"
   shift 2
   F2B_DIR="${dir}"
   F2B_CONF="${dir}/etc"
