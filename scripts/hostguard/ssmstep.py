@@ -87,7 +87,7 @@ def credentials() -> Creds:
     roles = get("iam/security-credentials/").splitlines()
     role = roles[0] if roles else ""
     if not role:
-        raise StepError("the instance has no role: attach the stack's instance profile (README, Fleets)")
+        raise StepError("the instance has no role: attach the stack's instance profile (docs/fleets.md)")
     doc = json.loads(get(f"iam/security-credentials/{role}"))
     return Creds(doc["AccessKeyId"], doc["SecretAccessKey"], doc.get("Token", ""), get("placement/region"))
 

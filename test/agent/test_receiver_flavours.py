@@ -3,7 +3,8 @@ HTTPS on loopback: each service's checks accept what hostguard sends, record wha
 its answers (the misleading ones included) are sorted by answers.py into the right kinds.
 
 The flavours stand in for the services at the HTTP level only: Teams' flow runs, Discord's hidden per-channel
-limit and Google's real quotas are not theirs to show (README, Alert destinations: one manual smoke test each).
+limit and Google's real quotas are not theirs to show (docs/configuration.md, Alert destinations: one
+manual smoke test each).
 """
 
 from __future__ import annotations
