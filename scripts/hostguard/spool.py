@@ -8,13 +8,11 @@ Two queues, posted in this order, each oldest first: 0 the monitors' alerts
 (and `text`), 1 the ban tool's messages, each bounded in messages and bytes
 (spoolbound.py; dropped ban-tool messages are counted and the next delivered
 message says how many). The dead letters are bounded the same way (the
-oldest go). Merged parts stay as rows pointing at
-their message, and delivered ids are kept a day, so `outcome(id)` can tell a
-writer what became of its part.
-
-A database that SQLite cannot read, or one of another schema version
-(`PRAGMA user_version`), is moved aside (kept for the operator) and a new one
-made, whose first alert says so: bans and alerts flow again.
+oldest go). Merged parts stay as rows pointing at their message, and
+delivered ids are kept a day, so `outcome(id)` can tell a writer what became
+of its part. A database SQLite cannot read, or of another schema version,
+is moved aside (kept for the operator) and a new one made, whose first alert
+says so: bans and alerts flow again.
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ from typing import NamedTuple, TypeVar
 
 from . import log, paths
 from .spoolbound import ALERTS, BURST, BYTES_MAX, EVENTS, MERGE_CHARS, MERGE_MAX, bound, merge_burst, waiting
-from .spooldb import Foreign, Transaction, lock_within, open_db
+from .spooldb import Foreign, Transaction, lock_within, move_aside, open_db
 
 T = TypeVar("T")
 
@@ -133,44 +131,21 @@ class Spool:
         return self._db
 
     def _set_aside(self, why: str, found: int) -> None:
-        """Moves the unusable database (and its journal files) aside and makes a new one announcing it.
-
-        Under its own lock, and only while the file at the name is still the
-        one found unusable: two openers that both found it so (two threads of
-        fail2ban, a monitor and a ban) move it once, and never a new spool
-        another one made meanwhile (FOUND: the inode found unusable). The aside name is never reused."""
+        """Moves the unusable database aside (spooldb.move_aside) and makes a new one whose first alert says so."""
         self.close()
         path = os.path.join(self.directory, DB_NAME)
-        fd = os.open(
-            os.path.join(self.directory, ASIDE_LOCK_NAME), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-        )
-        try:
-            lock_within(fd, self.busy, 0.05)
-            try:
-                if os.stat(path).st_ino != found:
-                    return  # another opener set it aside already
-            except FileNotFoundError:
-                return
-            aside = f"{path}.bad-{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns()}"
-            os.link(path, aside)  # fails rather than overwrite
-            os.unlink(path)
-            for suffix in ("-wal", "-shm"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.rename(path + suffix, aside + suffix)
-            self._db = open_db(path, self.busy)
-            self._announce_set_aside(path, aside, why)
-            self.close()
-        finally:
-            os.close(fd)
-
-    def _announce_set_aside(self, path: str, aside: str, why: str) -> None:
+        aside = move_aside(path, found, ASIDE_LOCK_NAME, self.busy)
+        if aside is None:
+            return
         text = (
             f"[Server Alert] \nhostguard: the spool database {path} could not be used ({why}):"
             f" it was moved aside to {aside} (its messages were not sent) and a new spool made"
         )
         log.error(text.split("\n", 1)[1])
+        self._db = open_db(path, self.busy)
         with self._transaction() as db:
             self._insert(db, text, None, ALERTS)
+        self.close()
 
     def try_lock(self, wait: float) -> int | None:
         """The descriptor holding the delivery lock, waiting at most WAIT seconds; None when another run holds it."""

@@ -6,6 +6,7 @@ spool raises Foreign (spool.py moves it aside). One write step is one
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import sqlite3
@@ -129,3 +130,33 @@ def make_schema(db: sqlite3.Connection) -> None:
     for statement in _SCHEMA.split(";"):
         if statement.strip():
             db.execute(statement)
+
+
+def move_aside(path: str, found: int, lock_name: str, busy: float) -> str | None:
+    """Moves the database at PATH (and its journal files) aside; the name it has now, or None when
+    another opener moved it already.
+
+    Under its own lock (LOCK_NAME beside it), and only while the file at the
+    name is still the one found unusable (inode FOUND): two openers that both
+    found it so (two threads of fail2ban, a monitor and a ban) move it once,
+    and never a new spool another one made meanwhile. The aside name is never
+    reused (a link, not a rename, refuses an existing name)."""
+    fd = os.open(
+        os.path.join(os.path.dirname(path), lock_name), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+    )
+    try:
+        lock_within(fd, busy, 0.05)
+        try:
+            if os.stat(path).st_ino != found:
+                return None
+        except FileNotFoundError:
+            return None
+        aside = f"{path}.bad-{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns()}"
+        os.link(path, aside)
+        os.unlink(path)
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.rename(path + suffix, aside + suffix)
+        return aside
+    finally:
+        os.close(fd)
