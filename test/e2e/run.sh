@@ -352,13 +352,15 @@ s8_fleet() {
 
 s9_no_secret() {
   local f n=0 hits
+  # An export of a state before any webhook resource (scenario 13's killed up) proves nothing
+  # about it but is still searched below; at least one export must hold the webhook resource.
   for f in "${E2E_LOG_DIR}"/*-export*.json; do
     [[ -e "${f}" ]] || continue
     jq -e '[.deployment.resources[]? | select(.urn | endswith("-webhook"))] | length > 0' "${f}" >/dev/null ||
-      fail "$(basename "${f}") has no webhook resource: nothing to prove"
+      continue
     n=$((n + 1))
   done
-  ((n > 0)) || fail "no stack export was taken"
+  ((n > 0)) || fail "no stack export holding the webhook resource was taken: nothing to prove"
   # Every CLI output of the run, the state backend and the stack files.
   hits="$(grep -rlF -e "${RECEIVER_SENTINEL}" -e "/services/T000/" "${E2E_LOG_DIR}" "${E2E_WORK}/state" \
     "${E2E_PROJECT_DIR}"/Pulumi.*.yaml 2>/dev/null || true)"
