@@ -52,6 +52,18 @@ E2E_TITLES=(
 )
 
 MINUTE=0
+# Each stack's cron minute, taken quiet when the stack is made (a run outlives the
+# 10 minutes between cron runs, and a monitor run would leave logs behind): host -> minute.
+declare -A HOST_MINUTE=()
+
+# quiet_minute_for NAME...: MINUTE <- a quiet minute now, recorded for the hosts NAME.
+quiet_minute_for() {
+  local name
+  MINUTE="$(e2e_quiet_minute)"
+  for name in "$@"; do
+    HOST_MINUTE["${name}"]="${MINUTE}"
+  done
+}
 
 # --- assertions on the hosts -------------------------------------------------
 
@@ -74,8 +86,8 @@ assert_installed() {
   expect_eq "${name}: hostguard.conf" "$(host_exec "${name}" stat -c '%a %U:%G' /etc/hostguard/hostguard.conf)" "644 root:root"
   expect_eq "${name}: webhook.curlrc" "$(host_exec "${name}" stat -c '%a %U:%G' /etc/hostguard/webhook.curlrc)" "600 root:root"
   for line in host-monitor container-monitor; do
-    host_exec "${name}" grep -qE "^${MINUTE}-59/10 \* \* \* \* root .*${INSTALL_DIR}/${line}( |$)" /etc/cron.d/hostguard ||
-      fail "${name}: no ${line} entry at minute ${MINUTE} in /etc/cron.d/hostguard: $(host_exec "${name}" cat /etc/cron.d/hostguard)"
+    host_exec "${name}" grep -qE "^${HOST_MINUTE[${name}]:-${MINUTE}}-59/10 \* \* \* \* root .*${INSTALL_DIR}/${line}( |$)" /etc/cron.d/hostguard ||
+      fail "${name}: no ${line} entry at minute ${HOST_MINUTE[${name}]:-${MINUTE}} in /etc/cron.d/hostguard: $(host_exec "${name}" cat /etc/cron.d/hostguard)"
   done
 }
 
@@ -327,6 +339,7 @@ s8_fleet() {
     e2e_host_prepare "${name}"
     host_snapshot "${name}" >"${E2E_WORK}/${name}.before"
   done
+  quiet_minute_for h2 h3 h4
   e2e_stack "${FLEET_STACK}" "  hostguard:banBanTime: ${BANTIME_S}s
 " "h2:${MINUTE}" "h3:${MINUTE}" "h4:${MINUTE}"
   since="$(date +%s.%N)"
@@ -435,6 +448,7 @@ s14_missing_program() {
   host_exec "${name}" test ! -e /usr/bin/fail2ban-client || fail "${name}: fail2ban-client still there"
   host_snapshot "${name}" >"${E2E_WORK}/${name}.before"
   f2b_before="$(host_snapshot "${name}" /etc/fail2ban)"
+  quiet_minute_for "${name}"
   e2e_stack "${stack}" "" "${name}:${MINUTE}"
   if e2e_pulumi "${log}" up --stack "${stack}" --yes --skip-preview; then
     e2e_show_log "${log}"
@@ -539,6 +553,7 @@ s15_trusted_proxy() {
   scanner="$(client_addr c16)"
   other="$(client_addr c17)"
   proxy_nginx_start p15 "${E2E_WORK}/proxy-nginx" "${addr}:80"
+  quiet_minute_for "${name}"
   e2e_stack "${stack}" "  hostguard:trustedProxies:
     - ${proxy}/32
 " "${name}:${MINUTE}"
@@ -679,6 +694,7 @@ s13_aws_adopt() {
   host_snapshot h5 >"${E2E_WORK}/h5.before"
   admin="${HG_NET}.0.0/16"
   wanted="$(moto_ec2 wanted "${admin}")"
+  quiet_minute_for h5
   e2e_stack "${AWS_STACK}" "  hostguard:aws: \"true\"
   hostguard:vpcId: ${vpc}
   hostguard:securityGroupId: ${group}
@@ -827,7 +843,7 @@ setup() {
   e2e_host_prepare h1
   host_snapshot h1 >"${E2E_WORK}/h1.before"
   e2e_project_init "${E2E_WORK}"
-  MINUTE="$(e2e_quiet_minute)"
+  quiet_minute_for h1
   e2e_stack "${STACK}" "  hostguard:banBanTime: ${BANTIME_S}s
 " "h1:${MINUTE}"
   printf 'engine: pulumi %s, node %s; cron minute %s\n' "$(pulumi version)" "$(node --version)" "${MINUTE}"
