@@ -1,7 +1,8 @@
 """What a chat service's answer means, per format: the queue's five kinds.
 
 `classify(fmt, status, headers, body, has_channel)` sorts an answer as
-chat.classify does for Slack (the same kind names and Answer fields):
+chat.classify does for Slack (chat's kinds, Answer, error text and
+Retry-After reading, imported from it):
 delivered; transient (after Retry-After, else the format's backoff for a
 429); message (refused for good: a dead letter); channel (re-send without
 the channel override); webhook (the webhook itself is refused: keep
@@ -17,50 +18,25 @@ from __future__ import annotations
 
 import json
 import math
-import re
-import time
-from typing import TYPE_CHECKING, Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable
 
+from .chat import (
+    CHANNEL,
+    DELIVERED,
+    MESSAGE,
+    TRANSIENT,
+    WEBHOOK,
+    WEBHOOK_REFUSALS,
+    Answer,
+    error_text,
+    retry_after_seconds,
+)
 from .format_table import FACTS
-from .redact import redact
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-# The kinds of chat.py, by the same names and values.
-DELIVERED = "delivered"
-TRANSIENT = "transient"
-MESSAGE = "message"  # refused for good: dead letter
-CHANNEL = "channel"  # re-send without the channel override
-WEBHOOK = "webhook"  # the webhook itself is refused
-
-ERROR_MAX = 200
-_HTTP_DATE = r"[A-Za-z]{3}, [0-9]{2} [A-Za-z]{3} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT"
-SLACK_REFUSALS = frozenset(
-    {
-        (403, "invalid_token"),
-        (403, "action_prohibited"),
-        (404, "no_service"),
-        (404, "no_active_hooks"),
-        (410, "channel_is_archived"),
-    }
-)
-
-
-class Answer(NamedTuple):
-    """chat.Answer's fields: what one post came to."""
-
-    kind: str
-    reason: str
-    status: int = 0
-    body: str = ""
-    retry_after: float | None = None
-
-
-def error_text(body: str) -> str:
-    """BODY fit for a log line, as chat.error_text: redacted, cut to ERROR_MAX bytes, printable ASCII."""
-    raw = redact(body).encode("utf-8", "surrogateescape")[:ERROR_MAX]
-    return "".join(chr(byte) if 0x20 <= byte < 0x7F else "?" for byte in raw)
+SLACK_REFUSALS = WEBHOOK_REFUSALS
 
 
 def header(headers: Mapping[str, str], name: str) -> str | None:
@@ -69,26 +45,6 @@ def header(headers: Mapping[str, str], name: str) -> str | None:
         if key.lower() == name.lower():
             return value
     return None
-
-
-def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
-    """Seconds a Retry-After VALUE asks for: decimal seconds (09 is nine) or an HTTP date, exactly as
-    chat.retry_after_seconds reads it; None when neither."""
-    if value is None:
-        return None
-    value = value.strip()
-    if value.isascii() and value.isdigit() and len(value) <= 9:
-        return float(int(value, 10))
-    if not re.fullmatch(_HTTP_DATE, value):
-        return None
-    from email.utils import parsedate_to_datetime
-
-    try:
-        when = parsedate_to_datetime(value).timestamp()
-    except (TypeError, ValueError, OverflowError):
-        return None
-    current = time.time() if now is None else now
-    return float(max(0, int(when) - int(current)))
 
 
 def _json_of(text: str) -> dict[str, object]:

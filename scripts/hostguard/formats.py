@@ -26,7 +26,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Callable, NamedTuple
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from .answers import Answer, classify
+from .answers import classify
+from .chat import Answer
 from .format_table import FACTS, HOSTS, RETIRED, RETIRED_HINT
 
 if TYPE_CHECKING:

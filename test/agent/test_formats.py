@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hostguard import answers, chat, formats, message
-from hostguard.answers import CHANNEL, DELIVERED, MESSAGE, TRANSIENT, WEBHOOK
+from hostguard.chat import CHANNEL, DELIVERED, MESSAGE, TRANSIENT, WEBHOOK
 from hostguard.format_table import FACTS
 from hostguard.formats import FIRING, NOTICE, RESOLVED, Identity, Message
 
@@ -341,19 +341,6 @@ def test_slack_classification_is_chats(status: int, body: bytes, channel: bool, 
         assert mine.retry_after == theirs.retry_after
 
 
-@given(
-    st.one_of(
-        st.none(),
-        st.text(max_size=40),
-        st.from_regex(r"[A-Za-z]{3}, [0-9]{2} [A-Za-z]{3} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT", fullmatch=True),
-        st.integers(0, 10**10).map(str),
-    ),
-    st.floats(0, 2e9),
-)
-def test_retry_after_is_read_as_chat_reads_it(value: str | None, now: float) -> None:
-    assert answers.retry_after_seconds(value, now) == chat.retry_after_seconds(value, now)
-
-
 @given(st.sampled_from(list(FACTS)), st.integers(100, 599), st.binary(max_size=200), st.booleans())
 def test_every_answer_gets_one_of_the_five_kinds(fmt: str, status: int, body: bytes, channel: bool) -> None:
     answer = formats.FORMATS[fmt].classify(status, {}, body, channel)
@@ -361,7 +348,7 @@ def test_every_answer_gets_one_of_the_five_kinds(fmt: str, status: int, body: by
     assert (answer.kind == DELIVERED) == (200 <= status < 300)
     assert answer.kind != CHANNEL or channel
     assert answer.retry_after is None or answer.kind == TRANSIENT
-    assert len(answer.reason) <= len(f"HTTP {status} ") + answers.ERROR_MAX
+    assert len(answer.reason) <= len(f"HTTP {status} ") + chat.ERROR_MAX
     assert answer.reason.isascii() and answer.reason.isprintable()
 
 

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from hostguard import formats
-from hostguard.answers import CHANNEL, DELIVERED, MESSAGE, TRANSIENT, WEBHOOK, Answer
+from hostguard.chat import CHANNEL, DELIVERED, MESSAGE, TRANSIENT, WEBHOOK, Answer
 from hostguard.format_table import FACTS
 from hostguard.formats import FIRING, NOTICE, RESOLVED, Identity, Message
 
