@@ -1,7 +1,9 @@
-"""Replacing a root-owned file whole. It imports nothing of hostguard, so
-settings (which the alert state imports) and the ban list can use it too."""
+"""Root-owned files: replaced whole, and locked within a deadline. It imports
+nothing of hostguard, so the spool, the alert state and the ban list use it."""
 
+import fcntl
 import os
+import time
 
 
 def tmp_path(path: str) -> str:
@@ -40,3 +42,16 @@ def write_atomic(path: str, data: bytes, tmp: "str | None" = None) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def lock_within(fd: int, wait: float, step: float) -> bool:
+    """An exclusive flock on FD, tried every STEP seconds for at most WAIT (flock has no timed wait)."""
+    give_up = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= give_up:
+                return False
+        time.sleep(step)

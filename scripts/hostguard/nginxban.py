@@ -25,7 +25,6 @@ ban of the same jail is not affected.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import ipaddress
 import logging
 import os
@@ -35,7 +34,7 @@ import threading
 import time
 
 from . import paths
-from .atomicfile import write_atomic
+from .atomicfile import lock_within, write_atomic
 from .errors import HostguardError
 
 LIST_NAME = "nginx-bans.map"
@@ -157,18 +156,10 @@ def locked_state() -> tuple[str, int]:
         fd = os.open(state, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         raise Refused(f"{paths.STATE_PATH} is missing (part base not installed): the ban cannot reach nginx") from None
-    deadline = time.monotonic() + LOCK_WAIT
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return state, fd
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                os.close(fd)
-                raise Refused(
-                    f"another run held {paths.STATE_PATH} for over {int(LOCK_WAIT)} s: the ban list is unchanged"
-                ) from None
-            time.sleep(0.05)
+    if lock_within(fd, LOCK_WAIT, 0.05):
+        return state, fd
+    os.close(fd)
+    raise Refused(f"another run held {paths.STATE_PATH} for over {int(LOCK_WAIT)} s: the ban list is unchanged")
 
 
 def apply(changes: dict[str, bool] | None, pid_file: str, nginx_opts: list[str]) -> None:

@@ -25,8 +25,9 @@ from collections.abc import Callable
 from typing import NamedTuple, TypeVar
 
 from . import log, paths
+from .atomicfile import lock_within
 from .spoolbound import ALERTS, BURST, BYTES_MAX, EVENTS, MERGE_CHARS, MERGE_MAX, bound, merge_burst, waiting
-from .spooldb import Foreign, Transaction, lock_within, move_aside, open_db
+from .spooldb import Foreign, Transaction, move_aside, open_db
 
 T = TypeVar("T")
 
@@ -43,7 +44,7 @@ ASIDE_LOCK_NAME = ".aside.lock"
 BUSY_SECONDS = 10.0
 # Delivered ids are kept this long for `outcome` (hostguard-notify text).
 DELIVERED_KEEP = 86400.0
-__all__ = ["ALERTS", "EVENTS", "MERGE_CHARS", "MERGE_MAX", "Spool", "SpoolFull", "lock_within"]
+__all__ = ["ALERTS", "EVENTS", "MERGE_CHARS", "MERGE_MAX", "Spool", "SpoolFull"]
 
 
 class Message(NamedTuple):

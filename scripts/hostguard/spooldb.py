@@ -7,10 +7,11 @@ spool raises Foreign (spool.py moves it aside). One write step is one
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import sqlite3
 import time
+
+from .atomicfile import lock_within
 
 SCHEMA_VERSION = 1
 
@@ -79,19 +80,6 @@ class Transaction:
             self.db.execute("ROLLBACK")
 
 
-def lock_within(fd: int, wait: float, step: float) -> bool:
-    """An exclusive flock on FD, tried every STEP seconds for at most WAIT (flock has no timed wait)."""
-    give_up = time.monotonic() + wait
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= give_up:
-                return False
-        time.sleep(step)
-
-
 def open_db(path: str, busy: float) -> sqlite3.Connection:
     """The spool database at PATH, made when new; Foreign when it is not this version's spool."""
     # Made 0600 before SQLite opens it: its -wal and -shm files take its mode.
@@ -145,7 +133,8 @@ def move_aside(path: str, found: int, lock_name: str, busy: float) -> str | None
         os.path.join(os.path.dirname(path), lock_name), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
     )
     try:
-        lock_within(fd, busy, 0.05)
+        if not lock_within(fd, busy, 0.05):
+            return None  # another opener is moving it: never move it without the lock
         try:
             if os.stat(path).st_ino != found:
                 return None
