@@ -34,8 +34,8 @@ echo "== shellcheck"
 bash_files | grep -zv '\.bats$' | xargs -0 shellcheck --external-sources --source-path=SCRIPTDIR
 echo "== host agent: ruff, mypy --strict, pytest (Debian's python3, then the other supported Pythons)"
 PYTOOLS="${HG_PYTOOLS_DIR}/tools/bin"
-"${PYTOOLS}/ruff" check scripts/hostguard test/agent
-"${PYTOOLS}/ruff" format --check --diff scripts/hostguard test/agent
+"${PYTOOLS}/ruff" check scripts/hostguard test/agent test/e2e/lib
+"${PYTOOLS}/ruff" format --check --diff scripts/hostguard test/agent test/e2e/lib
 "${PYTOOLS}/mypy" --no-error-summary
 "${PYTOOLS}/python" -m pytest
 while read -r version _; do

@@ -9,7 +9,10 @@
 # stack's dynamic resources), 9 (no webhook in any CLI output or the
 # exported state), 14 (a host without fail2ban, a stack of its own) and 15
 # (trustedProxies: a host behind a second nginx adding X-Forwarded-For, a
-# stack of its own); each is timed and
+# stack of its own), then 16 (hostguard:delivery ssm: State Manager and the
+# SSM agent played by lib/state_manager.py over moto, on four hosts, against
+# an SSH deploy of the same settings; what it cannot show: lib/fleet.sh);
+# each is timed and
 # asserted on the hosts or the receiver. Prints a summary; exits 1 if any
 # scenario failed. When this machine cannot deploy (no root, no engine, no
 # command plugin 1.2.1) it prints a loud NOT RUN banner and exits 0.
@@ -26,6 +29,8 @@ umask 077
 source "$(dirname "${BASH_SOURCE[0]}")/lib/runner.sh"
 # shellcheck source=../helpers/nginx-sandbox.bash
 source "$(dirname "${BASH_SOURCE[0]}")/../helpers/nginx-sandbox.bash"
+# shellcheck source=lib/fleet.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/fleet.sh"
 
 readonly JAIL=nginx-bad-request
 readonly STACK=e2e
@@ -49,6 +54,7 @@ E2E_TITLES=(
   "AWS adopt mode against moto: shared guard, every group of the host, an up killed with SIGKILL after its first change and a throttled up keep the original, exact rules, drift removed, terminated instance, destroy restores the group"
   [14]="a host without fail2ban: up fails naming it; no jail; with it back, up installs"
   [15]="trustedProxies: a scanner behind a proxy is banned, refused at nginx, named; the other client is served"
+  [16]="delivery ssm, State Manager played over moto (lib/fleet.sh): 3 tagged hosts get the SSH deploy's payload, the untagged none; a second run changes nothing; a tampered object is refused everywhere; a rotation and a host tagged later arrive at the next run"
 )
 
 MINUTE=0
@@ -869,6 +875,7 @@ main() {
   scenario 9 s9_no_secret
   scenario 14 s14_missing_program
   scenario 15 s15_trusted_proxy
+  scenario 16 s16_fleet_ssm
   e2e_summary
 }
 

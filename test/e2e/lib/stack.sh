@@ -89,7 +89,7 @@ e2e_show_log() {
   sed 's/^/    | /' "${E2E_LOG_DIR}/$1.log" | tail -n "${2:-40}" >&2
 }
 
-# e2e_stack_init STACK SETTINGS_YAML NAME:MINUTE...: the stack file of
+# e2e_stack_init STACK SETTINGS_YAML NAME[:MINUTE]...: the stack file of
 # the test stack, then the SSH key as a secret (on stdin). SETTINGS_YAML holds
 # extra `  hostguard:key: value` lines (hostguard:aws among them replaces the
 # default false).
@@ -107,9 +107,10 @@ e2e_stack_init() {
     printf '  hostguard:notifyBudget: "20"\n'
     printf '  hostguard:nginxServerConf: /etc/nginx/sites-enabled/default\n'
     printf '%s' "${extra}"
-    # The bundles are the same for every host: the minute is the stack's (the first spec's).
+    # The bundles are the same for every host: the minute is the stack's (the first spec's);
+    # none (NAME alone): each host derives its offset (scripts/at-offset.sh).
     IFS=: read -r name minute <<<"$1"
-    printf '  hostguard:cronMinute: "%s"\n' "${minute}"
+    [[ -z "${minute}" ]] || printf '  hostguard:cronMinute: "%s"\n' "${minute}"
     printf '  hostguard:hosts:\n'
     for spec in "$@"; do
       IFS=: read -r name minute <<<"${spec}"
