@@ -187,7 +187,7 @@ fleet_setup() {
 # Three tagged hosts get the SSH deploy's payload, the untagged one nothing; the
 # webhook is only in the root-only file, never in the document, the association or an output.
 fleet_first_run() {
-  local name want applied hits
+  local name want applied hits request
   fleet_run 1
   expect_eq "run 1: status" "$(run_field 1 .status)" Success
   expect_targets 1 f1=Success f2=Success f3=Success
@@ -204,6 +204,14 @@ fleet_first_run() {
     expect_eq "${name}: fleet.applied" "$(host_exec "${name}" stat -c '%a %U' /var/lib/hostguard/fleet.applied)" "600 root"
     expect_eq "${name}: fleet.applied as f1's" "$(host_exec "${name}" cat /var/lib/hostguard/fleet.applied)" "${applied}"
     expect_eq "${name}: files holding the webhook" "$(webhook_files "${name}")" "ovl/etc/upper/hostguard/webhook.curlrc"
+  done
+  # The step took the role's credentials from the instance metadata at 169.254.169.254 (moto's), with IMDSv2.
+  for name in "${FLEET_HOSTS[@]}"; do
+    for request in '"PUT /latest/api/token ' '"GET /latest/meta-data/iam/security-credentials/ '; do
+      # No -q: an early exit would fail the first grep (SIGPIPE) under pipefail.
+      grep -F "$(host_addr "${name}") - - " "${E2E_LOG_DIR}/16-moto.log" | grep -F "${request}" >/dev/null ||
+        fail "${name}: no ${request} in moto's log"
+    done
   done
   expect_eq "${FLEET_LATE} (untagged) untouched" "$(host_snapshot "${FLEET_LATE}")" "$(cat "${FLEET_DIR}/${FLEET_LATE}.before")"
   sm dump "${FLEET_DIR}" >"${FLEET_DIR}/dump-1.json"
@@ -222,6 +230,15 @@ fleet_second_run() {
   done
   fleet_run 2
   expect_targets 2 f1=Success f2=Success f3=Success
+  # An association whose Bundles carries a command (as if edited in the
+  # account) is refused by the document's own pattern: it runs on no host.
+  cp "${FLEET_DIR}/association.json" "${FLEET_DIR}/association.good"
+  jq -c '.request.Parameters.Bundles = ["base:0; touch /tmp/e2e-injected"]' "${FLEET_DIR}/association.good" \
+    >"${FLEET_DIR}/association.json"
+  fleet_run 2-bad
+  mv "${FLEET_DIR}/association.good" "${FLEET_DIR}/association.json"
+  expect_eq "run 2-bad: refused" "$(run_field 2-bad '.refused | join(",")' | cut -d' ' -f1-5)" "parameter Bundles does not match"
+  expect_eq "run 2-bad: invocations" "$(run_field 2-bad '.targets | length')" 0
   for name in "${FLEET_HOSTS[@]}"; do
     expect_eq "run 2 on ${name}" "$(run_field 2 ".targets[\"${FLEET_ID[${name}]}\"].stdout | ${LAST_LINE}")" "hostguard: nothing changed"
     expect_eq "${name}: installed files' times" "$(installed_times "${name}")" "$(cat "${FLEET_DIR}/${name}.times")"
