@@ -26,7 +26,7 @@ readonly HG_REPO_ROOT
 readonly HG_DEBIAN_PACKAGES=(
   bats shellcheck curl openssl ca-certificates jq python3 python3-venv strace procps util-linux
   iproute2 nftables iptables fail2ban python3-pyinotify python3-systemd nginx-light libnginx-mod-stream
-  cron logrotate openssh-server openssh-client openjdk-17-jdk-headless maven
+  cron logrotate openssh-server openssh-client sudo openjdk-17-jdk-headless maven
 )
 readonly HG_ACTIONLINT_VERSION=v1.7.7
 # The EC2 emulator the security group tests run against (test/aws/), pinned:

@@ -11,8 +11,9 @@
 # (trustedProxies: a host behind a second nginx adding X-Forwarded-For, a
 # stack of its own), then 16 (hostguard:delivery ssm: State Manager and the
 # SSM agent played by lib/state_manager.py over moto, on four hosts, against
-# an SSH deploy of the same settings; what it cannot show: lib/fleet.sh);
-# each is timed and
+# an SSH deploy of the same settings; what it cannot show: lib/fleet.sh) and
+# 17 (the README's Quick start, Verify, Rotate and Uninstall as written:
+# lib/quickstart.sh); each is timed and
 # asserted on the hosts or the receiver. Prints a summary; exits 1 if any
 # scenario failed. When this machine cannot deploy (no root, no engine, no
 # command plugin 1.2.1) it prints a loud NOT RUN banner and exits 0.
@@ -31,6 +32,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/runner.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../helpers/nginx-sandbox.bash"
 # shellcheck source=lib/fleet.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/fleet.sh"
+# shellcheck source=lib/quickstart.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/quickstart.sh"
 
 readonly JAIL=nginx-bad-request
 readonly STACK=e2e
@@ -55,6 +58,7 @@ E2E_TITLES=(
   [14]="a host without fail2ban: up fails naming it; no jail; with it back, up installs"
   [15]="trustedProxies: a scanner behind a proxy is banned, refused at nginx, named; the other client is served"
   [16]="delivery ssm, State Manager played over moto (lib/fleet.sh): 3 tagged hosts get the SSH deploy's payload, the untagged none; a second run changes nothing; a tampered object is refused everywhere; a rotation and a host tagged later arrive at the next run"
+  [17]="the README's Quick start as written, on a host reached as admin with sudo; then its Verify, Rotate and Uninstall"
 )
 
 MINUTE=0
@@ -876,6 +880,7 @@ main() {
   scenario 14 s14_missing_program
   scenario 15 s15_trusted_proxy
   scenario 16 s16_fleet_ssm
+  scenario 17 qs_scenario
   e2e_summary
 }
 

@@ -5,8 +5,8 @@
 // `--secret` values marked secret). The result must be a stack preview
 // accepts: no placeholder left, no warning, every secret set. It fails when
 // the README and the program disagree (a key renamed, a placeholder the
-// Quick start does not replace). Running the blocks against hosts is not
-// done here (issue 35's executed Quick start is still open).
+// Quick start does not replace). The blocks are run against a host, with
+// Verify and Uninstall, by e2e scenario 17 (test/e2e/lib/quickstart.sh).
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
