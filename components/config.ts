@@ -297,7 +297,8 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
             + "list the balancer's subnets in trustedProxies (docs/configuration.md, Behind a load balancer)");
     }
 
-    warnings.push(...attachWarnings(useAws, securityGroupId, hosts));
+    // A fleet's group is exported for its launch template: it has no hosts to attach it to.
+    warnings.push(...attachWarnings(useAws && delivery === "ssh", securityGroupId, hosts));
 
     const hasPagerdutyRoutingKey = secretPresent(raw, "pagerdutyRoutingKey", false);
     const hasWebhookUrl = secretPresent(raw, "webhookUrl", requireSecrets && !hasPagerdutyRoutingKey);

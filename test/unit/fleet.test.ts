@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import { before, describe, it } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
-import { ConfigError, SECRET_KEYS, validateConfig, type RawConfig } from "../../components/config";
+import { ConfigError, configWarnings, SECRET_KEYS, validateConfig, type RawConfig } from "../../components/config";
 import { sha256, type PayloadFile } from "../../components/bundles";
 import { DOCUMENT_PARAMETERS, STEP_SOURCE } from "../../components/ssmDocument";
 import { buildStack, type StackOutputs } from "../../components/stack";
@@ -204,6 +204,9 @@ describe("delivery ssm: the config", () => {
         const c = validateConfig(FLEET, { secretKeys: SECRET_KEYS });
         assert.deepEqual([c.delivery, c.hosts, c.fleet], ["ssm", [], { schedule: "rate(30 minutes)", maxConcurrency: "10%", maxErrors: "0" }]);
         refused({ ...FLEET, aws: "false" }, "aws", /must be true with hostguard:delivery ssm/);
+    });
+    it("no warning that the group is attached to no instance: a fleet's group goes to its launch template", () => {
+        assert.deepEqual(configWarnings(validateConfig(FLEET, { secretKeys: SECRET_KEYS })).filter((w) => w.includes("instanceId")), []);
     });
     it("checks the schedule and rate control, and refuses them with delivery ssh", () => {
         refused({ ...FLEET, fleetSchedule: "rate(5 minutes)" }, "fleetSchedule", /at least rate\(30 minutes\)/);
