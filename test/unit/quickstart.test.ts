@@ -63,7 +63,7 @@ describe("the README's Quick start, applied to Pulumi.dev.yaml (issue 35)", () =
         const blocks = shBlocks(section("Quick start"));
         const env: Record<string, string> = {};
         for (const line of blocks[0]) {
-            assert.match(line, /^export /, "the first block sets the user's values");
+            assert.match(line, /^(export )?[A-Z_]+=/, "the first block sets the user's values");
             for (const w of words(line.replace(/^export /, ""), env)) {
                 const [k, ...v] = w.split("=");
                 env[k] = v.join("=").replace(/^'(.*)'$/, "$1");
@@ -72,7 +72,11 @@ describe("the README's Quick start, applied to Pulumi.dev.yaml (issue 35)", () =
         const raw: RawConfig = readStackFile(path.join(ROOT, "Pulumi.dev.yaml"));
         const secretKeys: string[] = [];
         const seen: string[] = [];
-        for (const line of blocks.flat().filter((l) => l.startsWith("pulumi config set "))) {
+        // A secret comes on stdin (`printf '%s' "$X" | pulumi config set ...`), never in argv.
+        const piped = /^printf '%s' "\$(\w+)" \| (pulumi config set .*)$/;
+        for (const text of blocks.flat().filter((l) => l.startsWith("pulumi config set ") || piped.test(l))) {
+            const m = piped.exec(text);
+            const line = m ? `${m[2]} "$${m[1]}"` : text;
             const w = words(line, env).slice(3);
             const stack = w.indexOf("--stack");
             assert.ok(stack >= 0 && w[stack + 1] === "dev", `${line}: names the stack`);
@@ -95,6 +99,8 @@ describe("the README's Quick start, applied to Pulumi.dev.yaml (issue 35)", () =
             }
         }
         assert.ok(seen.includes("aws:region"), "the region is set");
+        assert.ok(!blocks.flat().some((l) => /^pulumi config set .*webhookUrl "/.test(l)), "the webhook URL is never in argv");
+        assert.ok(!blocks[0].some((l) => /^export .*WEBHOOK=/.test(l)), "the webhook URL is not exported to every command");
         const config = validateConfig(raw, { secretKeys: SECRET_KEYS.filter((k) => secretKeys.includes(k)) });
         assert.deepEqual(config.placeholders, [], "the Quick start replaces every placeholder of Pulumi.dev.yaml");
         refusePlaceholders(config);

@@ -138,7 +138,7 @@ qs_section_script() {
     fi
     printf '%s\n' "${text}"
     # After the first block, the values a user replaces with theirs.
-    if [[ "${line}" == "${QS_FIRST_BLOCK}" && -z "${QS_VALUES_DONE:-}" && "${text}" == "export WEBHOOK="* ]]; then
+    if [[ "${line}" == "${QS_FIRST_BLOCK}" && -z "${QS_VALUES_DONE:-}" && "${text}" == "WEBHOOK="* ]]; then
       QS_VALUES_DONE=1
       printf '%s\n' "${QS_VALUES}"
     fi
@@ -178,7 +178,8 @@ qs_scenario() {
   printf 'export PATH=%q HOME=/root PULUMI_HOME=%q LANG=C.UTF-8\n' "${PATH}" "${PULUMI_HOME}" >"${dir}/env"
   QS_FIRST_BLOCK="$(python3 "${E2E_LIB_DIR}/readme_blocks.py" "${E2E_REPO_ROOT}/README.md" "Quick start" | cut -f1 | sed -n 1p)"
   QS_VALUES="# The test's values (the receiver's URL only in this 0600 file and the stack's secret)
-export HOST=$(host_addr "${QS_HOST}") WEBHOOK=$(printf '%q' "${E2E_URL1}")"
+export HOST=$(host_addr "${QS_HOST}")
+WEBHOOK=$(printf '%q' "${E2E_URL1}")"
   QS_TEST_SETTINGS="# The test's settings (tests/e2e/lib/quickstart.sh: no AWS, the receiver's CA, a far cron minute)
 pulumi config set --stack \"\$STACK\" hostguard:aws false
 pulumi config rm --stack \"\$STACK\" --path 'hostguard:hosts[0].instanceId'
@@ -193,7 +194,7 @@ pulumi config set --stack \"\$STACK\" hostguard:notifyBudget 20"
   for key in "${!QS_SUBST[@]}"; do
     [[ -n "${QS_USED[${key}]:-}" ]] || fail "the substitution table names a line the Quick start no longer has: ${key}"
   done
-  [[ -n "${QS_VALUES_DONE}" ]] || fail "the Quick start's first block does not end with export WEBHOOK=..."
+  [[ -n "${QS_VALUES_DONE}" ]] || fail "the Quick start's first block does not end with WEBHOOK=..."
   [[ -n "${QS_SETTINGS_DONE}" ]] || fail "the Quick start has no pulumi preview"
   since="$(date +%s.%N)"
   qs_run qs-quickstart "${script}" || { e2e_show_log qs-quickstart 60; fail "the Quick start failed at the step above"; }
@@ -233,7 +234,7 @@ pulumi stack output --stack \"\$STACK\"" || { e2e_show_log qs-verify 60; fail "V
 
   # Rotate: the runbook's block with run.sh's second receiver URL; its connectivity test arrives there.
   since="$(date +%s.%N)"
-  qs_run qs-rotate "export NEW_WEBHOOK=$(printf '%q' "${E2E_URL2}")
+  qs_run qs-rotate "NEW_WEBHOOK=$(printf '%q' "${E2E_URL2}")
 $(qs_section_script Rotate)" || { e2e_show_log qs-rotate 60; fail "the Rotate runbook's commands failed"; }
   e2e_wait_message "${since}" 20 "^url2	(.*\\n)?${connectivity/<host>/${QS_HOST}}" >/dev/null ||
     fail "the new webhook did not get Rotate's '${connectivity}'"
@@ -245,5 +246,8 @@ $(qs_section_script Rotate)" || { e2e_show_log qs-rotate 60; fail "the Rotate ru
   out="$(diff <(grep -v '^/var/log/hostguard' "${dir}/before") <(host_snapshot "${QS_HOST}" | grep -v '^/var/log/hostguard'))" ||
     fail "after Uninstall the host differs from before the Quick start:
 ${out}"
+  # The README's commands keep the webhook URLs out of every output they printed.
+  out="$(grep -lF -e "${E2E_URL1}" -e "${E2E_URL2}" "${E2E_LOG_DIR}"/qs-*.log || true)"
+  [[ -z "${out}" ]] || fail "a webhook URL is in the output of: ${out}"
   host_down "${QS_HOST}"
 }
