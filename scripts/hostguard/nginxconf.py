@@ -51,7 +51,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 _UNSEEN = (
     "serves another URI than the one the deny rule checked; the rule does not cover what it serves"
-    " (scripts/README.md: the nginx include)"
+    " (docs/host.md: what the deny rule covers)"
 )
 
 

@@ -445,7 +445,7 @@ s12_heartbeat() {
 # /etc config kept, as a package removal leaves it). install refuses the bantool
 # part before writing anything, so the up fails naming fail2ban-client and
 # its package, and /etc/fail2ban stays byte for byte as it was. Each part is
-# its own install run (scripts/README.md): base, the webhook, monitors and
+# its own install run (docs/host.md): base, the webhook, monitors and
 # web have their programs and are installed, so the host is monitored and
 # the deny rule answers. With fail2ban back, the next up installs the jail;
 # destroy leaves the host as before the first up.

@@ -131,7 +131,7 @@ assert_refused() {
   cron="$(cat "${ROOT}/etc/cron.d/hostguard")"
   [[ "$(grep -c '^[0-9].* root .*/usr/local/lib/hostguard/host-monitor >> /var/log/hostguard/host-monitor.log 2>&1$' <<<"${cron}")" -eq 1 ]]
   [[ "$(grep -c '^[^#].*container-monitor' <<<"${cron}")" -eq 0 ]]
-  # Shipped but not scheduled (scripts/README.md), and no log for it.
+  # Shipped but not scheduled (docs/host.md), and no log for it.
   [[ -x "${ROOT}/usr/local/lib/hostguard/container-monitor" ]]
   [[ -f "${ROOT}/var/log/hostguard/host-monitor.log" ]]
   [[ ! -e "${ROOT}/var/log/hostguard/container-monitor.log" ]]
@@ -201,9 +201,9 @@ assert_refused() {
   [[ ! -e "${ROOT}/etc/cron.d/hostguard" ]]
 }
 
-@test "scripts/README.md lists every row of the programs table" {
+@test "docs/host.md lists every row of the programs table" {
   local row parts programs package why readme
-  readme="$(cat "${HG_REPO}/scripts/README.md")"
+  readme="$(cat "${HG_REPO}/docs/host.md")"
   # The tables of scripts/hostguard/programs.py, one row a line.
   local -a rows
   mapfile -t rows < <(/usr/bin/python3 -I -B -c \

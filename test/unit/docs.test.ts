@@ -7,7 +7,7 @@ import * as path from "node:path";
 import { describe, it } from "node:test";
 
 const ROOT = path.resolve(__dirname, "../..");
-const READMES = ["README.md", "scripts/README.md", "tools/README.md", "docs/configuration.md", "docs/aws.md", "docs/development.md", "docs/fleets.md"];
+const READMES = ["README.md", "scripts/README.md", "tools/README.md", "docs/configuration.md", "docs/aws.md", "docs/development.md", "docs/fleets.md", "docs/host.md"];
 
 /** Backquoted file paths (a folder and a known extension) a README names. */
 function namedPaths(text: string): string[] {
