@@ -370,7 +370,7 @@ export const SETTINGS = [
     {
         key: "alertRepeatInterval", host: "ALERT_REPEAT_INTERVAL", type: "duration", default: "0", pattern: DURATION, min: 0, max: 2592000,
         allowed: "a duration 0-30d such as 0, 30m, 1h (units s m h d w)",
-        doc: "a measure that stays over its threshold posts again at most once per this duration (0: every run, the SPEC)",
+        doc: "a measure that stays over its threshold posts again at most once per this duration (0: every run)",
     },
     {
         key: "alertSendResolved", host: "ALERT_SEND_RESOLVED", type: "boolean", default: "false", pattern: BOOLEAN,
