@@ -22,17 +22,19 @@ export interface FormatRow {
     readonly neverProbe: boolean;
     /** The service, as the README and errors name it. */
     readonly title: string;
+    /** Seconds between two posts of any run: under the service's documented rate for one webhook. */
+    readonly pace: number;
 }
 
 export const FORMAT_ROWS: readonly FormatRow[] = [
-    { format: "slack", hasChannel: true, textLimit: 40000, backoff: 0, neverProbe: false, title: "Slack" },
-    { format: "mattermost", hasChannel: true, textLimit: 16383, backoff: 0, neverProbe: false, title: "Mattermost" },
-    { format: "rocketchat", hasChannel: true, textLimit: 40000, backoff: 60, neverProbe: false, title: "Rocket.Chat" },
-    { format: "teams", hasChannel: false, textLimit: 24000, backoff: 30, neverProbe: false, title: "Microsoft Teams (Workflows)" },
-    { format: "googlechat", hasChannel: false, textLimit: 4000, backoff: 5, neverProbe: false, title: "Google Chat" },
-    { format: "discord", hasChannel: false, textLimit: 2000, backoff: 5, neverProbe: true, title: "Discord" },
-    { format: "pagerduty", hasChannel: false, textLimit: 1024, backoff: 30, neverProbe: false, title: "PagerDuty Events API v2" },
-    { format: "webhook", hasChannel: false, textLimit: 40000, backoff: 0, neverProbe: false, title: "generic webhook (Alertmanager's JSON)" },
+    { format: "slack", hasChannel: true, textLimit: 40000, backoff: 0, neverProbe: false, title: "Slack", pace: 1.05 },
+    { format: "mattermost", hasChannel: true, textLimit: 16383, backoff: 0, neverProbe: false, title: "Mattermost", pace: 1.05 },
+    { format: "rocketchat", hasChannel: true, textLimit: 40000, backoff: 60, neverProbe: false, title: "Rocket.Chat", pace: 6.1 },
+    { format: "teams", hasChannel: false, textLimit: 24000, backoff: 30, neverProbe: false, title: "Microsoft Teams (Workflows)", pace: 1.05 },
+    { format: "googlechat", hasChannel: false, textLimit: 4000, backoff: 5, neverProbe: false, title: "Google Chat", pace: 1.05 },
+    { format: "discord", hasChannel: false, textLimit: 2000, backoff: 5, neverProbe: true, title: "Discord", pace: 2.05 },
+    { format: "pagerduty", hasChannel: false, textLimit: 1024, backoff: 30, neverProbe: false, title: "PagerDuty Events API v2", pace: 0.55 },
+    { format: "webhook", hasChannel: false, textLimit: 40000, backoff: 0, neverProbe: false, title: "generic webhook (Alertmanager's JSON)", pace: 1.05 },
 ];
 
 /** A host that names its format: HOST itself, or (suffix) any name ending in `.HOST`. */
@@ -211,9 +213,10 @@ export function renderPythonFormatsBlock(): string {
     return [
         FORMATS_BLOCK_BEGIN,
         "# fmt: off",
-        "# format: (has_channel, text_limit, backoff seconds after a 429 without Retry-After, never_probe, title)",
-        "FACTS: dict[str, tuple[bool, int, int, bool, str]] = {",
-        ...FORMAT_ROWS.map((r) => `    ${py(r.format)}: (${pyBool(r.hasChannel)}, ${r.textLimit}, ${r.backoff}, ${pyBool(r.neverProbe)}, ${py(r.title)}),`),
+        "# format: (has_channel, text_limit, backoff seconds after a 429 without Retry-After, never_probe, title,",
+        "#          pace: seconds between two posts)",
+        "FACTS: dict[str, tuple[bool, int, int, bool, str, float]] = {",
+        ...FORMAT_ROWS.map((r) => `    ${py(r.format)}: (${pyBool(r.hasChannel)}, ${r.textLimit}, ${r.backoff}, ${pyBool(r.neverProbe)}, ${py(r.title)}, ${r.pace}),`),
         "}",
         "# (host, any name under it too, format): the hosts that name their format",
         "HOSTS: tuple[tuple[str, bool, str], ...] = (",

@@ -303,11 +303,6 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
     const hasPagerdutyRoutingKey = secretPresent(raw, "pagerdutyRoutingKey", false);
     const hasWebhookUrl = secretPresent(raw, "webhookUrl", requireSecrets && !hasPagerdutyRoutingKey);
     const { chatFormat, pagerdutyRegion } = destination(raw, hasWebhookUrl, hasPagerdutyRoutingKey);
-    if (chatFormat !== undefined && !SPOKEN_ON_HOST.includes(chatFormat)) {
-        warnings.push(`${NAMESPACE}:chatFormat is ${chatFormat} (set, detected from the webhook's host, or implied by pagerdutyRoutingKey): `
-            + "the host agent's delivery run still posts Slack's form body, which this service refuses, until it uses scripts/hostguard/formats.py (issue 34); "
-            + "set verifyWebhook false meanwhile, or the connectivity test fails the up");
-    }
     const hasHeartbeatUrl = secretPresent(raw, "heartbeatUrl", false);
     const hasSshPrivateKey = secretPresent(raw, "sshPrivateKey", requireSecrets && delivery === "ssh");
     const hasBastionPrivateKey = secretPresent(raw, "bastionPrivateKey", false);
@@ -396,8 +391,6 @@ export function refusePlaceholders(config: Pick<HostguardConfig, "placeholders">
     }
 }
 
-/** The formats the host's delivery run speaks today (Slack's form body): the others wait for issue 34's wiring. */
-const SPOKEN_ON_HOST: readonly ChatFormat[] = ["slack", "mattermost", "rocketchat"];
 
 /** The destination's format and PagerDuty region (components/chatFormats.ts decides); a refusal names the key. */
 function destination(raw: RawConfig, hasWebhookUrl: boolean, hasRoutingKey: boolean): { chatFormat?: ChatFormat; pagerdutyRegion: PagerdutyRegion } {

@@ -76,8 +76,7 @@ export function curlUrlLine(url: string): string {
  * it in the same root-only file, `format = "..."` for any format but slack (the
  * host's default) and, for PagerDuty, `routing_key = "..."`: so a rotation and a
  * format change are one in-place update, and neither reaches argv. Only ever
- * built inside a secret Output. (Until the host agent reads the two lines,
- * `install set-webhook` keeps the first line only: issue 34.)
+ * built inside a secret Output. The host agent reads them (scripts/hostguard/urlfile.py).
  */
 export function webhookFileText(url: string, format: ChatFormat = "slack", routingKey?: string): string {
     const lines = [curlUrlLine(url)];

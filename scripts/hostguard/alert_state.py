@@ -8,9 +8,10 @@ fired and is back to or under its threshold posts one resolved message. The
 defaults (1, 0, false) are the SPEC's behaviour: every run over posts.
 
 The state file (root-only state dir, under the monitor's lock) has one
-record a line, `RUNS<TAB>LAST<TAB>FIRED<TAB>KEY` (the bash monitors' format,
-so a host keeps its state across the upgrade); a measure under that never
-fired has none. It is replaced atomically, only when its text changed; a
+record a line, `RUNS<TAB>LAST<TAB>FIRED<TAB>SINCE<TAB>KEY` (SINCE: when the
+measure started firing, its episode, which the alert and its resolution
+carry to formats that thread or resolve: message.Identity); a measure under
+that never fired has none. It is replaced atomically, only when its text changed; a
 line that is not a record, or a file that cannot be read, only forgets: the
 next run may post again, never less.
 """
@@ -21,6 +22,7 @@ import time
 
 from . import log, paths
 from .atomicfile import write_atomic
+from .message import FIRING, RESOLVED, Identity, host_name
 from .settings import Settings
 
 POST = "post"
@@ -164,11 +166,13 @@ def deliver(name: str, settings: Settings, ping: bool = True) -> bool:
 
 
 def parse_record(line: str) -> "tuple[str, list[int]] | None":
-    """KEY and [RUNS, LAST, FIRED] of a record line; None for anything else."""
+    """KEY and [RUNS, LAST, FIRED, SINCE] of a record line; None for anything else."""
     fields = line.split("\t")
-    if len(fields) != 4 or not digits(fields[0], 3) or not digits(fields[1], 12) or fields[2] not in ("0", "1"):
+    if len(fields) != 5 or not digits(fields[0], 3) or not digits(fields[1], 12) or fields[2] not in ("0", "1"):
         return None
-    return (fields[3], [int(fields[0]), int(fields[1]), int(fields[2])]) if fields[3] else None
+    if not digits(fields[3], 12) or not fields[4]:
+        return None
+    return fields[4], [int(fields[0]), int(fields[1]), int(fields[2]), int(fields[3])]
 
 
 class AlertState:
@@ -177,7 +181,7 @@ class AlertState:
         self.after_runs = after_runs
         self.repeat_seconds = repeat_seconds
         self.send_resolved = send_resolved
-        # key -> [runs, last, fired], in file order (an unchanged state gives the same text).
+        # key -> [runs, last, fired, since], in file order (an unchanged state gives the same text).
         self.records: dict[str, list[int]] = {}
         self.loaded_text = ""
 
@@ -195,15 +199,16 @@ class AlertState:
             record = parse_record(line)
             if record is not None:
                 self.records[record[0]] = record[1]
-        self.loaded_text = self.text()
+        # As found: a file holding lines that are not records is written again without them.
+        self.loaded_text = text
 
     def text(self) -> str:
-        return "".join(f"{runs}\t{last}\t{fired}\t{key}\n" for key, (runs, last, fired) in self.records.items())
+        return "".join("\t".join(map(str, record)) + f"\t{key}\n" for key, record in self.records.items())
 
     def observe(self, key: str, over: bool, once: str = "") -> str:
         """Records that KEY is over or under in this run; what to do: POST,
         RESOLVE, HOLD (over, but debounced or inside the repeat interval) or NONE."""
-        runs, last, fired = self.records.get(key, [0, 0, 0])
+        runs, last, fired, since = self.records.get(key, [0, 0, 0, 0])
         if not over:
             self.forget(key)
             return RESOLVE if fired and self.send_resolved else NONE
@@ -216,18 +221,19 @@ class AlertState:
             due = self.repeat_seconds == 0 or clock < last or clock - last >= self.repeat_seconds
             if not fired or (once not in (EVENT, LATCH) and due):
                 action = POST
+                since = since if fired else clock
                 fired = 1
                 last = clock if self.repeat_seconds else 0
         if action == POST and once == EVENT and not self.send_resolved:
             # An event that posted and will never repeat or resolve: nothing to keep.
             self.forget(key)
             return action
-        self.records[key] = [runs, last, fired]
+        self.records[key] = [runs, last, fired, since]
         return action
 
     def unfire(self, key: str) -> None:
         """Undoes the post observe() just decided: its message was lost, so the next run posts it again."""
-        self.records[key] = [self.after_runs, 0, 0]
+        self.records[key] = [self.after_runs, 0, 0, 0]
 
     def forget(self, key: str) -> None:
         self.records.pop(key, None)
@@ -261,6 +267,8 @@ class Run:
 
     def __init__(self, name: str, prefix: str, path: str, settings: Settings) -> None:
         self.name = name
+        # The monitor as a message names it: "host", "container".
+        self.monitor = name.removesuffix("-monitor")
         self.prefix = prefix
         self.settings = settings
         self.state = AlertState.load(path, settings)
@@ -271,13 +279,20 @@ class Run:
     def check(self, key: str, value: str, threshold: str, alert: str, resolved: str) -> None:
         self.observe(key, decimal_gt(value, threshold), alert, resolved)
 
+    def identity(self, key: str, record: "list[int] | None", state: str) -> Identity:
+        """KEY's identity on this host: its episode the record's SINCE (now for an event it forgot)."""
+        episode = record[3] if record is not None and record[3] else now()
+        return Identity(host_name(self.settings.host_name), self.monitor, key, episode, state)
+
     def observe(self, key: str, over: bool, alert: str, resolved: str, once: str = "") -> str:
+        before = self.state.records.get(key)
         action = self.state.observe(key, over, once)
         if action == POST:
             from . import delivery
 
             self.fired.append(key)
-            if not delivery.send_alert(self.settings, self.prefix + alert):
+            about = self.identity(key, self.state.records.get(key), FIRING)
+            if not delivery.send_alert(self.settings, self.prefix + alert, about):
                 log.error(
                     f"{self.name}: alert lost ({key}): neither spooled nor delivered; the next run posts it again"
                 )
@@ -286,7 +301,7 @@ class Run:
             from . import delivery
 
             self.resolved.append(key)
-            delivery.send_alert(self.settings, self.prefix + resolved)
+            delivery.send_alert(self.settings, self.prefix + resolved, self.identity(key, before, RESOLVED))
         elif action == HOLD:
             self.held.append(key)
         return action

@@ -26,7 +26,6 @@ from .chat import (
     MESSAGE,
     TRANSIENT,
     WEBHOOK,
-    WEBHOOK_REFUSALS,
     Answer,
     error_text,
     retry_after_seconds,
@@ -36,7 +35,16 @@ from .format_table import FACTS
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-SLACK_REFUSALS = WEBHOOK_REFUSALS
+# Slack's refusals of the webhook itself (status, error text).
+SLACK_REFUSALS = frozenset(
+    {
+        (403, "invalid_token"),
+        (403, "action_prohibited"),
+        (404, "no_service"),
+        (404, "no_active_hooks"),
+        (410, "channel_is_archived"),
+    }
+)
 
 
 def header(headers: Mapping[str, str], name: str) -> str | None:

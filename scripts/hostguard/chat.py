@@ -1,16 +1,17 @@
-"""One POST of one message to the chat webhook, and what its answer means.
+"""One HTTPS exchange with the chat service (or the heartbeat), and the kinds
+of answer the queue knows (answers.py sorts each format's answers into them).
 
 HTTPS only, the certificate verified (against NOTIFY_CA_FILE when set), no
-redirect followed, the whole exchange within one deadline. Every answer is
-classified as the bash notifier did:
+redirect followed, the whole exchange within one deadline. The kinds:
 
-- any 2xx: delivered (the caller warns when the body is not `ok`);
-- no answer (refused, reset, timed out, TLS), 408, 429, 5xx and anything
-  else not 4xx: transient, with the Retry-After the service asked for;
-- the webhook's own refusals (403 invalid_token, ...): the webhook, not the
-  message, is at fault: keep everything;
-- 404 channel_not_found on a message with a channel: re-send without it;
-- any other 4xx: this message is refused for good (dead letter).
+- delivered: any 2xx;
+- transient: no answer (refused, reset, timed out, TLS), 408, 429, 5xx and
+  anything else not 4xx, with the Retry-After the service asked for;
+- webhook: the webhook itself is refused (Slack's 403 invalid_token, ...):
+  the webhook, not the message, is at fault: keep everything;
+- channel: 404 channel_not_found on a message with a channel: re-send
+  without it;
+- message: any other 4xx: this message is refused for good (dead letter).
 
 Error texts are the service's body redacted, then cut to 200 bytes, printable
 ASCII only; reasons for a failed connection never quote the exception (it may
@@ -23,7 +24,6 @@ import re
 import time
 from typing import TYPE_CHECKING, NamedTuple
 
-from .message import form_body, payload
 from .redact import redact
 
 if TYPE_CHECKING:
@@ -40,15 +40,6 @@ WEBHOOK = "webhook"  # the webhook itself is refused
 
 ERROR_MAX = 200
 BODY_MAX = 65536
-WEBHOOK_REFUSALS = frozenset(
-    {
-        (403, "invalid_token"),
-        (403, "action_prohibited"),
-        (404, "no_service"),
-        (404, "no_active_hooks"),
-        (410, "channel_is_archived"),
-    }
-)
 _HTTP_DATE = re.compile(r"[A-Za-z]{3}, [0-9]{2} [A-Za-z]{3} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT")
 
 
@@ -87,23 +78,6 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
     return None
 
 
-def classify(status: int, body: str, retry_after: str | None, has_channel: bool) -> Answer:
-    """The kind of an HTTP answer STATUS with BODY (a message with a channel override: HAS_CHANNEL)."""
-    error = error_text(body)
-    reason = f"HTTP {status} {error}"
-    if 200 <= status < 300:
-        return Answer(DELIVERED, reason, status, body)
-    kind = TRANSIENT
-    if 400 <= status < 500 and status not in (408, 429):
-        if (status, error) in WEBHOOK_REFUSALS:
-            kind = WEBHOOK
-        elif (status, error) == (404, "channel_not_found") and has_channel:
-            kind = CHANNEL
-        else:
-            kind = MESSAGE
-    return Answer(kind, reason, status, body, retry_after_seconds(retry_after))
-
-
 def failure(reason: str) -> Answer:
     """A post that got no HTTP answer: transient."""
     return Answer(TRANSIENT, reason)
@@ -115,15 +89,6 @@ class Reply(NamedTuple):
     status: int
     retry_after: str | None
     body: str
-
-
-def post(url: str, text: str, channel: str | None, timeout: float, cadata: str | bytes | None) -> Answer:
-    """Posts TEXT (with CHANNEL) to URL within TIMEOUT seconds; the classified answer."""
-    headers = {"Content-Type": "application/x-www-form-urlencoded", "User-Agent": "hostguard"}
-    reply = exchange("POST", url, form_body(payload(text, channel)), headers, timeout, cadata)
-    if isinstance(reply, str):
-        return failure(reply)
-    return classify(reply.status, reply.body, reply.retry_after, channel is not None)
 
 
 def exchange(

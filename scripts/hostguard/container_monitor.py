@@ -38,6 +38,7 @@ from . import alert_state, delivery, heartbeat, log, paths
 from . import settings as settings_module
 from .atomicfile import write_atomic
 from .errors import EX_FAILURE, HostguardError
+from .message import FIRING, Identity, host_name
 from .settings import Settings
 
 NAME = "container-monitor"
@@ -480,7 +481,8 @@ def held(settings: Settings, path: str) -> int:
         f"Container monitor stuck: a run started at {started} has not finished;"
         " containers are not checked until it does"
     )
-    if delivery.send_alert(settings, PREFIX + text):
+    about = Identity(host_name(settings.host_name), "container", "stuck", since, FIRING)
+    if delivery.send_alert(settings, PREFIX + text, about):
         alert_state.write_small(stuck_file, f"{since}\n")
     alert_state.deliver(NAME, settings, ping=False)
     return EX_FAILURE

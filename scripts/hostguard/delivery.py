@@ -18,34 +18,21 @@ import contextlib
 import os
 import sqlite3
 import time
-from typing import NamedTuple
 
-from . import chat, log, urlfile
-from .errors import EX_CONFIG, EX_NOPERM, EX_OK, EX_TEMPFAIL, ConfigError
-from .message import as_posted
+from . import chat, formats, log
+from .errors import EX_CONFIG, EX_NOPERM, EX_OK, EX_TEMPFAIL
+from .message import Identity, as_posted, host_name
 from .settings import Settings
-from .spool import ALERTS, Message, Refusal, Spool, SpoolFull, name_of
+from .spool import ALERTS, MERGE_CHARS, Message, Spool, SpoolFull, name_of
+from .webhook import PROBE, WAIT, Hook, clear_refusal, load_hook, refuse_webhook, send, webhook_plan
 
 # How long a foreground run waits for another run's lock before leaving its
 # messages to that run (which looks again after releasing it).
 LOCK_WAIT = 5.0
-# The chat service allows about one message per second.
-PACE = 1.05
-# A refused webhook is probed once per run, at most this often (doubling).
-PROBE_FIRST = 600
-PROBE_MAX = 3600
 DROPPED_NOTE = "\n({} ban-tool message(s) dropped while the chat service was unreachable)"
 
 # What became of one message in a run.
 _DELIVERED, _DEAD, _REFUSED, _LEFT = range(4)
-
-
-class Hook(NamedTuple):
-    """The checked webhook and the CA bundle's content (None: the system's CAs)."""
-
-    url: str
-    identity: str
-    cadata: str | bytes | None
 
 
 def now_stamp() -> str:
@@ -64,8 +51,8 @@ def own_spool(settings: Settings) -> Spool:
     return _spool
 
 
-def send_alert(settings: Settings, text: str) -> bool:
-    """Spools TEXT in the alerts queue; True when it is kept or was delivered.
+def send_alert(settings: Settings, text: str, identity: Identity) -> bool:
+    """Spools TEXT (about IDENTITY) in the alerts queue; True when it is kept or was delivered.
 
     When the spool cannot be written even with its reserve (disk full), the
     alert is delivered directly: never dropped for want of a spool. False
@@ -73,13 +60,13 @@ def send_alert(settings: Settings, text: str) -> bool:
     """
     posted = as_posted(settings, text)
     try:
-        own_spool(settings).enqueue(posted, None, ALERTS)
+        own_spool(settings).enqueue(posted, None, ALERTS, identity)
         return True
     except SpoolFull:
         log.error(
             f"cannot write the spool in {own_spool(settings).directory} (disk full?): delivering this alert directly"
         )
-    return deliver_direct(settings, posted) == 0
+    return deliver_direct(settings, posted, identity) == 0
 
 
 def flush_spool(settings: Settings) -> int:
@@ -87,28 +74,7 @@ def flush_spool(settings: Settings) -> int:
     return flush(settings, own_spool(settings))
 
 
-# ---- the webhook --------------------------------------------------------------
-
-
-def check_webhook(settings: Settings) -> Hook:
-    """The webhook and CA bundle, checked; ConfigError (exit 78) naming the file at fault."""
-    hook = urlfile.webhook(settings.notify_ca_file)
-    cadata: str | bytes | None = None
-    if settings.notify_ca_file:
-        try:
-            cadata = urlfile.read_ca(settings.notify_ca_file)
-        except OSError:
-            raise ConfigError(f"NOTIFY_CA_FILE {settings.notify_ca_file}: cannot read it: refused") from None
-    return Hook(hook.url, hook.identity, cadata)
-
-
-def load_hook(settings: Settings) -> Hook | None:
-    """The checked webhook, or None after logging why it cannot be used (exit 78)."""
-    try:
-        return check_webhook(settings)
-    except ConfigError as error:
-        log.error(str(error))
-        return None
+# ---- the run's state ----------------------------------------------------------
 
 
 def note(spool: Spool, key: str, value: str | None) -> None:
@@ -119,54 +85,6 @@ def note(spool: Spool, key: str, value: str | None) -> None:
         log.warn(f"cannot write the delivery state {key} in {spool.directory} (disk full?)")
 
 
-def refuse_webhook(spool: Spool, identity: str, why: str) -> None:
-    """Records that the chat service refuses webhook IDENTITY; the next probe waits, doubling up to PROBE_MAX."""
-    now = int(time.time())
-    since, interval = now, PROBE_FIRST
-    state = spool.refusal()
-    if state is not None and state.identity == identity:
-        since, interval = state.since, min(state.interval * 2, PROBE_MAX)
-    try:
-        spool.set_refusal(Refusal(identity, since, now + interval, interval, why))
-    except (sqlite3.Error, OSError):
-        log.warn(f"cannot write the webhook's refusal in {spool.directory} (disk full?)")
-    log.error(
-        f"the chat service refuses the webhook itself ({why}): {spool.pending()} message(s) kept in the spool;"
-        f" next probe in {interval}s; rotate it with: install set-webhook"
-    )
-
-
-def clear_refusal(spool: Spool) -> None:
-    try:
-        spool.set_refusal(None)
-    except (sqlite3.Error, OSError):
-        log.warn(f"cannot clear the webhook's refusal in {spool.directory} (disk full?)")
-
-
-_DELIVER, _PROBE, _WAIT = "deliver", "probe", "wait"
-
-
-def _webhook_plan(spool: Spool, hook: Hook) -> str:
-    """What this run does with the webhook: deliver (not refused, or rotated), probe it once, or wait."""
-    state = spool.refusal()
-    if state is None:
-        return _DELIVER
-    if state.identity != hook.identity:
-        log.info(f"the webhook file changed since the chat service refused it ({state.why}): delivering again")
-        clear_refusal(spool)
-        return _DELIVER
-    now = int(time.time())
-    # A next probe further away than one interval means the clock went back: probe now.
-    if now >= state.next_probe or state.next_probe - now > state.interval:
-        log.info(f"probing the refused webhook ({state.why}) with the oldest message")
-        return _PROBE
-    log.error(
-        f"the chat service refuses the webhook ({state.why}): {spool.pending()} message(s) kept;"
-        f" next probe in {state.next_probe - now}s; rotate it with: install set-webhook"
-    )
-    return _WAIT
-
-
 # ---- pacing -------------------------------------------------------------------
 
 
@@ -174,8 +92,8 @@ def _mono_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
-def pace(spool: Spool, deadline: float) -> None:
-    """Keeps posts of all runs PACE apart, never waiting more than one pace nor past DEADLINE.
+def pace(spool: Spool, hook: Hook, deadline: float) -> None:
+    """Keeps posts of all runs the format's pace apart, never waiting more than one pace nor past DEADLINE.
 
     The last post's time is on the monotonic clock (system-wide, not stepped
     with the wall clock); one in the future (a reboot) costs at most a pace.
@@ -183,18 +101,26 @@ def pace(spool: Spool, deadline: float) -> None:
     last = spool.get("last_post") or ""
     if not last.isdigit():
         return
-    now = _mono_ms()
-    until = min(int(last) + int(PACE * 1000), now + int(PACE * 1000), int(deadline * 1000))
+    now, apart = _mono_ms(), int(formats.FORMATS[hook.format].pace * 1000)
+    until = min(int(last) + apart, now + apart, int(deadline * 1000))
     if until > now:
         time.sleep((until - now) / 1000)
 
 
-def post(spool: Spool, hook: Hook, text: str, channel: str | None, max_time: float) -> chat.Answer:
+def post(spool: Spool, hook: Hook, message: formats.Message, max_time: float) -> chat.Answer:
     """One paced post (the caller paced it): its time stamped for the next post of any run."""
     with contextlib.suppress(OSError, ValueError):
         chat.prepare(hook.cadata)  # a bad bundle is reported by the post itself
     note(spool, "last_post", str(_mono_ms()))
-    return chat.post(hook.url, text, channel, max_time, hook.cadata)
+    return send(hook, message, max_time)
+
+
+def as_sent(settings: Settings, message: Message, text: str, channel: str | None) -> formats.Message:
+    """The spooled MESSAGE as a format takes it: TEXT, CHANNEL, its identity on this host."""
+    identity = message.identity
+    if not identity.host:
+        identity = identity._replace(host=host_name(settings.host_name))
+    return formats.Message(text, channel, identity, int(message.created))
 
 
 # ---- one message --------------------------------------------------------------
@@ -203,20 +129,24 @@ def post(spool: Spool, hook: Hook, text: str, channel: str | None, max_time: flo
 def _deliver(settings: Settings, spool: Spool, message: Message, hook: Hook, deadline: float) -> int:
     """Posts one claimed MESSAGE until delivered, refused, or out of attempts or budget."""
     name = name_of(message.id)
+    if not formats.sends(hook.format, message.identity):
+        spool.delivered(message.id)
+        log.info(f"{name}: not sent: {hook.format} gets no ban-tool notices (they have no recovery to resolve them)")
+        return _DELIVERED
     channel = message.channel
     channel_retried = False
     attempt = 1
     while attempt <= settings.notify_attempts:
-        pace(spool, deadline)
+        pace(spool, hook, deadline)
         left = int(deadline - time.monotonic())
         if left < 1:
             log.warn(f"not delivered {name}: run budget of {settings.notify_budget}s spent; left in spool")
             break
         dropped = spool.dropped()
         text = message.text + (DROPPED_NOTE.format(dropped) if dropped else "")
-        answer = post(spool, hook, text, channel, min(left, settings.notify_max_time))
+        answer = post(spool, hook, as_sent(settings, message, text, channel), min(left, settings.notify_max_time))
         if answer.kind == chat.DELIVERED:
-            _acknowledge(spool, message.id, dropped, attempt, answer)
+            _acknowledge(spool, hook, message.id, dropped, attempt, answer)
             return _DELIVERED
         if answer.kind == chat.CHANNEL and not channel_retried:
             channel_retried = True
@@ -233,7 +163,7 @@ def _deliver(settings: Settings, spool: Spool, message: Message, hook: Hook, dea
             return _DEAD
         if answer.kind == chat.WEBHOOK:
             spool.release(message.id)
-            refuse_webhook(spool, hook.identity, answer.reason)
+            refuse_webhook(spool, hook, answer.reason)
             return _REFUSED
         log.warn(f"not delivered {name}: {answer.reason} (attempt {attempt}/{settings.notify_attempts})")
         if attempt >= settings.notify_attempts:
@@ -249,10 +179,10 @@ def _deliver(settings: Settings, spool: Spool, message: Message, hook: Hook, dea
     return _LEFT
 
 
-def _acknowledge(spool: Spool, message_id: int, dropped: int, attempt: int, answer: chat.Answer) -> None:
+def _acknowledge(spool: Spool, hook: Hook, message_id: int, dropped: int, attempt: int, answer: chat.Answer) -> None:
     name = name_of(message_id)
     spool.delivered(message_id, dropped)
-    if answer.body != "ok":
+    if hook.format == "slack" and answer.body != "ok":
         log.warn(f"delivered {name} (attempt {attempt}), but the answer was {answer.reason}, not 200 ok")
     else:
         log.info(f"delivered {name} (attempt {attempt})")
@@ -269,12 +199,14 @@ def _bury(spool: Spool, message_id: int, why: str) -> None:
 
 def _flush_locked(settings: Settings, spool: Spool, hook: Hook, deadline: float) -> int:
     spool.unclaim_all()
-    plan = _webhook_plan(spool, hook)
-    if plan == _WAIT:
+    plan = webhook_plan(spool, hook)
+    if plan == WAIT:
         return EX_NOPERM
-    probing = plan == _PROBE
+    probing = plan == PROBE
+    # A burst of ban-tool messages merged within what the format shows, the dropped note beside it.
+    merge_chars = min(MERGE_CHARS, formats.FORMATS[hook.format].text_limit - len(DROPPED_NOTE) - 10)
     while True:
-        message = spool.claim_next()
+        message = spool.claim_next(merge_chars)
         if message is None:
             spool.make_reserve()
             return EX_OK
@@ -340,12 +272,16 @@ def _spool_failed(spool: Spool, error: Exception) -> int:
     return EX_TEMPFAIL
 
 
-def deliver_direct(settings: Settings, text: str, channel: str | None = None) -> int:
-    """One post of TEXT without the spool (it cannot be written): 0 delivered, 75, 77, 78."""
+def deliver_direct(settings: Settings, text: str, identity: Identity) -> int:
+    """One post of TEXT (about IDENTITY) without the spool (it cannot be written): 0 delivered, 75, 77, 78."""
     hook = load_hook(settings)
     if hook is None:
         return EX_CONFIG
-    answer = chat.post(hook.url, text, channel, settings.notify_max_time, hook.cadata)
+    if not formats.sends(hook.format, identity):
+        log.info(f"not sent: {hook.format} gets no notices (not spooled: disk full)")
+        return EX_OK
+    message = formats.Message(text, None, identity, int(time.time()))
+    answer = send(hook, message, settings.notify_max_time)
     if answer.kind == chat.DELIVERED:
         log.info(f"delivered an alert directly (not spooled): {answer.reason}")
         return EX_OK

@@ -6,16 +6,17 @@ unit test fails when it differs from the TypeScript table.
 
 # BEGIN format table (generated from components/chatFormats.ts by `npm run settings:gen`; do not edit)
 # fmt: off
-# format: (has_channel, text_limit, backoff seconds after a 429 without Retry-After, never_probe, title)
-FACTS: dict[str, tuple[bool, int, int, bool, str]] = {
-    "slack": (True, 40000, 0, False, "Slack"),
-    "mattermost": (True, 16383, 0, False, "Mattermost"),
-    "rocketchat": (True, 40000, 60, False, "Rocket.Chat"),
-    "teams": (False, 24000, 30, False, "Microsoft Teams (Workflows)"),
-    "googlechat": (False, 4000, 5, False, "Google Chat"),
-    "discord": (False, 2000, 5, True, "Discord"),
-    "pagerduty": (False, 1024, 30, False, "PagerDuty Events API v2"),
-    "webhook": (False, 40000, 0, False, "generic webhook (Alertmanager's JSON)"),
+# format: (has_channel, text_limit, backoff seconds after a 429 without Retry-After, never_probe, title,
+#          pace: seconds between two posts)
+FACTS: dict[str, tuple[bool, int, int, bool, str, float]] = {
+    "slack": (True, 40000, 0, False, "Slack", 1.05),
+    "mattermost": (True, 16383, 0, False, "Mattermost", 1.05),
+    "rocketchat": (True, 40000, 60, False, "Rocket.Chat", 6.1),
+    "teams": (False, 24000, 30, False, "Microsoft Teams (Workflows)", 1.05),
+    "googlechat": (False, 4000, 5, False, "Google Chat", 1.05),
+    "discord": (False, 2000, 5, True, "Discord", 2.05),
+    "pagerduty": (False, 1024, 30, False, "PagerDuty Events API v2", 0.55),
+    "webhook": (False, 40000, 0, False, "generic webhook (Alertmanager's JSON)", 1.05),
 }
 # (host, any name under it too, format): the hosts that name their format
 HOSTS: tuple[tuple[str, bool, str], ...] = (

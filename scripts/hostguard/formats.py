@@ -29,29 +29,17 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from .answers import classify
 from .chat import Answer
 from .format_table import FACTS, HOSTS, RETIRED, RETIRED_HINT
+from .message import FIRING, NOTICE, RESOLVED, Identity
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-
-FIRING = "firing"
-RESOLVED = "resolved"
-NOTICE = "notice"
+__all__ = ["FIRING", "FORMATS", "NOTICE", "RESOLVED", "Identity", "Message", "Request", "detect", "request"]
 
 FORMAT_KEY = "hostguard:chatFormat"
 URL_KEY = "hostguard:webhookUrl"
 DEDUP_MAX = 255
 JSON_TYPE = "application/json"
-
-
-class Identity(NamedTuple):
-    """Which alert a message is about: its natural key, its episode (epoch seconds it started firing) and state."""
-
-    host: str
-    monitor: str
-    condition: str
-    episode: int
-    state: str
 
 
 class Message(NamedTuple):
@@ -255,13 +243,14 @@ class Format(NamedTuple):
     text_limit: int
     backoff: int
     never_probe: bool
+    pace: float
     hosts: tuple[str, ...]
 
 
 def _format(name: str, request: Callable[[str, str, Message], Request]) -> Format:
-    has_channel, limit, backoff, never_probe, _title = FACTS[name]
+    has_channel, limit, backoff, never_probe, _title, pace = FACTS[name]
     hosts = tuple(("*." if suffix else "") + host for host, suffix, fmt in HOSTS if fmt == name)
-    return Format(request, partial(classify, name), has_channel, limit, backoff, never_probe, hosts)
+    return Format(request, partial(classify, name), has_channel, limit, backoff, never_probe, pace, hosts)
 
 
 FORMATS: dict[str, Format] = {

@@ -30,9 +30,13 @@ from types import FrameType
 from . import log, paths, programs, properties, runtime_files, safepath, services, txnstore, userio, webedit
 from .atomicfile import write_all
 from .errors import EX_USAGE, HostguardError
+from .format_table import FORMAT_LINE_RE, ROUTING_KEY_LINE_RE
 from .settings import Settings, SettingsError, parse
 from .settings_table import FILE_ROW_ALLOWED, FILE_ROW_RE, FILE_SKIP_RE, PARTS, URL_RE
 from .txnstore import Rec, Undo
+
+# The webhook file's lines beside its URL (urlfile.py reads them).
+EXTRA_LINES = (("format", FORMAT_LINE_RE), ("routing_key", ROUTING_KEY_LINE_RE))
 
 USAGE = """usage: install install [--part base|monitors|bantool|web] [--root DIR] [--settings FILE]
                          (from a rendered bundle: its files.table and hostguard.conf beside this script)
@@ -141,17 +145,23 @@ def write_new(tmp: str, content: bytes, mode: int) -> None:
         os.close(fd)
 
 
-def read_url(data: bytes) -> str:
-    """The secret URL from the first meaningful line, bare or as a curl config url line."""
-    for raw in data.decode("utf-8", "surrogateescape").split("\n"):
-        line = raw.strip(" \t\r\f\v")
-        if not line or line.startswith("#"):
-            continue
-        m = re.fullmatch(r'url[ \t\r\f\v]*[=:]?[ \t\r\f\v]*"([^"]*)"', line) or re.fullmatch(
-            r'url[ \t\r\f\v]*[=:]?[ \t\r\f\v]*([^ \t\r\f\v"]+)', line
-        )
-        return m.group(1) if m else line
-    return ""
+def read_url(data: bytes, what: str = "webhook") -> tuple[str, str]:
+    """The secret URL from the first meaningful line, bare or as a curl config url line, and (the
+    webhook's) the format and routing_key lines after it, as the file keeps them (format_table's rules).
+    An other line is refused naming its place, never its text."""
+    lines = [raw.strip(" \t\r\f\v") for raw in data.decode("utf-8", "surrogateescape").split("\n")]
+    lines = [line for line in lines if line and not line.startswith("#")]
+    if not lines:
+        return "", ""
+    m = re.fullmatch(r'url[ \t\r\f\v]*[=:]?[ \t\r\f\v]*"([^"]*)"', lines[0]) or re.fullmatch(
+        r'url[ \t\r\f\v]*[=:]?[ \t\r\f\v]*([^ \t\r\f\v"]+)', lines[0]
+    )
+    extras = lines[1:]
+    kinds = [next((k for k, rule in EXTRA_LINES if re.fullmatch(rule, line)), "") for line in extras]
+    if what != "webhook" or "" in kinds or len(set(kinds)) != len(kinds):
+        raise die(f'set-{what}: refused: after the URL only one format = "..." and one routing_key = "..."'
+                  " line may follow, for the webhook (value not shown)")  # fmt: skip
+    return (m.group(1) if m else lines[0]), "".join(line + "\n" for line in extras)
 
 
 def undelivered(path: str) -> int:
@@ -802,7 +812,7 @@ class Installer:
         """The https URL on stdin to DEST as a curl config line, root 0600, recorded in base's manifest;
         only inside /etc/hostguard (fixed temp name there, then a rename; never copied elsewhere, even
         for undo). False when DEST already held exactly that URL."""
-        url = read_url(sys.stdin.buffer.read(1 << 16))
+        url, extras = read_url(sys.stdin.buffer.read(1 << 16), what)
         if not url.isascii() or not re.match(URL_RE, url) or "\n" in url:
             raise die(f"set-{what}: refused: the {what} must be one https:// URL: a host name or [IPv6] address,"
                       " an optional port, path and query of RFC 3986 characters; no fragment (#), quote, space,"
@@ -810,7 +820,7 @@ class Installer:
         if not os.path.isdir(self.host(paths.CONF_PATH)) or not self.base_installed():
             raise die(f"set-{what}: {self.host(paths.CONF_PATH)} missing; run install --part base first")
         self.root_dir(paths.CONF_PATH)
-        line = f'url = "{url}"\n'.encode()
+        line = f'url = "{url}"\n{extras}'.encode()
         path = self.host(dest)
         if is_file(path) and mode_owner(path) == ("600", "0:0"):
             with open(path, "rb") as f:

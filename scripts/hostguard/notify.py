@@ -13,9 +13,9 @@ import time
 
 from . import log
 from .errors import EX_CONFIG, EX_IOERR, EX_NOPERM, EX_OK, EX_TEMPFAIL, EX_USAGE, HostguardError, UsageError
-from .message import as_posted
+from .message import FIRING, NOTICE, RESOLVED, Identity, as_posted, host_name, notice
 from .settings import Settings, load
-from .spool import SpoolFull
+from .spool import ALERTS, SpoolFull
 
 USAGE = """usage: hostguard-notify text TEXT
        hostguard-notify event start|stop --jail NAME [--channel CHANNEL]
@@ -31,16 +31,18 @@ USAGE = """usage: hostguard-notify text TEXT
 
 
 def send_text(settings: Settings, text: str) -> int:
-    """Spools TEXT and flushes; 0 only when this message was delivered (merged into one that was counts)."""
+    """Spools TEXT (a notice: PagerDuty gets none) and flushes; 0 only when this message was delivered
+    (merged into one that was counts)."""
     from . import delivery
 
     spool = delivery.own_spool(settings)
     posted = as_posted(settings, text)
+    identity = notice(settings, "text", "manual")
     try:
-        message_id = spool.enqueue(posted)
+        message_id = spool.enqueue(posted, None, ALERTS, identity)
     except SpoolFull:
         log.error(f"cannot write the spool in {spool.directory} (disk full?): delivering this alert directly")
-        return delivery.deliver_direct(settings, posted)
+        return delivery.deliver_direct(settings, posted, identity)
     rc = delivery.flush_spool(settings)
     outcome = spool.outcome(message_id)
     if outcome == "delivered":
@@ -77,7 +79,8 @@ def event(settings: Settings, args: list[str]) -> int:
 
 def status_lines(settings: Settings) -> list[str]:
     """The spool depth, dropped ban messages, dead letters, last delivery and error, the webhook's state."""
-    from .delivery import check_webhook, own_spool
+    from .delivery import own_spool
+    from .webhook import check_webhook
 
     spool = own_spool(settings)
     oldest = spool.oldest_created()
@@ -113,43 +116,36 @@ def status(settings: Settings) -> int:
     return EX_OK
 
 
-def _host_name() -> str:
-    try:
-        with open("/proc/sys/kernel/hostname", encoding="utf-8", errors="replace") as handle:
-            name = handle.readline().strip()
-    except OSError:
-        name = ""
-    if not name:
-        import socket
-
-        name = socket.gethostname() or "unknown"
-    return name
-
-
 def connectivity_test(settings: Settings) -> int:
-    """Posts the test message directly (a stale "webhook OK" delivered later would mislead): 0, 75, 77, 78."""
-    from . import chat, delivery
+    """Posts the test message directly (a stale "webhook OK" delivered later would mislead): 0, 75, 77, 78.
+    PagerDuty gets no notice: there the test is an incident triggered and at once resolved."""
+    from . import chat, delivery, formats, webhook
 
     spool = delivery.own_spool(settings)
-    hook = delivery.load_hook(settings)
+    hook = webhook.load_hook(settings)
     if hook is None:
         return EX_CONFIG
-    text = as_posted(settings, f"[Server Alert] \nConnectivity test from {_host_name()}: webhook OK")
+    host, now = host_name(settings.host_name), int(time.time())
+    text = as_posted(settings, f"[Server Alert] \nConnectivity test from {host}: webhook OK")
     deadline = time.monotonic() + settings.notify_budget
-    delivery.pace(spool, deadline)
-    left = max(1, int(deadline - time.monotonic()))
-    answer = delivery.post(spool, hook, text, None, min(left, settings.notify_max_time))
+    for state in (FIRING, RESOLVED) if hook.format == "pagerduty" else (NOTICE,):
+        delivery.pace(spool, hook, deadline)
+        left = max(1, int(deadline - time.monotonic()))
+        message = formats.Message(text, None, Identity(host, "hostguard", "connectivity-test", now, state), now)
+        answer = delivery.post(spool, hook, message, min(left, settings.notify_max_time))
+        if answer.kind != chat.DELIVERED:
+            break
     if answer.kind == chat.DELIVERED:
         log.info(f"connectivity test delivered: {answer.reason}")
         # A webhook that answers is no longer refused.
-        delivery.clear_refusal(spool)
+        webhook.clear_refusal(spool)
         return EX_OK
     if answer.kind == chat.TRANSIENT:
         log.error(f"connectivity test not delivered (transient): {answer.reason}")
         return EX_TEMPFAIL
     if answer.kind == chat.WEBHOOK:
         log.error(f"connectivity test refused: the webhook itself is refused: {answer.reason}")
-        delivery.refuse_webhook(spool, hook.identity, answer.reason)
+        webhook.refuse_webhook(spool, hook, answer.reason)
         return EX_NOPERM
     log.error(f"connectivity test refused: {answer.reason}")
     return EX_NOPERM

@@ -5,12 +5,15 @@ A chat service or a proxy may echo the request in an error ("Cannot POST
 letter's reason passes `redact` first. It replaces every form of the URLs in
 the two root-only files: the whole URL, host and path, the path (and query)
 alone, its secret segments (the last one, and any of 16 characters or more),
-each also percent-encoded (either case) and JSON-escaped.
+each also percent-encoded (either case) and JSON-escaped; and PagerDuty's
+routing key (the webhook file's routing_key line).
 """
 
+import re
 from urllib.parse import quote
 
 from . import paths
+from .format_table import ROUTING_KEY_LINE_RE
 
 REDACTED = "[secret URL redacted]"
 # Pieces shorter than this are not secrets of their own (/, /services).
@@ -85,6 +88,7 @@ def load(files: "tuple[str, ...] | None" = None) -> list[str]:
             continue
         for url in urls_in(text):
             raw += raw_pieces(url)
+        raw += [m.group(1) for m in (re.fullmatch(ROUTING_KEY_LINE_RE, line.strip()) for line in text.split("\n")) if m]
     return _longest_first(set(plain_forms(raw)) | set(encoded_forms(raw)))
 
 

@@ -17,7 +17,6 @@ says so: bans and alerts flow again.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
 import time
@@ -26,15 +25,12 @@ from typing import NamedTuple, TypeVar
 
 from . import log, paths
 from .atomicfile import lock_within
+from .message import FIRING, NOTICE, Identity
 from .spoolbound import ALERTS, BURST, BYTES_MAX, EVENTS, MERGE_CHARS, MERGE_MAX, bound, merge_burst, waiting
-from .spooldb import Foreign, Transaction, move_aside, open_db
+from .spooldb import Foreign, Transaction, make_reserve, move_aside, open_db, use_reserve
 
 T = TypeVar("T")
 
-# The spool's reserve: a file a full disk gives back, so that the messages of
-# that moment are still kept (made again by the next delivery run).
-RESERVE_BYTES = 65536
-RESERVE_NAME = ".reserve"
 DB_NAME = "spool.db"
 # The delivery lock: one delivery run at a time (delivery.py).
 LOCK_NAME = ".lock"
@@ -48,7 +44,7 @@ __all__ = ["ALERTS", "EVENTS", "MERGE_CHARS", "MERGE_MAX", "Spool", "SpoolFull"]
 
 
 class Message(NamedTuple):
-    """One waiting (or claimed) message."""
+    """One waiting (or claimed) message and what it is about."""
 
     id: int
     queue: int
@@ -56,6 +52,7 @@ class Message(NamedTuple):
     channel: str | None
     parts: int
     created: float
+    identity: Identity
 
 
 class DeadLetter(NamedTuple):
@@ -144,8 +141,10 @@ class Spool:
         )
         log.error(text.split("\n", 1)[1])
         self._db = open_db(path, self.busy)
+        # Firing: the lost messages need a person, PagerDuty included.
+        about = Identity("", "hostguard", "spool-set-aside", int(time.time()), FIRING)
         with self._transaction() as db:
-            self._insert(db, text, None, ALERTS)
+            self._insert(db, text, None, ALERTS, about)
         self.close()
 
     def try_lock(self, wait: float) -> int | None:
@@ -170,14 +169,18 @@ class Spool:
 
     # ---- writers ------------------------------------------------------------
 
-    def enqueue(self, text: str, channel: str | None = None, queue: int = ALERTS) -> int:
-        """Spools one message and bounds its queue, in one transaction; its id.
+    def enqueue(
+        self, text: str, channel: str | None = None, queue: int = ALERTS, identity: Identity | None = None
+    ) -> int:
+        """Spools one message (IDENTITY: what it is about, none: a notice) and bounds its queue, in one
+        transaction; its id.
 
         Raises SpoolFull when the spool cannot be written even after giving
         back the reserve (the caller decides: an alert is delivered directly,
         a ban-tool message is reported lost).
         """
-        return self._kept(lambda: self._enqueue(text, channel, queue))
+        about = identity or Identity("", "", "", 0, NOTICE)
+        return self._kept(lambda: self._enqueue(text, channel, queue, about))
 
     def _kept(self, step: Callable[[], T]) -> T:
         """STEP, done again after giving back the reserve when the disk is full, or after moving aside a
@@ -201,9 +204,9 @@ class Spool:
         except (sqlite3.Error, OSError) as error:
             raise SpoolFull(str(error)) from None
 
-    def _enqueue(self, text: str, channel: str | None, queue: int) -> int:
+    def _enqueue(self, text: str, channel: str | None, queue: int, identity: Identity) -> int:
         with self._transaction() as db:
-            message_id = self._insert(db, text, channel, queue)
+            message_id = self._insert(db, text, channel, queue, identity)
             self._bound(db, queue)
         return message_id
 
@@ -218,10 +221,11 @@ class Spool:
             )
 
     @staticmethod
-    def _insert(db: sqlite3.Connection, text: str, channel: str | None, queue: int) -> int:
+    def _insert(db: sqlite3.Connection, text: str, channel: str | None, queue: int, identity: Identity) -> int:
         cursor = db.execute(
-            "INSERT INTO message(queue, text, channel, created) VALUES (?, ?, ?, ?)",
-            (queue, text, channel or None, time.time()),
+            "INSERT INTO message(queue, text, channel, created, host, monitor, condition, episode, state)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (queue, text, channel or None, time.time(), *identity),
         )
         assert cursor.lastrowid is not None
         return cursor.lastrowid
@@ -233,25 +237,26 @@ class Spool:
         with self._transaction() as db:
             db.execute("UPDATE message SET claimed = 0 WHERE claimed != 0")
 
-    def claim_next(self) -> Message | None:
+    def claim_next(self, merge_chars: int = MERGE_CHARS) -> Message | None:
         """Claims the next message to post: alerts first, each queue oldest first.
 
         When it is a ban-tool message and a burst waits (BURST or more), the
-        oldest (up to MERGE_MAX, within MERGE_CHARS) become one message first.
+        oldest (up to MERGE_MAX, within MERGE_CHARS, or the format's shorter
+        MERGE_CHARS) become one message first.
         """
         query = (
-            "SELECT id, queue, text, channel, parts, created FROM message"
-            " WHERE merged_into IS NULL AND claimed = 0 ORDER BY queue, id LIMIT 1"
+            "SELECT id, queue, text, channel, parts, created, host, monitor, condition, episode, state"
+            " FROM message WHERE merged_into IS NULL AND claimed = 0 ORDER BY queue, id LIMIT 1"
         )
         with self._transaction() as db:
             row = db.execute(query).fetchone()
             if row is None:
                 return None
             if row[1] == EVENTS and waiting(db, EVENTS)[0] >= BURST:
-                merge_burst(db)
+                merge_burst(db, merge_chars)
                 row = db.execute(query).fetchone()
             db.execute("UPDATE message SET claimed = 1 WHERE id = ?", (row[0],))
-        return Message(*row)
+        return Message(row[0], row[1], row[2], row[3], row[4], row[5], Identity(*row[6:]))
 
     def delivered(self, message_id: int, dropped_announced: int = 0) -> None:
         """Removes a delivered message (and its parts), their ids kept a day; the announced drops counted off."""
@@ -285,9 +290,9 @@ class Spool:
         """Moves a message (and its parts) to the dead letters with REASON; the oldest go past both bounds."""
         with self._transaction() as db:
             db.execute(
-                "INSERT OR REPLACE INTO dead(id, queue, text, channel, parts, created, died, reason, merged_into)"
-                " SELECT id, queue, text, channel, parts, created, ?, ?, merged_into FROM message"
-                " WHERE id = ? OR merged_into = ?",
+                "INSERT OR REPLACE INTO dead(id, queue, text, channel, parts, created, host, monitor, condition,"
+                " episode, state, merged_into, died, reason) SELECT id, queue, text, channel, parts, created, host,"
+                " monitor, condition, episode, state, merged_into, ?, ? FROM message WHERE id = ? OR merged_into = ?",
                 (time.time(), reason, message_id, message_id),
             )
             db.execute("DELETE FROM message WHERE id = ? OR merged_into = ?", (message_id, message_id))
@@ -368,33 +373,10 @@ class Spool:
             if refusal is not None:
                 db.execute("INSERT INTO refusal VALUES (1, ?, ?, ?, ?, ?)", refusal)
 
-    # ---- the reserve -------------------------------------------------------
+    # ---- the reserve (spooldb.py) -------------------------------------------
 
     def use_reserve(self) -> bool:
-        """Gives back the reserve's space; True when there was one."""
-        try:
-            os.unlink(os.path.join(self.directory, RESERVE_NAME))
-        except OSError:
-            return False
-        log.error(
-            f"the disk of {self.directory} is full: used the spool's reserve to keep this message; free some space"
-        )
-        return True
+        return use_reserve(self.directory)
 
     def make_reserve(self) -> None:
-        """Makes the reserve when it is missing (quietly not when the disk is full)."""
-        reserve = os.path.join(self.directory, RESERVE_NAME)
-        if os.path.exists(reserve):
-            return
-        temp = reserve + ".tmp"
-        try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-            try:
-                os.write(fd, bytes(RESERVE_BYTES))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(temp, reserve)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
+        make_reserve(self.directory)

@@ -129,8 +129,8 @@ def merge_pair(db: sqlite3.Connection, first: int, second: int, limit: int) -> N
     db.execute("UPDATE message SET merged_into = ?, text = '' WHERE id = ? OR merged_into = ?", (first, second, second))
 
 
-def merge_burst(db: sqlite3.Connection) -> None:
-    """The oldest ban-tool messages (up to MERGE_MAX, within MERGE_CHARS) become one (a burst)."""
+def merge_burst(db: sqlite3.Connection, limit: int = MERGE_CHARS) -> None:
+    """The oldest ban-tool messages (up to MERGE_MAX, within LIMIT characters) become one (a burst)."""
     rows = db.execute(
         "SELECT id, length(text), channel FROM message WHERE queue = ? AND merged_into IS NULL AND claimed = 0"
         " ORDER BY id LIMIT ?",
@@ -141,9 +141,9 @@ def merge_burst(db: sqlite3.Connection) -> None:
     first, length = rows[0][0], rows[0][1]
     merged = 1
     for other, other_len, channel in rows[1:]:
-        if channel is not None or length + 2 + other_len > MERGE_CHARS:
+        if channel is not None or length + 2 + other_len > limit:
             break
-        merge_pair(db, first, other, MERGE_CHARS)
+        merge_pair(db, first, other, limit)
         length += 2 + other_len
         merged += 1
     if merged > 1:

@@ -1,5 +1,6 @@
 """The spool's database file: opened (WAL, a busy timeout), made when new, its
-schema version in `PRAGMA user_version`; a file that is not this version's
+schema version in `PRAGMA user_version`; each message keeps its identity (message.Identity:
+host, monitor, condition, episode, state) for its format; a file that is not this version's
 spool raises Foreign (spool.py moves it aside). One write step is one
 `BEGIN IMMEDIATE` transaction.
 """
@@ -11,9 +12,14 @@ import os
 import sqlite3
 import time
 
+from . import log
 from .atomicfile import lock_within
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# The spool's reserve: a file a full disk gives back, so that the messages of
+# that moment are still kept (made again by the next delivery run).
+RESERVE_BYTES = 65536
+RESERVE_NAME = ".reserve"
 
 _SCHEMA = """
 CREATE TABLE message (
@@ -24,6 +30,11 @@ CREATE TABLE message (
   parts INTEGER NOT NULL DEFAULT 1,
   created REAL NOT NULL,
   claimed INTEGER NOT NULL DEFAULT 0,
+  host TEXT NOT NULL DEFAULT '',
+  monitor TEXT NOT NULL DEFAULT '',
+  condition TEXT NOT NULL DEFAULT '',
+  episode INTEGER NOT NULL DEFAULT 0,
+  state TEXT NOT NULL DEFAULT 'notice',
   merged_into INTEGER
 );
 CREATE INDEX message_waiting ON message(queue, id) WHERE merged_into IS NULL;
@@ -37,6 +48,11 @@ CREATE TABLE dead (
   created REAL NOT NULL,
   died REAL NOT NULL,
   reason TEXT NOT NULL,
+  host TEXT NOT NULL DEFAULT '',
+  monitor TEXT NOT NULL DEFAULT '',
+  condition TEXT NOT NULL DEFAULT '',
+  episode INTEGER NOT NULL DEFAULT 0,
+  state TEXT NOT NULL DEFAULT 'notice',
   merged_into INTEGER
 );
 CREATE TABLE delivered (id INTEGER PRIMARY KEY, at REAL NOT NULL);
@@ -49,7 +65,7 @@ CREATE TABLE refusal (
   interval INTEGER NOT NULL,
   why TEXT NOT NULL
 );
-PRAGMA user_version = 1
+PRAGMA user_version = 2
 """
 
 
@@ -149,3 +165,32 @@ def move_aside(path: str, found: int, lock_name: str, busy: float) -> str | None
         return aside
     finally:
         os.close(fd)
+
+
+def use_reserve(directory: str) -> bool:
+    """Gives back the reserve's space; True when there was one."""
+    try:
+        os.unlink(os.path.join(directory, RESERVE_NAME))
+    except OSError:
+        return False
+    log.error(f"the disk of {directory} is full: used the spool's reserve to keep this message; free some space")
+    return True
+
+
+def make_reserve(directory: str) -> None:
+    """Makes the reserve when it is missing (quietly not when the disk is full)."""
+    reserve = os.path.join(directory, RESERVE_NAME)
+    if os.path.exists(reserve):
+        return
+    temp = reserve + ".tmp"
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, bytes(RESERVE_BYTES))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, reserve)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)

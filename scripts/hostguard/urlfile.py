@@ -3,7 +3,11 @@
 A URL file is root's own (the caller's uid), mode 0600 or stricter, and
 holds exactly one `url = "https://..."` line (comments and blank lines
 aside) whose URL obeys the one URL rule (settings_table.URL_LINE_RE, the
-rule install set-webhook applies). Errors name the file, never the URL or
+rule install set-webhook applies). The webhook file may also hold the chat
+format (`format = "discord"`; none: detected from the URL's host, else
+Slack's) and PagerDuty's `routing_key = "..."`, each once (format_table.py's
+line rules): the format travels with the webhook, so a rotation and a format
+change are the same write of the same root-only file. Errors name the file, never the URL or
 the file's lines. The file's identity (inode, mtime, size) tells a rotated
 webhook (install set-webhook writes a new file) from the one the chat
 service refused.
@@ -24,6 +28,7 @@ from typing import NamedTuple
 
 from . import paths
 from .errors import ConfigError
+from .format_table import FORMAT_LINE_RE, ROUTING_KEY_LINE_RE
 from .settings_table import URL_LINE_RE
 
 _MAX_BYTES = 65536
@@ -34,10 +39,13 @@ _CA_WHY = "(only root may be able to change the CA bundle)"
 
 
 class UrlFile(NamedTuple):
-    """A checked URL file: its URL and its identity `inode:mtime_ns:size`."""
+    """A checked URL file: its URL, its identity `inode:mtime_ns:size`, and (the webhook's) the format
+    named in it ("" when none) and PagerDuty's routing key ("" when none)."""
 
     url: str
     identity: str
+    format: str = ""
+    routing_key: str = ""
 
 
 def webhook_path() -> str:
@@ -83,6 +91,7 @@ def read(path: str, what: str = "webhook") -> UrlFile:
     """The URL in PATH (WHAT names it in errors: webhook, heartbeat); ConfigError naming the file if refused."""
     data, info = _read_own(path, what)
     urls: list[str] = []
+    extras = {"format": "", "routing_key": ""}
     # Byte-wise, as the bash read it: the rule allows ASCII only.
     for line in data.decode("utf-8", "surrogateescape").split("\n"):
         if re.fullmatch(_SKIP, line):
@@ -96,10 +105,36 @@ def read(path: str, what: str = "webhook") -> UrlFile:
                 f"{what} URL in {path} is refused: not one https:// URL of the characters"
                 " install set-webhook allows (URL not shown)"
             )
-        raise ConfigError(f'{what} file {path} may hold only one url = "https://..." line')
+        if what == "webhook" and _extra(line, extras, path):
+            continue
+        raise ConfigError(f'{what} file {path} may hold only one url = "https://..." line{_EXTRAS[what]}')
     if len(urls) != 1:
         raise ConfigError(f'{what} file {path} must hold exactly one url = "https://..." line')
-    return UrlFile(urls[0], f"{info.st_ino}:{info.st_mtime_ns}:{info.st_size}")
+    identity = f"{info.st_ino}:{info.st_mtime_ns}:{info.st_size}"
+    return UrlFile(urls[0], identity, extras["format"], extras["routing_key"])
+
+
+_EXTRAS = {"webhook": ', a format = "..." and a routing_key = "..." line', "heartbeat": ""}
+
+
+def _extra(line: str, extras: dict[str, str], path: str) -> bool:
+    """Takes LINE into EXTRAS when it is a format or routing_key line (each once; the key never shown)."""
+    for name, rule in (("format", FORMAT_LINE_RE), ("routing_key", ROUTING_KEY_LINE_RE)):
+        match = re.fullmatch(rule, line.strip(" \t\r"))
+        if match is None:
+            if line.strip().startswith(name):
+                raise ConfigError(
+                    f"webhook file {path}: its {name} line is refused ({_ALLOWED[name]}; value not shown)"
+                )
+            continue
+        if extras[name]:
+            raise ConfigError(f"webhook file {path} holds more than one {name} line")
+        extras[name] = match.group(1)
+        return True
+    return False
+
+
+_ALLOWED = {"format": "a chat format in double quotes", "routing_key": "32 letters and digits in double quotes"}
 
 
 def _chain(path: str) -> list[str]:

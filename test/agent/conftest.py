@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import chat, delivery, paths, redact
+from hostguard import chat, delivery, formats, paths, redact, webhook
 
 
 @pytest.fixture
@@ -24,11 +24,11 @@ def posted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every text a delivery run posts, each answered 200 ok: no network, no webhook file, no pace."""
     texts: list[str] = []
 
-    def post(_url: str, text: str, _channel: str | None, _timeout: float, _ca: object) -> chat.Answer:
-        texts.append(text)
+    def send(_hook: webhook.Hook, message: formats.Message, _timeout: float) -> chat.Answer:
+        texts.append(message.text)
         return chat.Answer(chat.DELIVERED, "HTTP 200 ok", 200, "ok")
 
-    monkeypatch.setattr(delivery, "load_hook", lambda _settings: delivery.Hook("https://hook.test/x", "id", None))
-    monkeypatch.setattr(chat, "post", post)
-    monkeypatch.setattr(delivery, "PACE", 0.0)
+    monkeypatch.setattr(delivery, "load_hook", lambda _settings: webhook.Hook("https://hook.test/x", "id", None))
+    monkeypatch.setattr(delivery, "send", send)
+    monkeypatch.setattr(delivery, "pace", lambda *_args: None)
     return texts

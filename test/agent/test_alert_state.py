@@ -42,7 +42,7 @@ def at(monkeypatch: pytest.MonkeyPatch, when: int) -> None:
 
 def test_defaults_post_every_run_over_and_nothing_else(file: Path) -> None:
     assert [run(file, "cpu", True) for _ in range(3)] == [POST, POST, POST]
-    assert file.read_text() == "1\t0\t1\tcpu\n"
+    assert file.read_text() == "1\t0\t1\t1000\tcpu\n"
     assert run(file, "cpu", False) == NONE
     assert not file.exists()
 
@@ -50,7 +50,7 @@ def test_defaults_post_every_run_over_and_nothing_else(file: Path) -> None:
 def test_repeat_interval(file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at(monkeypatch, 100000)
     assert run(file, "cpu", True, repeat=3600) == POST
-    assert file.read_text() == "1\t100000\t1\tcpu\n"
+    assert file.read_text() == "1\t100000\t1\t100000\tcpu\n"
     at(monkeypatch, 103599)
     assert run(file, "cpu", True, repeat=3600) == HOLD
     at(monkeypatch, 103600)
@@ -81,9 +81,23 @@ def test_an_event_posts_once_and_keeps_nothing_without_resolved(file: Path) -> N
 def test_a_latch_posts_once_and_stays_until_under(file: Path) -> None:
     # Held, as the bash said it (the log line's held=).
     assert [run(file, "runtime", True, LATCH) for _ in range(3)] == [POST, HOLD, HOLD]
-    assert file.read_text() == "1\t0\t1\truntime\n"
+    assert file.read_text() == "1\t0\t1\t1000\truntime\n"
     assert run(file, "runtime", False) == NONE
     assert not file.exists()
+
+
+def test_the_episode_is_when_it_started_firing_kept_by_repeats(file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at(monkeypatch, 5000)
+    assert run(file, "cpu", True, after=2) == HOLD
+    at(monkeypatch, 5600)
+    assert run(file, "cpu", True, after=2) == POST
+    at(monkeypatch, 6200)
+    assert run(file, "cpu", True, after=2) == POST
+    assert file.read_text() == "2\t0\t1\t5600\tcpu\n"
+    assert run(file, "cpu", False, after=2) == NONE
+    at(monkeypatch, 9000)
+    assert [run(file, "cpu", True, after=2) for _ in range(2)] == [HOLD, POST]
+    assert file.read_text() == "2\t0\t1\t9000\tcpu\n"
 
 
 def test_unfire_makes_the_next_run_post_again(file: Path) -> None:
@@ -107,12 +121,14 @@ def test_written_only_when_changed_atomically_0600(file: Path) -> None:
 @pytest.mark.parametrize(
     "content",
     [
-        b"garbage\n9\tx\t1\tcpu\n",
-        b"1\t0\t2\tcpu\n",
-        b"1234\t0\t1\tcpu\n",
+        b"garbage\n9\tx\t1\t5\tcpu\n",
+        b"1\t0\t2\t5\tcpu\n",
+        b"1234\t0\t1\t5\tcpu\n",
         b"\xff\xfe\x00binary\x00\n",
-        b"1\t0\t1\t\n",
-        b"1\t0\t1\tcpu\textra\n",
+        b"1\t0\t1\t5\t\n",
+        b"1\t0\t1\tx\tcpu\n",
+        b"1\t0\t1\tcpu\n",
+        b"1\t0\t1\t5\tcpu\textra\n",
     ],
 )
 def test_old_or_corrupt_files_only_forget(file: Path, content: bytes) -> None:
@@ -120,13 +136,13 @@ def test_old_or_corrupt_files_only_forget(file: Path, content: bytes) -> None:
     assert run(file, "cpu", True, repeat=3600) == POST
 
 
-def test_records_of_the_bash_monitor_are_kept(file: Path) -> None:
-    file.write_text('2\t5000\t1\tcpu\n1\t0\t1\tstopped "we\\"b"\n')
+def test_records_are_kept_as_read(file: Path) -> None:
+    file.write_text('2\t5000\t1\t4000\tcpu\n1\t0\t1\t900\tstopped "we\\"b"\n')
     loaded = state(file, after=2)
     assert loaded.fired("cpu") and loaded.fired('stopped "we\\"b"')
     assert loaded.keys("stopped ") == ['stopped "we\\"b"']
     assert loaded.save()
-    assert file.read_text() == '2\t5000\t1\tcpu\n1\t0\t1\tstopped "we\\"b"\n'
+    assert file.read_text() == '2\t5000\t1\t4000\tcpu\n1\t0\t1\t900\tstopped "we\\"b"\n'
 
 
 def test_an_unreadable_or_unwritable_state(file: Path) -> None:
@@ -160,7 +176,7 @@ def test_a_writer_killed_at_any_moment_leaves_the_old_or_the_new_file(tmp_path: 
     import signal
 
     target = tmp_path / "x.alerts"
-    versions = [f"{n}\t{n * 7}\t1\tkey-{n}\n" * (n % 50 + 1) for n in range(200)]
+    versions = [f"{n}\t{n * 7}\t1\t{n}\tkey-{n}\n" * (n % 50 + 1) for n in range(200)]
     atomicfile.write_atomic(str(target), versions[0].encode())
     for _ in range(30):
         pid = os.fork()

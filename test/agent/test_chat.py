@@ -1,4 +1,5 @@
-"""chat.py: the classification of the chat service's answers, Retry-After, error texts."""
+"""chat.py and Slack's rule in answers.py: the classification of Slack's answers, Retry-After, error texts,
+the exchange's refusals."""
 
 from __future__ import annotations
 
@@ -10,7 +11,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hostguard import chat, redact
+from hostguard import answers, chat, redact
+
+
+def slack(status: int, body: str, retry_after: str | None, channel: bool) -> chat.Answer:
+    headers = {} if retry_after is None else {"Retry-After": retry_after}
+    return answers.classify("slack", status, headers, body.encode(), channel)
 
 
 @pytest.mark.parametrize(
@@ -40,7 +46,7 @@ from hostguard import chat, redact
     ],
 )
 def test_classify(status: int, body: str, channel: bool, kind: str) -> None:
-    answer = chat.classify(status, body, None, channel)
+    answer = slack(status, body, None, channel)
     assert answer.kind == kind
     assert answer.reason == f"HTTP {status} {body}"
 
@@ -64,8 +70,8 @@ def test_retry_after_http_date() -> None:
 
 
 def test_a_classified_429_carries_its_retry_after() -> None:
-    assert chat.classify(429, "rate_limited", "7", False).retry_after == 7.0
-    assert chat.classify(500, "x", None, False).retry_after is None
+    assert slack(429, "rate_limited", "7", False).retry_after == 7.0
+    assert slack(500, "x", None, False).retry_after is None
 
 
 def test_error_text_is_redacted_then_cut_and_printable(root: Path) -> None:
@@ -86,16 +92,16 @@ def test_error_text_is_always_short_printable_ascii(body: str) -> None:
     assert all(0x20 <= ord(c) < 0x7F for c in text)
 
 
-def test_post_refuses_anything_but_https() -> None:
-    assert chat.post("http://example.invalid/x", "t", None, 1, None) == chat.failure("protocol refused (https only)")
+def test_exchange_refuses_anything_but_https() -> None:
+    assert chat.exchange("POST", "http://example.invalid/x", b"t", {}, 1, None) == "protocol refused (https only)"
 
 
-def test_post_to_a_closed_port_is_transient_and_does_not_name_it() -> None:
+def test_exchange_with_a_closed_port_does_not_name_it() -> None:
     import socket
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    answer = chat.post(f"https://127.0.0.1:{port}/services/x", "t", None, 2, None)
-    assert answer == chat.failure("connection refused or unreachable")
-    assert str(port) not in answer.reason
+    reason = chat.exchange("POST", f"https://127.0.0.1:{port}/services/x", b"t", {}, 2, None)
+    assert reason == "connection refused or unreachable"
+    assert isinstance(reason, str) and str(port) not in reason

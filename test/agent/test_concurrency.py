@@ -99,10 +99,11 @@ def make_root(root: Path, receiver: Receiver) -> dict[str, str]:
 ALERT_WRITER = """
 import random, sys, time
 sys.path.insert(0, sys.argv[1])
-from hostguard import delivery, settings
+from hostguard import delivery, message, settings
 loaded = settings.load()
 for i in range(int(sys.argv[3])):
-    assert delivery.send_alert(loaded, f"alert-{sys.argv[2]}-{i}")
+    about = message.Identity("web-1", "host", f"cpu-{sys.argv[2]}", i, message.FIRING)
+    assert delivery.send_alert(loaded, f"alert-{sys.argv[2]}-{i}", about)
     time.sleep(random.uniform(0.2, 0.5))
 """
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from hostguard import alert_state, container_monitor, delivery, settings
 from hostguard.container_monitor import Answer, RuntimeFailed
+from hostguard.message import Identity
 
 FAKE_DOCKER = Path(__file__).resolve().parents[1] / "helpers" / "fake-docker"
 P = "[Container Alert] \n"
@@ -169,6 +170,7 @@ def test_a_missing_runtime(tmp_path: Path) -> None:
 class Posts:
     def __init__(self) -> None:
         self.texts: list[str] = []
+        self.identities: list[Identity] = []
 
     def take(self) -> list[str]:
         texts, self.texts = self.texts, []
@@ -179,8 +181,9 @@ class Posts:
 def posts(monkeypatch: pytest.MonkeyPatch) -> Posts:
     stub = Posts()
 
-    def send_alert(_settings: object, text: str) -> bool:
+    def send_alert(_settings: object, text: str, identity: Identity) -> bool:
         stub.texts.append(text)
+        stub.identities.append(identity)
         return True
 
     monkeypatch.setattr(delivery, "send_alert", send_alert)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from hostguard import delivery, settings
+from hostguard.message import FIRING, Identity
 from hostguard.spool import Spool, SpoolFull
 
 
@@ -19,18 +20,19 @@ from hostguard.spool import Spool, SpoolFull
 def test_a_full_spool_posts_the_alert_directly(
     root: Path, monkeypatch: pytest.MonkeyPatch, code: int, kept: bool
 ) -> None:
-    posted: list[tuple[str, str | None]] = []
+    posted: list[tuple[str, Identity]] = []
 
-    def full(self: Spool, text: str, channel: str | None = None, queue: int = 0) -> int:
+    def full(self: Spool, text: str, channel: str | None = None, queue: int = 0, about: object = None) -> int:
         raise SpoolFull("database or disk is full")
 
-    def direct(_settings: settings.Settings, text: str, channel: str | None = None) -> int:
-        posted.append((text, channel))
+    def direct(_settings: settings.Settings, text: str, identity: Identity) -> int:
+        posted.append((text, identity))
         return code
 
     monkeypatch.setattr(Spool, "enqueue", full)
     monkeypatch.setattr(delivery, "deliver_direct", direct)
     monkeypatch.setattr(delivery, "_spool", None)
     loaded = settings.parse("ALERT_HOST_LABEL=true\nHOST_NAME=web-1\n", "hostguard.conf")
-    assert delivery.send_alert(loaded, "[Server Alert] \nHigh Disk Usage Detected: 97%") is kept
-    assert posted == [("[web-1] [Server Alert] \nHigh Disk Usage Detected: 97%", None)]
+    about = Identity("web-1", "host", "disk", 1000, FIRING)
+    assert delivery.send_alert(loaded, "[Server Alert] \nHigh Disk Usage Detected: 97%", about) is kept
+    assert posted == [("[web-1] [Server Alert] \nHigh Disk Usage Detected: 97%", about)]

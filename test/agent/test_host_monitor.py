@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from hostguard import delivery, host_monitor
+from hostguard.message import Identity
 
 CPU = "[Server Alert] \nHigh CPU Usage Detected: 12.3%\nLoad Average: 0.52, 0.58, 0.59"
 MEM = "[Server Alert] \nHigh Memory Usage Detected: 90.92%\nActive Processes: 42"
@@ -27,6 +28,7 @@ class Posts:
 
     def __init__(self) -> None:
         self.texts: list[str] = []
+        self.identities: list[Identity] = []
         self.kept = True
         self.flush_status = 0
 
@@ -39,8 +41,9 @@ class Posts:
 def posts(monkeypatch: pytest.MonkeyPatch) -> Posts:
     stub = Posts()
 
-    def send_alert(_settings: object, text: str) -> bool:
+    def send_alert(_settings: object, text: str, identity: Identity) -> bool:
         stub.texts.append(text)
+        stub.identities.append(identity)
         return stub.kept
 
     monkeypatch.setattr(delivery, "send_alert", send_alert)

@@ -1,4 +1,4 @@
-"""A message's text through message.payload and message.form_body, decoded as the chat service does.
+"""A message's text through message.clean and Slack's request (formats.request), decoded as the chat service does.
 
 These replace test/payload/json.bats, which checked the bash JSON escaper:
 hostile input (quotes, backslashes, every control character, multibyte,
@@ -14,7 +14,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hostguard.message import CUT_MARKER, TEXT_MAX, clean, form_body, labelled, payload
+from hostguard.formats import NOTICE, Identity, Message, request
+from hostguard.message import CUT_MARKER, TEXT_MAX, clean, labelled
+
+ABOUT = Identity("web-1", "text", "manual", 0, NOTICE)
+
+
+def form_body(text: str, channel: str | None) -> bytes:
+    """The body of TEXT (with CHANNEL) as Slack's format posts it."""
+    return request("slack", "https://hooks.slack.com/services/T/B/x", "", Message(text, channel, ABOUT)).body
+
+
+def payload(text: str, channel: str | None) -> str:
+    """The form field `payload` of that body: the JSON as sent."""
+    return parse_qs(form_body(text, channel).decode("ascii"), strict_parsing=True)["payload"][0]
+
 
 HOSTILE = {
     "quotes": 'say "hi" \'there\' ""',
@@ -46,7 +60,7 @@ def decoded(body: bytes) -> dict[str, object]:
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_text_round_trips(name: str) -> None:
     text = HOSTILE[name]
-    assert decoded(form_body(payload(text, None))) == {"text": text}
+    assert decoded(form_body(text, None)) == {"text": text}
 
 
 def test_the_specs_newline_is_backslash_n_and_the_quote_backslash_quote() -> None:
@@ -83,11 +97,11 @@ def test_the_host_label() -> None:
 def test_any_text_round_trips(text: str) -> None:
     # What argv or a monitor hands over: cleaned first (lone surrogates are not text).
     sent = clean(text)
-    assert decoded(form_body(payload(sent, None))) == {"text": sent}
+    assert decoded(form_body(sent, None)) == {"text": sent}
 
 
 @given(st.binary(max_size=300))
 def test_any_bytes_from_argv_become_valid_text(raw: bytes) -> None:
     text = clean(raw.decode("utf-8", "surrogateescape"))
     text.encode("utf-8")  # no lone surrogate left
-    assert decoded(form_body(payload(text, "a.b_c-1"))) == {"text": text, "channel": "#a.b_c-1"}
+    assert decoded(form_body(text, "a.b_c-1")) == {"text": text, "channel": "#a.b_c-1"}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import chat, delivery, events, nginxban, notify, settings, spoolbound
+from hostguard import chat, delivery, events, formats, nginxban, notify, settings, spoolbound, webhook
 from hostguard.spool import ALERTS, EVENTS, Spool
 from hostguard.spooldb import SCHEMA_VERSION
 
@@ -43,11 +43,11 @@ def test_a_dead_letter_the_bound_let_go_is_not_reported_delivered(tmp_path: Path
 def test_text_exits_non_zero_for_a_message_gone_without_a_trace(
     root: Path, posted: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def refuse(_url: str, text: str, _channel: str | None, _timeout: float, _ca: object) -> chat.Answer:
-        posted.append(text)
+    def refuse(_hook: webhook.Hook, message: formats.Message, _timeout: float) -> chat.Answer:
+        posted.append(message.text)
         return chat.Answer(chat.MESSAGE, "HTTP 400 invalid_payload", 400, "invalid_payload")
 
-    monkeypatch.setattr(chat, "post", refuse)
+    monkeypatch.setattr(delivery, "send", refuse)
     # The dead-letter bound (1) lets each refused message go as soon as the next one dies.
     loaded = settings.parse("NOTIFY_SPOOL_MAX=1\n", "test")
     original = delivery._bury

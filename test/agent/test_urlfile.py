@@ -121,3 +121,24 @@ def test_ca_is_read_from_a_checked_descriptor(tmp_path: Path) -> None:
     ca.chmod(0o666)
     with pytest.raises(OSError):
         urlfile.read_ca(str(ca))
+
+
+KEY = "SENTINELsecret0123456789abcdef01"
+
+
+def test_the_format_and_routing_key_lines_travel_with_the_webhook(tmp_path: Path) -> None:
+    path = write(tmp_path / "webhook.curlrc", f'url = "{URL}"\nformat = "discord"\n')
+    assert urlfile.read(str(path))[2:] == ("discord", "")
+    path = write(
+        path, f'url = "https://events.pagerduty.com/v2/enqueue"\nformat = "pagerduty"\nrouting_key = "{KEY}"\n'
+    )
+    assert urlfile.read(str(path))[2:] == ("pagerduty", KEY)
+    write(path, f'url = "{URL}"\nformat = "discord"\nformat = "slack"\n')
+    assert "more than one format line" in refused(path)
+    write(path, f'url = "{URL}"\nformat = "irc"\n')
+    assert "its format line is refused (a chat format in double quotes" in refused(path)
+    write(path, f'url = "{URL}"\nrouting_key = "{KEY}x"\n')
+    message = refused(path)
+    assert "its routing_key line is refused" in message and "0123456789" not in message
+    with pytest.raises(ConfigError, match="may hold only one url"):
+        urlfile.read(str(write(tmp_path / "heartbeat.curlrc", f'url = "{URL}"\nformat = "discord"\n')), "heartbeat")

@@ -5,6 +5,7 @@
 # uptime, uptime -p and ps aux are pytest's (test/agent/test_metrics.py).
 
 load ../helpers/receiver
+load helpers/proc-fixture
 
 REPO="$(cd "${BATS_TEST_DIRNAME}/../.." && pwd)"
 MONITOR="${REPO}/scripts/host-monitor"
@@ -18,29 +19,6 @@ setup() {
 teardown() {
   teardown_stuck
   receiver_stop
-}
-
-# A fixed /proc: CPU 12.3 % since the saved sample, memory 90.92 %
-# (1862 of 2048 MiB), 41 processes (42 lines with ps's header).
-make_proc() {
-  local dir="$1" i
-  mkdir -p "${dir}/sys/kernel/random"
-  echo 'cpu  1534 50 700 16966 500 100 100 50 300 0' >"${dir}/stat"
-  echo 'cpu0 1534 50 700 16966 500 100 100 50 300 0' >>"${dir}/stat"
-  printf '%s\n' 'MemTotal:        2097152 kB' 'MemFree:          100000 kB' \
-    'MemAvailable:     190000 kB' 'Buffers:           10000 kB' \
-    'Cached:            50000 kB' >"${dir}/meminfo"
-  echo '0.52 0.58 0.59 1/123 4567' >"${dir}/loadavg"
-  echo '1234567.89 2000000.00' >"${dir}/uptime"
-  echo 'fixture-host' >"${dir}/sys/kernel/hostname"
-  echo 'boot-fixture' >"${dir}/sys/kernel/random/boot_id"
-  for ((i = 1; i <= 41; i++)); do mkdir "${dir}/${i}"; done
-}
-
-# The sample the previous run would have left: 1000 busy of 10000 jiffies.
-save_previous_sample() {
-  mkdir -p "${HOSTGUARD_ROOT}/var/lib/hostguard"
-  echo 'boot-fixture 1000 10000' >"${HOSTGUARD_ROOT}/var/lib/hostguard/cpu.sample"
 }
 
 root_disk() {
@@ -311,7 +289,7 @@ run_at() {
   receiver_make_root CPU_THRESHOLD=0 MEMORY_THRESHOLD=100 DISK_THRESHOLD=100 ALERT_REPEAT_INTERVAL=1h
   run_at 5000
   local state="${HOSTGUARD_ROOT}/var/lib/hostguard/host-monitor.alerts"
-  [[ "$(cat "${state}")" == $'1\t5000\t1\tcpu' ]]
+  [[ "$(cat "${state}")" == $'1\t5000\t1\t5000\tcpu' ]]
   [[ "$(stat -c %a "${state}")" == 600 ]]
   local inode
   inode="$(stat -c %i "${state}")"
@@ -327,7 +305,7 @@ run_at() {
   run_at 6800
   receiver_expect_texts "${MEM_TEXT}"
   [[ "${output}" == *"cannot write ${state}; alerts are still sent"* ]]
-  [[ "$(cat "${state}")" == $'1\t6200\t1\tcpu' ]]
+  [[ "$(cat "${state}")" == $'1\t6200\t1\t6200\tcpu' ]]
 }
 
 @test "heartbeat: one GET per completed run, never after an undelivered alert" {

@@ -792,7 +792,8 @@ PY
   python3 -c '
 import json, sys
 t = [json.loads(l)["time"] for l in open(sys.argv[1])]
-assert t[2] - t[1] >= 1.0, t
+# Stamped 1.05 s apart when sent; seen here after each TLS handshake, whose time varies under load.
+assert t[2] - t[1] >= 0.9, t
 ' "${RECEIVER_MESSAGES}"
 }
 

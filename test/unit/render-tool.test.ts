@@ -115,7 +115,7 @@ describe("render tool", () => {
                 + 'routing_key = "<redacted: set with pulumi config set --secret hostguard:pagerdutyRoutingKey>"\n');
             assert.equal(fs.statSync(curlrc).mode & 0o777, 0o600);
             const files = tree(hostDir);
-            assert.deepEqual(files.filter((f) => /routing_key = "|--secret hostguard:pagerdutyRoutingKey/.test(fs.readFileSync(path.join(hostDir, f), "latin1"))), ["etc/hostguard/webhook.curlrc"]);
+            assert.deepEqual(files.filter((f) => /--secret hostguard:pagerdutyRoutingKey/.test(fs.readFileSync(path.join(hostDir, f), "latin1"))), ["etc/hostguard/webhook.curlrc"]);
             assert.ok(!files.some((f) => fs.readFileSync(path.join(hostDir, f), "latin1").includes("SENTINELCIPHERTEXT")));
             const manifest = JSON.parse(fs.readFileSync(path.join(hostDir, "manifest.json"), "utf8"));
             assert.deepEqual([manifest.webhook.configured, manifest.webhook.chatFormat], [true, "pagerduty"]);

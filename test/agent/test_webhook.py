@@ -1,0 +1,67 @@
+"""webhook.py: the webhook file's format, checked against its URL's host and the routing key, as the
+delivery run and --test read it; errors name the file, never the URL or the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hostguard import redact, settings, urlfile, webhook
+from hostguard.errors import ConfigError
+
+KEY = "SENTINELsecret0123456789abcdef01"
+PD = "https://events.pagerduty.com/v2/enqueue"
+
+
+def hook_of(root: Path, text: str) -> webhook.Hook:
+    conf = root / "etc/hostguard"
+    conf.mkdir(parents=True, exist_ok=True)
+    path = conf / "webhook.curlrc"
+    path.write_text(text)
+    path.chmod(0o600)
+    return webhook.check_webhook(settings.parse("", "hostguard.conf"))
+
+
+@pytest.mark.parametrize(
+    ("text", "fmt"),
+    [
+        ('url = "https://hooks.slack.com/services/T/B/SENTINELsecret"\n', "slack"),
+        ('url = "https://chat.example.org/hooks/SENTINELsecret"\n', "slack"),
+        ('url = "https://chat.example.org/hooks/SENTINELsecret"\nformat = "mattermost"\n', "mattermost"),
+        ('url = "https://discord.com/api/webhooks/1/SENTINELsecret"\n', "discord"),
+        ('url = "https://chat.googleapis.com/v1/spaces/A/messages?key=k&token=SENTINELsecret"\n', "googlechat"),
+        (f'url = "{PD}"\nrouting_key = "{KEY}"\n', "pagerduty"),
+        (f'url = "{PD}"\nformat = "pagerduty"\nrouting_key = "{KEY}"\n', "pagerduty"),
+    ],
+)
+def test_the_format_is_the_files_else_the_hosts_else_slack(root: Path, text: str, fmt: str) -> None:
+    hook = hook_of(root, text)
+    assert (hook.format, hook.key) == (fmt, KEY if fmt == "pagerduty" else "")
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ('url = "https://discord.com/api/webhooks/1/SENTINELsecret"\nformat = "slack"\n', "set it to discord"),
+        ('url = "https://x.webhook.office.com/webhookb2/SENTINELsecret"\n', "switched these off"),
+        (f'url = "{PD}"\n', "format pagerduty needs a routing_key"),
+        (
+            f'url = "https://chat.example.org/hooks/SENTINELsecret"\nrouting_key = "{KEY}"\n',
+            "for format pagerduty only",
+        ),
+    ],
+)
+def test_a_contradiction_is_refused_naming_the_file(root: Path, text: str, why: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        hook_of(root, text)
+    message = str(caught.value)
+    assert why in message and str(root / "etc/hostguard/webhook.curlrc") in message
+    assert "SENTINEL" not in message and caught.value.code == 78
+
+
+def test_the_routing_key_is_redacted_like_the_url(root: Path) -> None:
+    hook_of(root, f'url = "{PD}"\nrouting_key = "{KEY}"\n')
+    redact.forget()
+    assert redact.redact(f'{{"routing_key":"{KEY}"}}') == f'{{"routing_key":"{redact.REDACTED}"}}'
+    assert urlfile.read(urlfile.webhook_path()).routing_key == KEY
