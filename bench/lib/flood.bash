@@ -8,7 +8,10 @@
 # Checked on what the receiver recorded: the alert is the first message
 # delivered, and every ban arrives exactly once, in order (merged in bursts).
 # The reference is the one FIFO queue of earlier versions: the alert behind
-# COUNT messages at one per second. Sourced by run.sh (after delivery.bash).
+# COUNT messages at one per second. Run once per chat format of a distinct
+# text limit and classifier (Slack, Discord, Google Chat, Teams: each its
+# receiver flavour, test/helpers/receiver_flavours.py; PagerDuty gets no ban
+# notice). Sourced by run.sh (after delivery.bash).
 
 bench_flood_teardown() {
   receiver_stop
@@ -24,20 +27,27 @@ bench_flood_enqueue() {
 }
 
 bench_flood() {
-  local work="$1" count="$2"
-  bench_log "ban flood: ${count} ban events with the service down, then one monitor alert"
-  local dir="${work}/flood" root="${work}/flood-root"
+  local work="$1" count="$2" flavour
+  for flavour in slack discord googlechat teams; do
+    bench_flood_one "${work}" "${count}" "${flavour}"
+  done
+}
+
+bench_flood_one() {
+  local work="$1" count="$2" flavour="$3"
+  bench_log "ban flood (${flavour}): ${count} ban events with the service down, then one monitor alert"
+  local dir="${work}/flood-${flavour}" root="${work}/flood-root-${flavour}"
   bench_cleanup_add bench_flood_teardown
-  receiver_start --dir "${dir}" --mode "pace 1"
+  receiver_start --dir "${dir}" --mode "pace 1" --flavour "${flavour}"
   receiver_make_root "${root}" NOTIFY_MAX_TIME=10 NOTIFY_ATTEMPTS=3 NOTIFY_BUDGET=40
   local port="${RECEIVER_PORT}"
   receiver_stop
   bench_flood_enqueue "${count}"
-  receiver_start --dir "${dir}" --port "${port}" --mode "pace 1"
+  receiver_start --dir "${dir}" --port "${port}" --mode "pace 1" --flavour "${flavour}"
 
   local start end flushes=0
   bench_now_us start
-  bench_flush_spool "flood: " "${work}/flood-flush.log" 40 flushes
+  bench_flush_spool "flood (${flavour}): " "${work}/flood-flush-${flavour}.log" 60 flushes
   bench_now_us end
   bench_flood_teardown
   BENCH_CLEANUPS=("${BENCH_CLEANUPS[@]:0:${#BENCH_CLEANUPS[@]}-1}")
@@ -46,7 +56,7 @@ bench_flood() {
   check="$(python3 - "${RECEIVER_MESSAGES}" "${count}" "${start}" <<'PY'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8")]
-texts = [r["payload"]["text"] for r in rows]
+texts = [r["text"] if "text" in r else r["payload"]["text"] for r in rows]
 alert = "[Server Alert] \nHigh Disk Usage Detected: 97%\nSystem Uptime: up 3 days"
 bans = []
 for t in texts:
@@ -67,9 +77,9 @@ PY
   met="yes"
   if [[ "${check}" != "alert_first=yes bans_in_order_once=yes messages="* ]]; then
     met="no: ${check}"
-    bench_error "flood: ${check}"
+    bench_error "flood (${flavour}): ${check}"
   fi
-  bench_row "11 ban flood" "${count} ban events spooled with the service down, then 1 monitor alert; service back at 1 msg/s; ${flushes} flush run(s); ${check}; all delivered in $(bench_fmt_us "${total}")" \
+  bench_row "11 ban flood ${flavour}" "${count} ban events spooled with the service down, then 1 monitor alert; service back at 1 msg/s; ${flushes} flush run(s); ${check}; all delivered in $(bench_fmt_us "${total}")" \
     "alert delivered after $(bench_fmt_us "${alert_after}")" "$(bench_fmt_us "${reference}") (one FIFO: behind ${count} messages at 1/s)" \
     "${ratio}x" "the alert first; every ban once, in order" "${met}"
 }

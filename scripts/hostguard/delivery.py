@@ -203,8 +203,9 @@ def _flush_locked(settings: Settings, spool: Spool, hook: Hook, deadline: float)
     if plan == WAIT:
         return EX_NOPERM
     probing = plan == PROBE
-    # A burst of ban-tool messages merged within what the format shows, the dropped note beside it.
-    merge_chars = min(MERGE_CHARS, formats.FORMATS[hook.format].text_limit - len(DROPPED_NOTE) - 10)
+    # A burst of ban-tool messages merged within three quarters of what the format shows: room for the
+    # dropped note and for JSON's escapes where the limit is in bytes (Teams), so no ban is cut off.
+    merge_chars = min(MERGE_CHARS, formats.FORMATS[hook.format].text_limit * 3 // 4)
     while True:
         message = spool.claim_next(merge_chars)
         if message is None:

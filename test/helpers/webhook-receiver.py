@@ -39,10 +39,10 @@ it at run time by rewriting that file (write a temp file, then rename):
     reset          reads the request and resets the connection (RST) before
                    answering
     chaos SEED     a bad day, seeded: of the requests, at random, 10 % get
-                   500, 5 % 429 (Retry-After: 1), 5 % a reset, 2 % hang 30 s
-                   (the client times out, nothing recorded); the others are
-                   accepted; a message whose text holds PERMANENT gets 400
-                   invalid_payload
+                   500, 5 % 429 (Retry-After: 1; a flavour's own 429), 5 % a
+                   reset, 2 % hang 30 s (the client times out, nothing
+                   recorded); the others are accepted; a message whose text
+                   holds PERMANENT gets 400 invalid_payload (every flavour)
 "down" is simply not running the receiver.
 
 --flavour F (default slack: all of the above) makes it another chat service:
@@ -192,6 +192,10 @@ def make_handler(state):
                 self.note(500, now)
                 self.answer(500, "internal_error")
                 return
+            if name == "chaos":
+                if self.chaos(raw, now):
+                    return
+                name = "ok"
             reply = receiver_flavours.reply(
                 state.args.flavour, name, params, self.path,
                 self.headers.get("Content-Type", ""), raw, now, state)
@@ -203,6 +207,37 @@ def make_handler(state):
             self.note(reply.label, now)
             self.answer(reply.status, reply.body, reply.headers,
                         reply.content_type)
+
+        def chaos(self, text, now):
+            """Mode chaos: a fault at random, or PERMANENT's 400 (the
+            flavours' classifiers all read a bare 400 as the message's
+            fault); False when the request is to be accepted."""
+            if "PERMANENT" in text:
+                self.note(400, now)
+                self.answer(400, "invalid_payload")
+                return True
+            with state.lock:
+                roll = state.rng.random()
+            if roll < 0.10:
+                self.note(500, now)
+                self.answer(500, "internal_error")
+            elif roll < 0.15:
+                # The service's own 429 (a flavour's shape), asking for 1 s.
+                limited = receiver_flavours.rate_limited(state.args.flavour, 1.0) \
+                    if state.args.flavour != "slack" else None
+                self.note(429, now)
+                if limited is None:
+                    self.answer(429, "rate_limited", [("Retry-After", "1")])
+                else:
+                    self.answer(429, limited.body, limited.headers, limited.content_type)
+            elif roll < 0.20:
+                self.reset(now)
+            elif roll < 0.22:
+                self.note("hang", now)
+                time.sleep(30)
+            else:
+                return False
+            return True
 
         def do_POST(self):
             length = int(self.headers.get("Content-Length") or 0)
@@ -259,28 +294,8 @@ def make_handler(state):
             if name == "reset":
                 self.reset(now)
                 return
-            if name == "chaos":
-                if "PERMANENT" in text:
-                    self.note(400, now)
-                    self.answer(400, "invalid_payload")
-                    return
-                with state.lock:
-                    roll = state.rng.random()
-                if roll < 0.10:
-                    self.note(500, now)
-                    self.answer(500, "internal_error")
-                    return
-                if roll < 0.15:
-                    self.note(429, now)
-                    self.answer(429, "rate_limited", [("Retry-After", "1")])
-                    return
-                if roll < 0.20:
-                    self.reset(now)
-                    return
-                if roll < 0.22:
-                    self.note("hang", now)
-                    time.sleep(30)
-                    return
+            if name == "chaos" and self.chaos(text, now):
+                return
             if name == "status500":
                 self.note(500, now)
                 self.answer(500, "internal_error")
