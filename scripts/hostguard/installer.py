@@ -158,7 +158,7 @@ def read_url(data: bytes, what: str = "webhook") -> tuple[str, str]:
     )
     extras = lines[1:]
     kinds = [next((k for k, rule in EXTRA_LINES if re.fullmatch(rule, line)), "") for line in extras]
-    if what != "webhook" or "" in kinds or len(set(kinds)) != len(kinds):
+    if extras and (what != "webhook" or "" in kinds or len(set(kinds)) != len(kinds)):
         raise die(f'set-{what}: refused: after the URL only one format = "..." and one routing_key = "..."'
                   " line may follow, for the webhook (value not shown)")  # fmt: skip
     return (m.group(1) if m else lines[0]), "".join(line + "\n" for line in extras)

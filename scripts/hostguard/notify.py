@@ -126,7 +126,7 @@ def connectivity_test(settings: Settings) -> int:
     if hook is None:
         return EX_CONFIG
     host, now = host_name(settings.host_name), int(time.time())
-    text = as_posted(settings, f"[Server Alert] \nConnectivity test from {host}: webhook OK")
+    text = as_posted(settings, f"[Server Alert] \nConnectivity test from {host_name()}: webhook OK")
     deadline = time.monotonic() + settings.notify_budget
     for state in (FIRING, RESOLVED) if hook.format == "pagerduty" else (NOTICE,):
         delivery.pace(spool, hook, deadline)

@@ -456,6 +456,25 @@ EOF
   [[ "${before}" == "${after}" ]]
 }
 
+@test "set-webhook keeps the format and routing_key lines beside the URL; anything else after it is refused unseen" {
+  hg_install install --part base --settings "${SETTINGS}"
+  local key="s3cr3tKEY0123456789abcdef0123456"
+  printf 'url = "%s"\nformat = "pagerduty"\nrouting_key = "%s"\n' "${HOOK_URL}" "${key}" | hg_install set-webhook
+  diff <(printf 'url = "%s"\nformat = "pagerduty"\nrouting_key = "%s"\n' "${HOOK_URL}" "${key}") \
+    "${ROOT}/etc/hostguard/webhook.curlrc"
+  local extra
+  for extra in 'insecure' 'format = "irc"' 'format = "discord"'$'\n''format = "slack"' "routing_key = \"${key}x\""; do
+    run hg_install set-webhook <<<"url = \"${HOOK_URL}\""$'\n'"${extra}"
+    [[ "${status}" -ne 0 ]]
+    hg_assert_contains "${output}" 'only one format = "..." and one routing_key = "..." line'
+    hg_assert_not_contains "${output}" "s3cr3t"
+  done
+  # The heartbeat takes the URL alone.
+  run hg_install set-heartbeat <<<"url = \"${HOOK_URL}\""$'\n''format = "discord"'
+  [[ "${status}" -ne 0 ]]
+  [[ ! -e "${ROOT}/etc/hostguard/heartbeat.curlrc" ]]
+}
+
 @test "uninstall of base removes the webhook file and leaves the root as before" {
   hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
   hg_install install --settings "${SETTINGS}"
