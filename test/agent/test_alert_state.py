@@ -176,7 +176,7 @@ def test_a_writer_killed_at_any_moment_leaves_the_old_or_the_new_file(tmp_path: 
     import signal
 
     target = tmp_path / "x.alerts"
-    versions = [f"{n}\t{n * 7}\t1\t{n}\tkey-{n}\n" * (n % 50 + 1) for n in range(200)]
+    versions = ["".join(f"{n}\t{n * 7}\t1\t{n}\tkey-{n}-{j}\n" for j in range(n % 50 + 1)) for n in range(200)]
     atomicfile.write_atomic(str(target), versions[0].encode())
     for _ in range(30):
         pid = os.fork()
