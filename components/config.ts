@@ -303,6 +303,10 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
     const hasPagerdutyRoutingKey = secretPresent(raw, "pagerdutyRoutingKey", false);
     const hasWebhookUrl = secretPresent(raw, "webhookUrl", requireSecrets && !hasPagerdutyRoutingKey);
     const { chatFormat, pagerdutyRegion } = destination(raw, hasWebhookUrl, hasPagerdutyRoutingKey);
+    if (chatFormat === "pagerduty" && !settings.alertSendResolved) {
+        throw new ConfigError("alertSendResolved", "must be true with PagerDuty (chatFormat pagerduty, "
+            + "set or implied by pagerdutyRoutingKey): without resolved messages no incident hostguard triggers is ever resolved; set it to true");
+    }
     const hasHeartbeatUrl = secretPresent(raw, "heartbeatUrl", false);
     const hasSshPrivateKey = secretPresent(raw, "sshPrivateKey", requireSecrets && delivery === "ssh");
     const hasBastionPrivateKey = secretPresent(raw, "bastionPrivateKey", false);

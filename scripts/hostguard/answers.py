@@ -1,8 +1,8 @@
 """What a chat service's answer means, per format: the queue's five kinds.
 
-`classify(fmt, status, headers, body, has_channel)` sorts an answer as
-chat.classify does for Slack (chat's kinds, Answer, error text and
-Retry-After reading, imported from it):
+`classify(fmt, status, headers, body, has_channel)` sorts an answer into
+chat's kinds (chat's Answer, error text and Retry-After reading, imported
+from it), the one classifier of every format, Slack's included:
 delivered; transient (after Retry-After, else the format's backoff for a
 429); message (refused for good: a dead letter); channel (re-send without
 the channel override); webhook (the webhook itself is refused: keep

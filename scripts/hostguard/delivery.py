@@ -129,10 +129,6 @@ def as_sent(settings: Settings, message: Message, text: str, channel: str | None
 def _deliver(settings: Settings, spool: Spool, message: Message, hook: Hook, deadline: float) -> int:
     """Posts one claimed MESSAGE until delivered, refused, or out of attempts or budget."""
     name = name_of(message.id)
-    if not formats.sends(hook.format, message.identity):
-        spool.delivered(message.id)
-        log.info(f"{name}: not sent: {hook.format} gets no ban-tool notices (they have no recovery to resolve them)")
-        return _DELIVERED
     channel = message.channel
     channel_retried = False
     attempt = 1
@@ -142,8 +138,7 @@ def _deliver(settings: Settings, spool: Spool, message: Message, hook: Hook, dea
         if left < 1:
             log.warn(f"not delivered {name}: run budget of {settings.notify_budget}s spent; left in spool")
             break
-        dropped = spool.dropped()
-        text = message.text + (DROPPED_NOTE.format(dropped) if dropped else "")
+        text, dropped = with_dropped_note(hook, message.text, spool.dropped())
         answer = post(spool, hook, as_sent(settings, message, text, channel), min(left, settings.notify_max_time))
         if answer.kind == chat.DELIVERED:
             _acknowledge(spool, hook, message.id, dropped, attempt, answer)
@@ -179,6 +174,15 @@ def _deliver(settings: Settings, spool: Spool, message: Message, hook: Hook, dea
     return _LEFT
 
 
+def with_dropped_note(hook: Hook, text: str, dropped: int) -> tuple[str, int]:
+    """TEXT with the note of DROPPED ban-tool messages, TEXT cut so that the note shows, and the count it
+    announces (none to PagerDuty, which gets no ban-tool message)."""
+    if not dropped or hook.format == "pagerduty":
+        return text, 0
+    note = DROPPED_NOTE.format(dropped)
+    return formats.cut(text, formats.FORMATS[hook.format].text_limit - len(note)) + note, dropped
+
+
 def _acknowledge(spool: Spool, hook: Hook, message_id: int, dropped: int, attempt: int, answer: chat.Answer) -> None:
     name = name_of(message_id)
     spool.delivered(message_id, dropped)
@@ -211,6 +215,10 @@ def _flush_locked(settings: Settings, spool: Spool, hook: Hook, deadline: float)
         if message is None:
             spool.make_reserve()
             return EX_OK
+        if not formats.sends(hook.format, message.identity):
+            spool.delivered(message.id)  # not an answer of the webhook: a probe goes on with the next
+            log.info(f"{name_of(message.id)}: not sent: {hook.format} gets no ban-tool notice (a ban never resolves)")
+            continue
         result = _deliver(settings, spool, message, hook, deadline)
         if result == _REFUSED:
             return EX_NOPERM
@@ -279,7 +287,7 @@ def deliver_direct(settings: Settings, text: str, identity: Identity) -> int:
     if hook is None:
         return EX_CONFIG
     if not formats.sends(hook.format, identity):
-        log.info(f"not sent: {hook.format} gets no notices (not spooled: disk full)")
+        log.info(f"not sent: {hook.format} gets no ban-tool notice (not spooled: disk full)")
         return EX_OK
     message = formats.Message(text, None, identity, int(time.time()))
     answer = send(hook, message, settings.notify_max_time)

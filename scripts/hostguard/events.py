@@ -26,7 +26,7 @@ import time
 
 from . import log
 from .errors import HostguardError, UsageError
-from .message import as_posted, notice
+from .message import BANTOOL, as_posted, notice
 from .settings import Settings, load
 from .settings_table import PATTERNS
 from .spool import EVENTS, Spool, SpoolFull, spool_dir
@@ -106,9 +106,7 @@ def spool_event(settings: Settings, spool: Spool, kind: str, found: dict[str, st
     text, channel = event_text(settings, kind, found)
     spool.spool_max = settings.notify_spool_max
     try:
-        spool.enqueue(
-            as_posted(settings, text), channel, EVENTS, notice(settings, "bantool", f"{kind} {found['jail']}")
-        )
+        spool.enqueue(as_posted(settings, text), channel, EVENTS, notice(settings, BANTOOL, f"{kind} {found['jail']}"))
     except SpoolFull as error:
         log.error(
             f"cannot write the spool in {spool.directory} ({error}): this ban-tool message is LOST"

@@ -29,7 +29,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from .answers import classify
 from .chat import Answer
 from .format_table import FACTS, HOSTS, RETIRED, RETIRED_HINT
-from .message import FIRING, NOTICE, RESOLVED, Identity
+from .message import BANTOOL, FIRING, NOTICE, RESOLVED, Identity
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -109,8 +109,9 @@ def thread_key(identity: Identity) -> str | None:
 
 
 def sends(fmt: str, identity: Identity) -> bool:
-    """Whether FMT gets this message at all: PagerDuty gets no notice (it has no recovery to resolve it)."""
-    return not (fmt == "pagerduty" and identity.state == NOTICE)
+    """Whether FMT gets this message at all: PagerDuty gets no ban-tool notice (a ban has no recovery to
+    resolve its incident); any other message (an operator's `text`, hostguard's own) triggers one."""
+    return not (fmt == "pagerduty" and identity.state == NOTICE and identity.monitor == BANTOOL)
 
 
 # ---- requests --------------------------------------------------------------
@@ -301,3 +302,14 @@ def detect(url: str, configured: str = "") -> str:
     if configured and known is not None and known != configured:
         raise FormatError(f"{FORMAT_KEY} is {configured}, but {URL_KEY} is a {FACTS[known][4]} URL: set it to {known}")
     return configured or known or "slack"
+
+
+def checked(url: str, configured: str, routing_key: str) -> str:
+    """The format of a webhook file's URL, format line and routing key (detect), the key present exactly
+    for PagerDuty; FormatError naming what is amiss (never the URL or the key)."""
+    fmt = detect(url, configured)
+    if fmt == "pagerduty" and not routing_key:
+        raise FormatError('format pagerduty needs a routing_key = "..." line (hostguard:pagerdutyRoutingKey)')
+    if fmt != "pagerduty" and routing_key:
+        raise FormatError(f"a routing_key line is for format pagerduty only, not {fmt}")
+    return fmt

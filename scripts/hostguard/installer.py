@@ -27,7 +27,7 @@ import sys
 import time
 from types import FrameType
 
-from . import log, paths, programs, properties, runtime_files, safepath, services, txnstore, userio, webedit
+from . import formats, log, paths, programs, properties, runtime_files, safepath, services, txnstore, userio, webedit
 from .atomicfile import write_all
 from .errors import EX_USAGE, HostguardError
 from .format_table import FORMAT_LINE_RE, ROUTING_KEY_LINE_RE
@@ -162,6 +162,16 @@ def read_url(data: bytes, what: str = "webhook") -> tuple[str, str]:
         raise die(f'set-{what}: refused: after the URL only one format = "..." and one routing_key = "..."'
                   " line may follow, for the webhook (value not shown)")  # fmt: skip
     return (m.group(1) if m else lines[0]), "".join(line + "\n" for line in extras)
+
+
+def check_format(url: str, extras: str) -> None:
+    """Refuses a webhook whose format line contradicts its URL's host or whose routing key is amiss, as the
+    notifier would read it (formats.checked): never written to fail every delivery."""
+    found = {name: m.group(1) for name, rule in EXTRA_LINES for m in re.finditer(rule, extras, re.M)}
+    try:
+        formats.checked(url, found.get("format", ""), found.get("routing_key", ""))
+    except formats.FormatError as error:
+        raise die(f"set-webhook: refused: {error}") from None
 
 
 def undelivered(path: str) -> int:
@@ -817,6 +827,8 @@ class Installer:
             raise die(f"set-{what}: refused: the {what} must be one https:// URL: a host name or [IPv6] address,"
                       " an optional port, path and query of RFC 3986 characters; no fragment (#), quote, space,"
                       " { } [ ] | ^ ` < > or control character (value not shown)")  # fmt: skip
+        if what == "webhook":
+            check_format(url, extras)
         if not os.path.isdir(self.host(paths.CONF_PATH)) or not self.base_installed():
             raise die(f"set-{what}: {self.host(paths.CONF_PATH)} missing; run install --part base first")
         self.root_dir(paths.CONF_PATH)

@@ -26,6 +26,7 @@ def clean(text: str) -> str:
 FIRING = "firing"
 RESOLVED = "resolved"
 NOTICE = "notice"  # the ban tool's and hostguard's own messages: no recovery follows
+BANTOOL = "bantool"  # the monitor name of the ban tool's notices
 
 
 class Identity(NamedTuple):

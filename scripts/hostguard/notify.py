@@ -15,7 +15,7 @@ from . import log
 from .errors import EX_CONFIG, EX_IOERR, EX_NOPERM, EX_OK, EX_TEMPFAIL, EX_USAGE, HostguardError, UsageError
 from .message import FIRING, NOTICE, RESOLVED, Identity, as_posted, host_name, notice
 from .settings import Settings, load
-from .spool import ALERTS, SpoolFull
+from .spool import ALERTS, Refusal, SpoolFull
 
 USAGE = """usage: hostguard-notify text TEXT
        hostguard-notify event start|stop --jail NAME [--channel CHANNEL]
@@ -31,8 +31,8 @@ USAGE = """usage: hostguard-notify text TEXT
 
 
 def send_text(settings: Settings, text: str) -> int:
-    """Spools TEXT (a notice: PagerDuty gets none) and flushes; 0 only when this message was delivered
-    (merged into one that was counts)."""
+    """Spools TEXT (a notice; PagerDuty gets it as an incident) and flushes; 0 only when this message was
+    delivered (merged into one that was counts)."""
     from . import delivery
 
     spool = delivery.own_spool(settings)
@@ -80,7 +80,6 @@ def event(settings: Settings, args: list[str]) -> int:
 def status_lines(settings: Settings) -> list[str]:
     """The spool depth, dropped ban messages, dead letters, last delivery and error, the webhook's state."""
     from .delivery import own_spool
-    from .webhook import check_webhook
 
     spool = own_spool(settings)
     oldest = spool.oldest_created()
@@ -92,21 +91,25 @@ def status_lines(settings: Settings) -> list[str]:
     lines += [f"  msg-{letter.id}  {letter.reason}" for letter in dead]
     lines.append(f"last delivery: {spool.get('last_delivery') or 'never'}")
     lines.append(f"last error: {spool.get('last_error') or 'none'}")
-    state = spool.refusal()
-    if state is not None:
-        since_text = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(state.since))
-        wait = max(0, state.next_probe - int(time.time()))
-        lines.append(
-            f"webhook: refused by the chat service since {since_text} ({state.why}); messages kept;"
-            f" next probe in {wait}s; rotate it with: install set-webhook"
-        )
-    else:
-        try:
-            check_webhook(settings)
-            lines.append("webhook: ok (not refused)")
-        except HostguardError:
-            lines.append("webhook: bad webhook file (see: hostguard-notify flush)")
-    return lines
+    return [*lines, _webhook_line(settings, spool.refusal())]
+
+
+def _webhook_line(settings: Settings, state: "Refusal | None") -> str:
+    """The webhook's state: refused since when and when probed again, a bad file, or ok."""
+    from .webhook import check_webhook, next_probe
+
+    try:
+        hook = check_webhook(settings)
+    except HostguardError:
+        return "webhook: bad webhook file (see: hostguard-notify flush)"
+    if state is None:
+        return "webhook: ok (not refused)"
+    since_text = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(state.since))
+    wait = max(0, state.next_probe - int(time.time()))
+    return (
+        f"webhook: refused by the chat service since {since_text} ({state.why}); messages kept;"
+        f" {next_probe(hook, state.why, wait)}; rotate it with: install set-webhook"
+    )
 
 
 def status(settings: Settings) -> int:

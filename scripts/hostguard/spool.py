@@ -290,9 +290,9 @@ class Spool:
         """Moves a message (and its parts) to the dead letters with REASON; the oldest go past both bounds."""
         with self._transaction() as db:
             db.execute(
-                "INSERT OR REPLACE INTO dead(id, queue, text, channel, parts, created, host, monitor, condition,"
-                " episode, state, merged_into, died, reason) SELECT id, queue, text, channel, parts, created, host,"
-                " monitor, condition, episode, state, merged_into, ?, ? FROM message WHERE id = ? OR merged_into = ?",
+                "INSERT OR REPLACE INTO dead(id, queue, text, channel, parts, created, died, reason, merged_into)"
+                " SELECT id, queue, text, channel, parts, created, ?, ?, merged_into FROM message"
+                " WHERE id = ? OR merged_into = ?",
                 (time.time(), reason, message_id, message_id),
             )
             db.execute("DELETE FROM message WHERE id = ? OR merged_into = ?", (message_id, message_id))

@@ -10,9 +10,10 @@ function works inside the caller's transaction.
 from __future__ import annotations
 
 import sqlite3
+import time
 
 from . import log
-from .message import CUT_MARKER
+from .message import CUT_MARKER, FIRING, NOTICE
 
 ALERTS = 0
 EVENTS = 1
@@ -126,6 +127,15 @@ def merge_pair(db: sqlite3.Connection, first: int, second: int, limit: int) -> N
         joined = cut_to(text1, limit // 2) + "\n\n" + cut_to(text2, limit - min(len(text1), limit // 2) - 2)
         joined = cut_to(joined, limit)
     db.execute("UPDATE message SET text = ?, parts = ? WHERE id = ?", (joined, parts1 + parts2, first))
+    # Two parts about different alerts (not both notices): the message is about none of them alone, and
+    # must not travel as one's resolution or be skipped as a notice: a firing alert of its own.
+    query = "SELECT host, monitor, condition, episode, state FROM message WHERE id = ?"
+    about1, about2 = db.execute(query, (first,)).fetchone(), db.execute(query, (second,)).fetchone()
+    if about1 != about2 and not about1[4] == about2[4] == NOTICE:
+        merged = (about1[0], "hostguard", "merged", int(time.time()), FIRING, first)
+        db.execute(
+            "UPDATE message SET host = ?, monitor = ?, condition = ?, episode = ?, state = ? WHERE id = ?", merged
+        )
     db.execute("UPDATE message SET merged_into = ?, text = '' WHERE id = ? OR merged_into = ?", (first, second, second))
 
 

@@ -48,11 +48,6 @@ CREATE TABLE dead (
   created REAL NOT NULL,
   died REAL NOT NULL,
   reason TEXT NOT NULL,
-  host TEXT NOT NULL DEFAULT '',
-  monitor TEXT NOT NULL DEFAULT '',
-  condition TEXT NOT NULL DEFAULT '',
-  episode INTEGER NOT NULL DEFAULT 0,
-  state TEXT NOT NULL DEFAULT 'notice',
   merged_into INTEGER
 );
 CREATE TABLE delivered (id INTEGER PRIMARY KEY, at REAL NOT NULL);

@@ -47,16 +47,10 @@ def check_webhook(settings: Settings) -> Hook:
 def format_of(hook: urlfile.UrlFile) -> str:
     """The format of the webhook file HOOK (its format line, checked against the URL's host, else the
     host's, else slack); ConfigError naming the file when they contradict or the routing key is amiss."""
-    path = urlfile.webhook_path()
     try:
-        fmt = formats.detect(hook.url, hook.format)
+        return formats.checked(hook.url, hook.format, hook.routing_key)
     except formats.FormatError as error:
-        raise ConfigError(f"webhook file {path}: {error}") from None
-    if fmt == "pagerduty" and not hook.routing_key:
-        raise ConfigError(f'webhook file {path}: format pagerduty needs a routing_key = "..." line')
-    if fmt != "pagerduty" and hook.routing_key:
-        raise ConfigError(f"webhook file {path}: a routing_key line is for format pagerduty only, not {fmt}")
-    return fmt
+        raise ConfigError(f"webhook file {urlfile.webhook_path()}: {error}") from None
 
 
 def load_hook(settings: Settings) -> Hook | None:
@@ -81,8 +75,8 @@ def send(hook: Hook, message: formats.Message, max_time: float) -> chat.Answer:
 
 
 def refuse_webhook(spool: Spool, hook: Hook, why: str) -> None:
-    """Records that the chat service refuses HOOK; the next probe waits, doubling up to PROBE_MAX (never, for
-    a format whose service asks clients to stop: Discord)."""
+    """Records that the chat service refuses HOOK; the next probe waits, doubling up to PROBE_MAX (never, when
+    the service asks clients to stop: Discord's webhook gone or its token invalid)."""
     identity = hook.identity
     now = int(time.time())
     since, interval = now, PROBE_FIRST
@@ -95,13 +89,23 @@ def refuse_webhook(spool: Spool, hook: Hook, why: str) -> None:
         log.warn(f"cannot write the webhook's refusal in {spool.directory} (disk full?)")
     log.error(
         f"the chat service refuses the webhook itself ({why}): {spool.pending()} message(s) kept in the spool;"
-        f" {_next_probe(hook, interval)}; rotate it with: install set-webhook"
+        f" {next_probe(hook, why, interval)}; rotate it with: install set-webhook"
     )
 
 
-def _next_probe(hook: Hook, seconds: int) -> str:
-    if formats.FORMATS[hook.format].never_probe:
-        return "not probed again until the webhook is set anew (the service asks clients to stop)"
+def stopped(hook: Hook, why: str) -> bool:
+    """Whether the service asked clients to stop trying this webhook: Discord's 404 (gone) and 401 (token
+    invalid); any other refusal of it (a 403 from a proxy in front) is probed as every format's."""
+    return formats.FORMATS[hook.format].never_probe and why.startswith(("HTTP 404", "HTTP 401"))
+
+
+def next_probe(hook: Hook, why: str, seconds: int) -> str:
+    """When the refused webhook is tried again, for a log or status line."""
+    if stopped(hook, why):
+        return (
+            "not probed again (the service asks clients to stop) until the webhook file changes"
+            " (install set-webhook with a new URL) or hostguard-notify --test delivers"
+        )
     return f"next probe in {seconds}s"
 
 
@@ -127,11 +131,11 @@ def webhook_plan(spool: Spool, hook: Hook) -> str:
     now = int(time.time())
     # A next probe further away than one interval means the clock went back: probe now.
     due = now >= state.next_probe or state.next_probe - now > state.interval
-    if due and not formats.FORMATS[hook.format].never_probe:
+    if due and not stopped(hook, state.why):
         log.info(f"probing the refused webhook ({state.why}) with the oldest message")
         return PROBE
     log.error(
         f"the chat service refuses the webhook ({state.why}): {spool.pending()} message(s) kept;"
-        f" {_next_probe(hook, max(0, state.next_probe - now))}; rotate it with: install set-webhook"
+        f" {next_probe(hook, state.why, max(0, state.next_probe - now))}; rotate it with: install set-webhook"
     )
     return WAIT

@@ -14,6 +14,7 @@ from hostguard import chat, formats, message
 from hostguard.chat import CHANNEL, DELIVERED, MESSAGE, TRANSIENT, WEBHOOK
 from hostguard.format_table import FACTS
 from hostguard.formats import FIRING, NOTICE, RESOLVED, Identity, Message
+from hostguard.message import BANTOOL
 
 URLS = {
     "slack": "https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX",
@@ -31,7 +32,12 @@ ROUTING_KEY = "0123456789abcdef0123456789abcdef"
 
 names = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40)
 identities = st.builds(
-    Identity, names, names, names, st.integers(0, 2**32), st.sampled_from((FIRING, RESOLVED, NOTICE))
+    Identity,
+    names,
+    st.one_of(names, st.just(BANTOOL)),
+    names,
+    st.integers(0, 2**32),
+    st.sampled_from((FIRING, RESOLVED, NOTICE)),
 )
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=300)
 channels = st.one_of(st.none(), st.from_regex(r"[a-z0-9][a-z0-9._-]{0,20}", fullmatch=True))
@@ -129,7 +135,7 @@ def test_discord_wait_replaces_one_given_and_keeps_the_rest() -> None:
 
 @given(messages)
 def test_pagerduty_triggers_on_firing_and_resolves_one_key(msg: Message) -> None:
-    if msg.identity.state == NOTICE:
+    if msg.identity.state == NOTICE and msg.identity.monitor == BANTOOL:
         assert not formats.sends("pagerduty", msg.identity)
         with pytest.raises(ValueError, match="notice"):
             post("pagerduty", msg)

@@ -24,6 +24,7 @@ from hostguard import formats
 from hostguard.chat import CHANNEL, DELIVERED, MESSAGE, TRANSIENT, WEBHOOK, Answer
 from hostguard.format_table import FACTS
 from hostguard.formats import FIRING, NOTICE, RESOLVED, Identity, Message
+from hostguard.message import BANTOOL
 
 HELPERS = Path(__file__).resolve().parents[2] / "test" / "helpers"
 PATHS = {
@@ -122,7 +123,7 @@ def msg(text: str, ident: Identity = FIRE, channel: str | None = None) -> Messag
 def test_an_alert_its_repeat_resolution_and_a_notice_arrive_once_each(start: object, flavour: str) -> None:
     receiver = start(flavour)  # type: ignore[operator]
     sequence = [msg("[web-1] CPU 93%"), msg("[web-1] CPU 95%"), msg("[web-1] resolved", FIRE._replace(state=RESOLVED))]
-    sequence.append(msg("[web-1] banned 192.0.2.7", Identity("web-1", "fail2ban", "ban", 0, NOTICE), "alerts"))
+    sequence.append(msg("[web-1] banned 192.0.2.7", Identity("web-1", BANTOOL, "ban", 0, NOTICE), "alerts"))
     sent = [m for m in sequence if formats.sends(flavour, m.identity)]
     assert [receiver.post(m).kind for m in sent] == [DELIVERED] * len(sent)
     records = receiver.records()
@@ -179,7 +180,7 @@ def test_the_services_refusals_and_limits_get_their_kinds(
 def test_a_locked_channel_is_retried_without_it(start: object, flavour: str, status: int) -> None:
     receiver = start(flavour)  # type: ignore[operator]
     receiver.set_mode("locked")
-    started = Identity("web-1", "fail2ban", "start", 0, NOTICE)
+    started = Identity("web-1", BANTOOL, "start", 0, NOTICE)
     answer = receiver.post(msg("[web-1] hostguard started", started, "alerts"))
     assert (answer.kind, answer.status) == (CHANNEL, status)
     assert receiver.post(msg("[web-1] hostguard started", started)).kind == DELIVERED

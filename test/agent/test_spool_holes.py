@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from hostguard import chat, delivery, events, formats, nginxban, notify, settings, spoolbound, webhook
+from hostguard.message import BANTOOL, FIRING, NOTICE, RESOLVED, Identity
 from hostguard.spool import ALERTS, EVENTS, Spool
 from hostguard.spooldb import SCHEMA_VERSION
 
@@ -186,3 +187,27 @@ def test_two_openers_that_found_the_same_foreign_file_move_it_once_and_never_a_n
     assert len(aside) == 1 and (tmp_path / aside[0]).read_bytes() == b"not a database\n" * 50
     texts = [r[0] for r in first.db().execute("SELECT text FROM message ORDER BY id")]
     assert texts[1:] == ["first's alert", "second's alert"] and "found by the first" in texts[0]
+
+
+def test_alerts_merged_at_the_bound_about_different_alerts_go_as_one_firing_alert(tmp_path: Path) -> None:
+    """A resolution merged with another alert must not travel as that resolution (PagerDuty would send a
+    resolve without its text), nor a firing alert merged into a notice be skipped as one."""
+    box = Spool(2, str(tmp_path))
+    resolved = Identity("web-1", "host", "cpu", 1000, RESOLVED)
+    box.enqueue("cpu back to normal", None, ALERTS, resolved)
+    box.enqueue("disk 99%", None, ALERTS, Identity("web-1", "host", "disk", 2000, FIRING))
+    box.enqueue("memory 99%", None, ALERTS, Identity("web-1", "host", "memory", 3000, FIRING))
+    first = box.claim_next()
+    assert first is not None and first.text == "cpu back to normal\n\ndisk 99%"
+    assert first.identity[1:3] == ("hostguard", "merged") and first.identity.state == FIRING
+    second = box.claim_next()
+    assert second is not None and second.identity == Identity("web-1", "host", "memory", 3000, FIRING)
+
+
+def test_ban_tool_notices_merged_in_a_burst_stay_notices(tmp_path: Path) -> None:
+    box = Spool(1000, str(tmp_path))
+    for i in range(spoolbound.BURST):
+        box.enqueue(f"ban {i}", None, EVENTS, Identity("web-1", BANTOOL, f"ban j{i}", 0, NOTICE))
+    merged = box.claim_next()
+    assert merged is not None and merged.parts == spoolbound.BURST
+    assert merged.identity == Identity("web-1", BANTOOL, "ban j0", 0, NOTICE)

@@ -65,3 +65,24 @@ def test_the_routing_key_is_redacted_like_the_url(root: Path) -> None:
     redact.forget()
     assert redact.redact(f'{{"routing_key":"{KEY}"}}') == f'{{"routing_key":"{redact.REDACTED}"}}'
     assert urlfile.read(urlfile.webhook_path()).routing_key == KEY
+
+
+def test_only_discords_gone_or_invalid_webhook_is_never_probed() -> None:
+    discord = webhook.Hook("https://discord.com/api/webhooks/1/x", "id", None, "discord")
+    slack = webhook.Hook("https://hooks.slack.com/services/T/B/x", "id", None, "slack")
+    assert webhook.stopped(discord, "HTTP 404 Unknown Webhook") and webhook.stopped(discord, "HTTP 401 x")
+    # A proxy's 403 in front of Discord, or any other service's 404, is probed with the back-off.
+    assert not webhook.stopped(discord, "HTTP 403 <html>") and not webhook.stopped(slack, "HTTP 404 no_service")
+    assert "hostguard-notify --test delivers" in webhook.next_probe(discord, "HTTP 404 x", 600)
+    assert webhook.next_probe(slack, "HTTP 404 no_service", 600) == "next probe in 600s"
+
+
+def test_the_dropped_note_survives_the_formats_cut_and_pagerduty_gets_none() -> None:
+    from hostguard import delivery
+
+    discord = webhook.Hook("https://discord.com/api/webhooks/1/x", "id", None, "discord")
+    text, announced = delivery.with_dropped_note(discord, "x" * 5000, 3)
+    assert len(text) <= 2000 and text.endswith(delivery.DROPPED_NOTE.format(3)) and announced == 3
+    pagerduty = webhook.Hook(PD, "id", None, "pagerduty", KEY)
+    assert delivery.with_dropped_note(pagerduty, "alert", 3) == ("alert", 0)
+    assert delivery.with_dropped_note(discord, "alert", 0) == ("alert", 0)

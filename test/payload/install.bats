@@ -469,6 +469,16 @@ EOF
     hg_assert_contains "${output}" 'only one format = "..." and one routing_key = "..." line'
     hg_assert_not_contains "${output}" "s3cr3t"
   done
+  # A format the URL's host contradicts, or PagerDuty without its key: refused before writing, not at every post.
+  run hg_install set-webhook <<<'url = "https://discord.com/api/webhooks/1/s3cr3t-x"'$'\n''format = "slack"'
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "set it to discord"
+  run hg_install set-webhook <<<"url = \"${HOOK_URL}\""$'\n''format = "pagerduty"'
+  [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "format pagerduty needs a routing_key"
+  hg_assert_not_contains "${output}" "s3cr3t"
+  diff <(printf 'url = "%s"\nformat = "pagerduty"\nrouting_key = "%s"\n' "${HOOK_URL}" "${key}") \
+    "${ROOT}/etc/hostguard/webhook.curlrc"
   # The heartbeat takes the URL alone.
   run hg_install set-heartbeat <<<"url = \"${HOOK_URL}\""$'\n''format = "discord"'
   [[ "${status}" -ne 0 ]]

@@ -101,7 +101,7 @@ describe("every format is spoken on the host: no format warning", () => {
             assert.equal(warned({ webhookUrl: url }), false, url);
         }
         assert.equal(warned({ webhookUrl: "https://chat.example.org/hooks/x", chatFormat: "webhook" }), false);
-        assert.equal(warned({ pagerdutyRoutingKey: ROUTING }), false);
+        assert.equal(warned({ pagerdutyRoutingKey: ROUTING, alertSendResolved: true }), false);
     });
 });
 
@@ -138,9 +138,12 @@ describe("refused before deploy, naming the key and never the URL", () => {
 
 describe("PagerDuty: a routing key instead of a URL", () => {
     it("the routing key alone is a destination: pagerduty, region us", () => {
-        const c = validateConfig(raw({ pagerdutyRoutingKey: ROUTING }), { secretKeys: SECRET_KEYS });
+        const c = validateConfig(raw({ pagerdutyRoutingKey: ROUTING, alertSendResolved: true }), { secretKeys: SECRET_KEYS });
         assert.deepEqual([c.chatFormat, c.pagerdutyRegion, c.hasPagerdutyRoutingKey, c.hasWebhookUrl], ["pagerduty", "us", true, false]);
-        assert.equal(validateConfig(raw({ pagerdutyRoutingKey: ROUTING, pagerdutyRegion: "eu", chatFormat: "pagerduty" }), { secretKeys: SECRET_KEYS }).pagerdutyRegion, "eu");
+        assert.equal(validateConfig(raw({ pagerdutyRoutingKey: ROUTING, pagerdutyRegion: "eu", chatFormat: "pagerduty", alertSendResolved: true }), { secretKeys: SECRET_KEYS }).pagerdutyRegion, "eu");
+        const e = refusal({ pagerdutyRoutingKey: ROUTING });
+        assert.equal(e.key, "alertSendResolved");
+        assert.match(e.message, /^hostguard:alertSendResolved must be true with PagerDuty .*no incident hostguard triggers is ever resolved; set it to true$/);
     });
     it("is a secret: plain text refused, never echoed", () => {
         assert.ok(SECRET_KEYS.includes("pagerdutyRoutingKey"));

@@ -108,7 +108,7 @@ describe("render tool", () => {
             let [hostDir] = renderStack(dir, "t", path.join(dir, "out"), 0);
             assert.match(fs.readFileSync(path.join(hostDir, "etc/hostguard/webhook.curlrc"), "utf8"), /^url = "<redacted[^\n]*"\nformat = "googlechat"\n$/);
             assert.equal(JSON.parse(fs.readFileSync(path.join(hostDir, "manifest.json"), "utf8")).webhook.chatFormat, "googlechat");
-            fs.writeFileSync(path.join(dir, "Pulumi.t.yaml"), [...base, "  hostguard:pagerdutyRegion: eu", "  hostguard:pagerdutyRoutingKey:", "    secure: v1:SENTINELCIPHERTEXT", ""].join("\n"));
+            fs.writeFileSync(path.join(dir, "Pulumi.t.yaml"), [...base, "  hostguard:alertSendResolved: true", "  hostguard:pagerdutyRegion: eu", "  hostguard:pagerdutyRoutingKey:", "    secure: v1:SENTINELCIPHERTEXT", ""].join("\n"));
             [hostDir] = renderStack(dir, "t", path.join(dir, "out"), 0);
             const curlrc = path.join(hostDir, "etc/hostguard/webhook.curlrc");
             assert.equal(fs.readFileSync(curlrc, "utf8"), 'url = "https://events.eu.pagerduty.com/v2/enqueue"\nformat = "pagerduty"\n'

@@ -369,7 +369,7 @@ describe("the chat format and PagerDuty's routing key (issue 34)", () => {
         assert.ok(!plainInputs(resources).includes("SENTINEL") && !plainInputs(resources).includes("teams"));
     });
     it("a routing key replaces the webhook: PagerDuty's endpoint, the format and the key in the one secret stdin", async () => {
-        const { resources, out } = await build(rawConfig(["web1"], { webhookUrl: undefined, pagerdutyRoutingKey: ROUTING, pagerdutyRegion: "eu" }));
+        const { resources, out } = await build(rawConfig(["web1"], { webhookUrl: undefined, pagerdutyRoutingKey: ROUTING, pagerdutyRegion: "eu", alertSendResolved: "true" }));
         const hook = resources.find((r) => r.name === "web1-webhook")!;
         assert.ok(isMockSecret(hook.inputs.stdin));
         assert.equal(unwrap(hook.inputs.stdin), `url = "https://events.eu.pagerduty.com/v2/enqueue"\nformat = "pagerduty"\nrouting_key = "${ROUTING}"\n`);
