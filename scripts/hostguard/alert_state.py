@@ -17,11 +17,16 @@ next run may post again, never less.
 """
 
 import contextlib
+import fcntl
 import os
+import sys
 import time
+from collections.abc import Callable
 
-from . import log, paths
+from . import delivery, heartbeat, log, paths
+from . import settings as settings_module
 from .atomicfile import write_atomic
+from .errors import EX_FAILURE, HostguardError
 from .message import FIRING, RESOLVED, Identity, host_name
 from .settings import Settings
 
@@ -34,6 +39,7 @@ NONE = "none"
 # answer) posts once and stays fired, silent, until it is under again.
 EVENT = "once"
 LATCH = "latch"
+Held = Callable[[Settings, str], int]
 
 
 def digits(text: str, most: int) -> bool:
@@ -127,8 +133,6 @@ def unlink_quietly(path: str) -> None:
 
 
 def take_lock(path: str) -> "int | None":
-    import fcntl
-
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
@@ -152,17 +156,38 @@ def another_run(name: str, path: str) -> int:
 def deliver(name: str, settings: Settings, ping: bool = True) -> bool:
     """The end of a run: delivers the spool; True, and the heartbeat pinged
     (PING), when nothing is left in it."""
-    from . import delivery
-
     status = delivery.flush_spool(settings)
     if status != 0:
         log.warn(f"{name}: alerts stay spooled for the next run (notifier exit {status}); no heartbeat")
         return False
     if ping and os.path.lexists(paths.under(paths.HEARTBEAT_PATH)):
-        from . import heartbeat
-
         heartbeat.ping(name, settings)
     return True
+
+
+def main(name: str, argv: list[str], monitor: Callable[[Settings], int], held: "Held | None" = None) -> int:
+    """A monitor's main(ARGV): no arguments, the settings, the run's lock (one
+    held by another run: HELD's exit code, else another_run's), then
+    MONITOR's; an error is one stderr line and its exit code."""
+    try:
+        if argv:
+            raise HostguardError(f"usage: {name} (settings in {paths.under(paths.SETTINGS_PATH)})")
+        settings = settings_module.load()
+        lock = heartbeat.lock_path(name)
+        lock_fd = take_lock(lock)
+        if lock_fd is None:
+            return held(settings, lock) if held else another_run(name, lock)
+        try:
+            return monitor(settings)
+        finally:
+            os.close(lock_fd)
+    except HostguardError as error:
+        sys.stderr.write(log.die_line(str(error)) + "\n")
+        return error.code
+    except OSError as error:
+        # The state directory or the lock cannot be made (a read-only or full disk).
+        sys.stderr.write(log.die_line(f"{name}: {error}") + "\n")
+        return EX_FAILURE
 
 
 def parse_record(line: str) -> "tuple[str, list[int]] | None":
@@ -288,8 +313,6 @@ class Run:
         before = self.state.records.get(key)
         action = self.state.observe(key, over, once)
         if action == POST:
-            from . import delivery
-
             self.fired.append(key)
             about = self.identity(key, self.state.records.get(key), FIRING)
             if not delivery.send_alert(self.settings, self.prefix + alert, about):
@@ -298,8 +321,6 @@ class Run:
                 )
                 self.state.unfire(key)
         elif action == RESOLVE:
-            from . import delivery
-
             self.resolved.append(key)
             delivery.send_alert(self.settings, self.prefix + resolved, self.identity(key, before, RESOLVED))
         elif action == HOLD:

@@ -11,9 +11,7 @@ ALERT_REPEAT_INTERVAL. One the runtime no longer knows is "removed" (it ran
 at the previous check) or "not found" (watched, never seen).
 
 At most three runtime calls a run whatever the number of containers (`ps
---all`, one `inspect`, one `stats --no-stream`), each ended after
-CONTAINER_RUNTIME_TIMEOUT or once it printed OUTPUT_MAX bytes; every
-untrusted field is asked for as a JSON string and decoded with json. A run
+--all`, one `inspect`, one `stats --no-stream`), bounded (runtime.py). A run
 that cannot check (runtime missing, failing, hung, flooding) alerts once,
 latched, and exits 1; so does a run that finds the lock held by a stuck
 run: monitoring never goes quiet without saying so.
@@ -23,168 +21,27 @@ container-monitor.stuck (the stuck run already reported) and the lock.
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import re
-import selectors
-import signal
-import subprocess
-import sys
-import time
-from typing import NamedTuple
 
-from . import alert_state, delivery, heartbeat, log, paths
-from . import settings as settings_module
+from . import alert_state, delivery, heartbeat, log, paths, runtime
 from .atomicfile import write_atomic
-from .errors import EX_FAILURE, HostguardError
+from .errors import EX_FAILURE
 from .message import FIRING, Identity, host_name
+from .runtime import CONTAINER_ID, Answer, Container, RuntimeFailed, json_string, quoted
 from .settings import Settings
 
 NAME = "container-monitor"
 PREFIX = "[Container Alert] \n"
 RUNNING_PATH = paths.STATE_PATH + "/containers.running"
-RUNNING_TMP_PATH = RUNNING_PATH + ".tmp"
-LOCK_PATH = paths.STATE_PATH + "/container-monitor.lock"
 ALERT_STATE_PATH = paths.STATE_PATH + "/container-monitor.alerts"
 STUCK_PATH = paths.STATE_PATH + "/container-monitor.stuck"
 # The alert state's key of "the runtime does not answer".
 RUNTIME_KEY = "runtime"
-# The client turns a literal \t into a tab in ps and stats formats.
-PS_FORMAT = r"{{.ID}}\t{{json .State}}\t{{json .Names}}"
-INSPECT_FORMAT = "{{.ID}} {{json .State.Status}} {{.State.ExitCode}} {{json .Name}} {{json .State.Error}}"
-STATS_FORMAT = r"{{.ID}}\t{{.CPUPerc}}\t{{.MemPerc}}"
 GONE_EXIT_CODE = "unknown"
 GONE_ERROR = "No such container"
 NO_ERROR = "No specific error"
-# After the timeout: SIGTERM, this long to end, then SIGKILL and one more second.
-KILL_AFTER = 4.0
-_ID = re.compile(r"[0-9a-f]{12,64}")
-_EXIT_CODE = re.compile(r" (-?[0-9]+) ")
 _USAGE = re.compile(r"([0-9]+(?:\.[0-9]+)?)%")
-_NO_SUCH = re.compile(r"(Error: |Error response from daemon: )No such (object|container): .*")
-_UNSAFE = re.compile("[\x00\ud800-\udfff]")
-_DECODER = json.JSONDecoder()
 _READ_MAX = 1 << 20
-# What one runtime call may print, stdout and stderr together: it is read
-# into root's memory, and names and error texts are chosen by whoever may run
-# containers. Thousands of containers' lines are well under a MiB; more than
-# this is a runtime gone wrong, and the call fails like a hung one.
-OUTPUT_MAX = 4 << 20
-
-
-def quoted(text: str) -> str:
-    """TEXT as a JSON string for log lines and alert keys: one line whatever it holds."""
-    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
-
-
-def json_string(text: str, start: int) -> tuple[str, int]:
-    """The JSON string literal at START of TEXT, decoded, and where it ends. NUL
-    and lone surrogates become U+FFFD; anything but one string raises ValueError."""
-    value, end = _DECODER.raw_decode(text, start)
-    if not isinstance(value, str):
-        raise ValueError("not a JSON string")
-    return _UNSAFE.sub("\ufffd", value), end
-
-
-class RuntimeFailed(Exception):
-    """The runtime could not be asked (WHY): nothing can be concluded this run."""
-
-
-class Answer(NamedTuple):
-    rc: int
-    out: str
-    err: str
-
-
-class Container(NamedTuple):
-    status: str
-    exit_code: str
-    name: str
-    error: str
-
-    @property
-    def key_name(self) -> str:
-        return quoted(self.name)
-
-
-def end_group(process: subprocess.Popen[bytes]) -> None:
-    """Ends a runtime call and its children (its own process group), each wait
-    bounded; what it prints meanwhile is not read. One that cannot be killed
-    (stuck in the kernel) is left behind."""
-    for signum, seconds in ((signal.SIGTERM, KILL_AFTER), (signal.SIGKILL, 1.0)):
-        with contextlib.suppress(OSError):
-            os.killpg(process.pid, signum)
-        try:
-            process.wait(timeout=seconds)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def read_output(process: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes] | None:
-    """The call's stdout and stderr once it has ended, within TIMEOUT seconds
-    (else TimeoutExpired); None as soon as together they exceed OUTPUT_MAX."""
-    deadline = time.monotonic() + timeout
-    fds = [stream.fileno() for stream in (process.stdout, process.stderr) if stream is not None]
-    chunks: dict[int, list[bytes]] = {fd: [] for fd in fds}
-    total = 0
-    with selectors.DefaultSelector() as selector:
-        for fd in fds:
-            selector.register(fd, selectors.EVENT_READ)
-        while selector.get_map():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise subprocess.TimeoutExpired(process.args, timeout)
-            for key, _ in selector.select(left):
-                chunk = os.read(key.fd, 1 << 16)
-                if not chunk:
-                    selector.unregister(key.fd)
-                total += len(chunk)
-                if total > OUTPUT_MAX:
-                    return None
-                chunks[key.fd].append(chunk)
-    process.wait(timeout=max(deadline - time.monotonic(), 0.0))
-    return b"".join(chunks[fds[0]]), b"".join(chunks[fds[1]])
-
-
-def call(settings: Settings, *args: str) -> Answer:
-    runtime = settings.container_runtime
-    timeout = settings.container_runtime_timeout
-    try:
-        process = subprocess.Popen(
-            [runtime, *args],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-    except OSError:
-        raise RuntimeFailed(f"the runtime {runtime} is not found") from None
-    try:
-        output = read_output(process, timeout)
-        why = f"printed over {OUTPUT_MAX >> 20} MiB, the most read from a runtime call"
-    except subprocess.TimeoutExpired:
-        output, why = None, f"did not answer within {timeout} s"
-    finally:
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
-    if output is None:
-        end_group(process)
-        raise RuntimeFailed(f"runtime unavailable: {runtime} {args[0]} {why}")
-    out, err = output
-    return Answer(process.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
-
-
-def log_errors(what: str, err: str) -> None:
-    """The runtime's stderr, one log line each, as JSON strings: nothing it says can forge a log line."""
-    for line in err.splitlines():
-        log.error(f"{NAME}: {what}: {quoted(line)}")
-
-
-def failed(settings: Settings, verb: str, answer: Answer) -> RuntimeFailed:
-    return RuntimeFailed(f"runtime unavailable: {settings.container_runtime} {verb} failed (exit {answer.rc})")
 
 
 class Check:
@@ -202,15 +59,11 @@ class Check:
         self.watched_ids: set[str] = set()
         self.running: list[str] = []
 
-    # ---- what the runtime says ----------------------------------------------
-
     def load_previous(self) -> None:
         text = alert_state.read_text(paths.under(RUNNING_PATH), _READ_MAX)
-        if text is None:
-            return
-        for line in text.split("\n"):
+        for line in (text or "").split("\n"):
             container_id, tab, literal = line.partition("\t")
-            if not tab or not _ID.fullmatch(container_id):
+            if not tab or not CONTAINER_ID.fullmatch(container_id):
                 continue
             try:
                 name, end = json_string(literal, 0)
@@ -220,26 +73,16 @@ class Check:
                 self.previous[container_id] = name
 
     def list_containers(self) -> None:
-        verb = f"cannot list containers ({self.settings.container_runtime} ps)"
-        answer = self.ask(verb, "ps", "--all", "--no-trunc", "--format", PS_FORMAT)
+        answer = self.ask("cannot list containers", "ps", "--all", "--no-trunc", "--format", runtime.PS_FORMAT)
         if answer.rc != 0:
-            log_errors(verb, answer.err)
-            raise failed(self.settings, "ps", answer)
+            raise self.refused("cannot list containers", "ps", answer)
         for line in answer.out.split("\n"):
             if line:
                 self.list_line(line)
 
     def list_line(self, line: str) -> None:
-        container_id, _, rest = line.partition("\t")
         try:
-            if not _ID.fullmatch(container_id):
-                raise ValueError("no ID")
-            status, end = json_string(rest, 0)
-            if rest[end : end + 1] != "\t":
-                raise ValueError("no tab")
-            names, end = json_string(rest, end + 1)
-            if end != len(rest):
-                raise ValueError("trailing text")
+            container_id, status, names = runtime.list_line(line)
         except ValueError:
             log.warn(f"{NAME}: unparsable list line: {quoted(line)}")
             return
@@ -267,78 +110,68 @@ class Check:
     def inspect(self, ids: list[str]) -> None:
         if not ids:
             return
-        verb = f"cannot inspect containers ({self.settings.container_runtime} inspect)"
-        answer = self.ask(verb, "inspect", "--format", INSPECT_FORMAT, *ids)
+        answer = self.ask("cannot inspect containers", "inspect", "--format", runtime.INSPECT_FORMAT, *ids)
         # Unknown IDs (removed since the list) are expected; anything else
         # means the runtime did not answer and nothing can be concluded.
-        if answer.rc != 0 and not all(_NO_SUCH.fullmatch(line) for line in answer.err.splitlines()):
-            log_errors(verb, answer.err)
-            raise failed(self.settings, "inspect", answer)
+        if answer.rc != 0 and not runtime.only_gone(answer):
+            raise self.refused("cannot inspect containers", "inspect", answer)
         for line in answer.out.split("\n"):
             if line:
                 self.inspect_line(line)
 
     def inspect_line(self, line: str) -> None:
-        container_id = line.partition(" ")[0]
         try:
-            if not _ID.fullmatch(container_id):
-                raise ValueError("no ID")
-            status, end = json_string(line, len(container_id) + 1)
-            code = _EXIT_CODE.match(line, end)
-            if code is None:
-                raise ValueError("no exit code")
-            name, end = json_string(line, code.end())
-            if line[end : end + 1] != " ":
-                raise ValueError("no space")
-            error, end = json_string(line, end + 1)
-            if end != len(line):
-                raise ValueError("trailing text")
+            container_id, container = runtime.inspect_line(line)
         except ValueError:
             log.warn(f"{NAME}: unparsable inspect line: {quoted(line)}")
             return
-        self.info[container_id] = Container(status, code.group(1), name[1:] if name[:1] == "/" else name, error)
+        self.info[container_id] = container
 
     def stats(self) -> None:
         """One stats call for all running containers. A failed call leaves every
         figure unknown (logged), never "fine"."""
         if not self.running:
             return
-        verb = f"stats failed ({self.settings.container_runtime} stats)"
+        args = ("stats", "--no-stream", "--no-trunc", "--format", runtime.STATS_FORMAT, *self.running)
         try:
-            answer = self.ask(verb, "stats", "--no-stream", "--no-trunc", "--format", STATS_FORMAT, *self.running)
+            answer = self.ask("stats failed", *args)
         except RuntimeFailed:
             return
         if answer.rc != 0:
-            log_errors(verb, answer.err)
+            self.log_errors("stats failed", "stats", answer.err)
             return
         for line in answer.out.split("\n"):
-            fields = line.split("\t", 2)
-            if len(fields) == 3 and _ID.fullmatch(fields[0]):
-                self.cpu[fields[0]], self.memory[fields[0]] = fields[1], fields[2]
+            figures = runtime.stats_line(line)
+            if figures is not None:
+                self.cpu[figures[0]], self.memory[figures[0]] = figures[1], figures[2]
 
-    def ask(self, verb: str, *args: str) -> Answer:
+    def log_errors(self, what: str, command: str, err: str) -> None:
+        """The runtime's stderr, one log line each, as JSON strings: nothing it says can forge a log line."""
+        for line in err.splitlines():
+            log.error(f"{NAME}: {what} ({self.settings.container_runtime} {command}): {quoted(line)}")
+
+    def ask(self, what: str, *args: str) -> Answer:
         try:
-            return call(self.settings, *args)
+            return runtime.call(self.settings, *args)
         except RuntimeFailed as failure:
             # The log says why next to what was asked; the alert says it once.
-            log_errors(verb, str(failure))
+            self.log_errors(what, args[0], str(failure))
             raise
 
-    # ---- decisions ------------------------------------------------------------
-
-    def measure(self, key: str, over: bool, once: str, text: str, resolved: str) -> str:
-        return self.run.observe(key, over, text, resolved, once)
+    def refused(self, what: str, command: str, answer: Answer) -> RuntimeFailed:
+        self.log_errors(what, command, answer.err)
+        return runtime.failed(self.settings, command, answer)
 
     def stopped(self, once: str, name: str, status: str, code: str, error: str) -> None:
         text = f"Container stopped: {name} (Status: {status})\nExit Code: {code}\nError: {error or NO_ERROR}"
-        if self.measure("stopped " + quoted(name), True, once, text, "") == alert_state.POST:
+        if self.run.observe("stopped " + quoted(name), True, text, "", once) == alert_state.POST:
             log.info(f"{NAME}: stopped {quoted(name)} status={quoted(status)} exit={code}")
 
     def seen(self, once: str, container: Container) -> None:
         """The stopped measure of an inspected container: resolved if running, else over."""
         if container.status == "running":
             resolved = f"Container running again: {container.name} (Status: running)"
-            self.measure("stopped " + container.key_name, False, "", "", resolved)
+            self.run.observe("stopped " + container.key_name, False, "", resolved)
         else:
             self.stopped(once, container.name, container.status, container.exit_code, container.error)
 
@@ -350,29 +183,25 @@ class Check:
         for container_id, name in self.previous.items():
             done_ids.add(container_id)
             once = "" if container_id in self.watched_ids else alert_state.EVENT
-            container = self.info.get(container_id)
-            if container is not None:
-                done_keys.add("stopped " + container.key_name)
-                self.seen(once, container)
-            else:
-                done_keys.add("stopped " + quoted(name))
-                self.stopped(once, name, "removed", GONE_EXIT_CODE, GONE_ERROR)
+            done_keys.add(self.judge(once, name, self.info.get(container_id), "removed"))
         for name in self.settings.container_watch:
             container_id = self.name_id.get(name, "")
             if container_id in done_ids:
                 continue
-            container = self.info.get(container_id)
             if container_id:
                 done_ids.add(container_id)
-            if container is not None:
-                done_keys.add("stopped " + container.key_name)
-                self.seen("", container)
-            else:
-                done_keys.add("stopped " + quoted(name))
-                self.stopped("", name, "not found", GONE_EXIT_CODE, GONE_ERROR)
+            done_keys.add(self.judge("", name, self.info.get(container_id), "not found"))
         for key in self.state.keys("stopped "):
             if key not in done_keys:
                 self.tracked(key)
+
+    def judge(self, once: str, name: str, container: Container | None, gone: str) -> str:
+        """The stopped measure of NAME, as inspected or (None) GONE; its key."""
+        if container is None:
+            self.stopped(once, name, gone, GONE_EXIT_CODE, GONE_ERROR)
+            return "stopped " + quoted(name)
+        self.seen(once, container)
+        return "stopped " + container.key_name
 
     def tracked(self, key: str) -> None:
         """A stop still tracked (debounce, or waiting to resolve) that neither
@@ -398,18 +227,16 @@ class Check:
         s = self.settings
         for container_id in self.running:
             container = self.info[container_id]
-            key_name = container.key_name
-            seen.update(("cpu " + key_name, "memory " + key_name))
-            cpu = self.usage(container_id, "cpu", "CPU", self.cpu, s.cpu_threshold)
-            memory = self.usage(container_id, "memory", "memory", self.memory, s.memory_threshold)
-            log.info(f"{NAME}: running {key_name} cpu={cpu} memory={memory}")
+            seen.update(("cpu " + container.key_name, "memory " + container.key_name))
+            cpu = self.usage(container, "CPU", self.cpu.get(container_id, ""), s.cpu_threshold)
+            memory = self.usage(container, "memory", self.memory.get(container_id, ""), s.memory_threshold)
+            log.info(f"{NAME}: running {container.key_name} cpu={cpu} memory={memory}")
         for key in self.state.keys("cpu ") + self.state.keys("memory "):
             if key not in seen:
                 self.state.forget(key)
 
-    def usage(self, container_id: str, key: str, label: str, figures: dict[str, str], threshold: str) -> str:
-        container = self.info[container_id]
-        given = figures.get(container_id, "")
+    def usage(self, container: Container, label: str, given: str, threshold: str) -> str:
+        """LABEL's measure (CPU, memory) of a running container from the figure stats GAVE."""
         match = _USAGE.fullmatch(given)
         if match is None:
             shown = quoted(given or "nothing")
@@ -420,22 +247,16 @@ class Check:
             over = alert_state.decimal_gt(value, threshold)
         except ValueError:
             over = False
-        name = container.name
-        high = "CPU" if key == "cpu" else "memory"
-        back = "CPU" if key == "cpu" else "Memory"
-        self.measure(
-            f"{key} {container.key_name}",
-            over,
-            "",
-            f"High {high} usage detected: {name} - {value}%",
-            f"{back} usage back to normal: {name} - {value}%",
-        )
+        name, back = container.name, label[0].upper() + label[1:]
+        alert = f"High {label} usage detected: {name} - {value}%"
+        resolved = f"{back} usage back to normal: {name} - {value}%"
+        self.run.observe(f"{label.lower()} {container.key_name}", over, alert, resolved)
         return value + "%"
 
     def save_running(self) -> None:
         text = "".join(f"{i}\t{self.info[i].key_name}\n" for i in self.running)
         try:
-            write_atomic(paths.under(RUNNING_PATH), text.encode("utf-8"), paths.under(RUNNING_TMP_PATH))
+            write_atomic(paths.under(RUNNING_PATH), text.encode("utf-8"))
         except OSError as error:
             log.warn(f"{NAME}: cannot write {paths.under(RUNNING_PATH)}: {error.strerror}")
 
@@ -460,9 +281,6 @@ def decoded_key(key: str) -> str | None:
     except ValueError:
         return None
     return name if end == len(literal) else None
-
-
-# ---- the run ----------------------------------------------------------------
 
 
 def held(settings: Settings, path: str) -> int:
@@ -500,6 +318,7 @@ def runtime_failed(run: alert_state.Run, why: str) -> int:
 
 
 def monitor(settings: Settings) -> int:
+    alert_state.unlink_quietly(paths.under(STUCK_PATH))
     run = alert_state.Run(NAME, PREFIX, paths.under(ALERT_STATE_PATH), settings)
     check = Check(settings, run)
     check.load_previous()
@@ -511,7 +330,7 @@ def monitor(settings: Settings) -> int:
         return runtime_failed(run, str(failure))
     # It answers (again): a latched "check failed" alert resolves.
     resolved = f"Container check works again: {settings.container_runtime} answers"
-    check.measure(RUNTIME_KEY, False, "", "", resolved)
+    run.observe(RUNTIME_KEY, False, "", resolved)
     check.running = [i for i in ids if i in check.info and check.info[i].status == "running"]
     check.stats()
     check.check_stopped()
@@ -524,24 +343,4 @@ def monitor(settings: Settings) -> int:
 
 
 def main(argv: list[str]) -> int:
-    try:
-        if argv:
-            settings_file = paths.under(paths.SETTINGS_PATH)
-            raise HostguardError(f"usage: {NAME} (settings in {settings_file})")
-
-        settings = settings_module.load()
-        lock_fd = alert_state.take_lock(paths.under(LOCK_PATH))
-        if lock_fd is None:
-            return held(settings, paths.under(LOCK_PATH))
-        alert_state.unlink_quietly(paths.under(STUCK_PATH))
-        try:
-            return monitor(settings)
-        finally:
-            os.close(lock_fd)
-    except HostguardError as error:
-        sys.stderr.write(log.die_line(str(error)) + "\n")
-        return error.code
-    except OSError as error:
-        # The state directory or the lock cannot be made (a read-only or full disk).
-        sys.stderr.write(log.die_line(f"{NAME}: {error}") + "\n")
-        return EX_FAILURE
+    return alert_state.main(NAME, argv, monitor, held)

@@ -21,18 +21,15 @@ Test hooks (never set in production): HOSTGUARD_ROOT, HOSTGUARD_PROC
 
 import os
 import select
-import sys
 import time
 
 from . import alert_state, log, paths
-from . import settings as settings_module
 from .errors import HostguardError
 from .settings import Settings
 
 NAME = "host-monitor"
 PREFIX = "[Server Alert] \n"
 CPU_SAMPLE_PATH = paths.STATE_PATH + "/cpu.sample"
-LOCK_PATH = paths.STATE_PATH + "/host-monitor.lock"
 ALERT_STATE_PATH = paths.STATE_PATH + "/host-monitor.alerts"
 DF_PID_PATH = paths.STATE_PATH + "/host-monitor.df-pid"
 FIRST_SAMPLE_SECONDS = 1.0
@@ -51,19 +48,11 @@ _UNITS = (
 # ---- the figures (pure: each from one /proc-style text; None for a text the kernel does not write) ----
 
 
-def first_of(text: str) -> str:
-    return text.split("\n", 1)[0]
-
-
-def sample_text(sample: tuple[int, int]) -> str:
-    return f"{sample[0]} {sample[1]}"
-
-
 def cpu_sample(stat: str) -> "tuple[int, int] | None":
     """The (busy, total) jiffies of a /proc/stat text: busy is user+system
     (top's us+sy), total user+nice+system+idle+iowait+irq+softirq+steal (guest
     is inside user)."""
-    fields = first_of(stat).split()
+    fields = stat.split("\n", 1)[0].split()
     if len(fields) < 8 or fields[0] != "cpu":
         return None
     # steal is absent on old kernels; everything before it must be there.
@@ -115,7 +104,7 @@ def mem_percent(meminfo: str) -> "str | None":
 
 def load_average(loadavg: str) -> "str | None":
     """The load averages as `uptime` prints them: `0.52, 0.58, 0.59`."""
-    fields = first_of(loadavg).split()[:3]
+    fields = loadavg.split("\n", 1)[0].split()[:3]
     for field in fields:
         parts = alert_state.decimal_parts(field, 20, 2)
         if parts is None or len(parts[1]) != 2:
@@ -137,7 +126,7 @@ def uptime_pretty(uptime: str) -> "str | None":
     included: a unit counts only when the uptime is strictly above it (exactly
     60 s prints `up `, exactly 1 h `up 60 minutes`). Hundredths kept, as
     /proc/uptime gives them."""
-    fields = first_of(uptime).split()
+    fields = uptime.split("\n", 1)[0].split()
     parts = alert_state.decimal_parts(fields[0], 12, 2) if fields else None
     if parts is None:
         return None
@@ -202,7 +191,7 @@ def measure_cpu(proc: str) -> str:
         cpu = cpu_percent(previous, current) or "0.0"
     # Under the lock (a torn write costs the next run a short sample); a full
     # disk must not end the run before its alerts are sent.
-    if not alert_state.write_small(sample_file, f"{boot} {sample_text(current)}\n"):
+    if not alert_state.write_small(sample_file, f"{boot} {current[0]} {current[1]}\n"):
         log.warn(f"{NAME}: cannot save the CPU sample in {sample_file} (disk full?)")
     return cpu
 
@@ -351,37 +340,24 @@ def required(value: "str | int | None", why: str) -> str:
 
 def check_all(run: alert_state.Run, figures: Figures) -> None:
     s = run.settings
-    cpu, memory, disk, uptime = figures.cpu, figures.memory, figures.disk, figures.uptime
     load, processes = f"Load Average: {figures.load}", f"Active Processes: {figures.processes}"
-    run.check(
-        "cpu",
-        cpu,
-        s.cpu_threshold,
-        f"High CPU Usage Detected: {cpu}%\n{load}",
-        f"CPU Usage Back to Normal: {cpu}%\n{load}",
-    )
-    run.check(
-        "memory",
-        memory,
-        s.memory_threshold,
-        f"High Memory Usage Detected: {memory}%\n{processes}",
-        f"Memory Usage Back to Normal: {memory}%\n{processes}",
-    )
-    if disk is None:
+    run.check("cpu", figures.cpu, s.cpu_threshold, *texts("CPU", figures.cpu, load))
+    run.check("memory", figures.memory, s.memory_threshold, *texts("Memory", figures.memory, processes))
+    if figures.disk is None:
         text = f"Disk check failed: {figures.disk_why}; disk use is not checked until it works again"
         run.observe(DISK_CHECK_KEY, True, text, "", alert_state.LATCH)
         return
     run.observe(DISK_CHECK_KEY, False, "", "Disk check works again: df answers")
-    run.check(
-        "disk",
-        str(disk),
-        s.disk_threshold,
-        f"High Disk Usage Detected: {disk}%\nSystem Uptime: {uptime}",
-        f"Disk Usage Back to Normal: {disk}%\nSystem Uptime: {uptime}",
-    )
+    uptime = f"System Uptime: {figures.uptime}"
+    run.check("disk", str(figures.disk), s.disk_threshold, *texts("Disk", str(figures.disk), uptime))
 
 
-def monitor(settings: Settings) -> None:
+def texts(label: str, value: str, more: str) -> tuple[str, str]:
+    """The alert and resolved texts of the measure LABEL at VALUE percent, MORE on their second line."""
+    return f"High {label} Usage Detected: {value}%\n{more}", f"{label} Usage Back to Normal: {value}%\n{more}"
+
+
+def monitor(settings: Settings) -> int:
     proc = os.environ.get("HOSTGUARD_PROC", "") or "/proc"
     hostname = alert_state.first_line(f"{proc}/sys/kernel/hostname") or os.uname().nodename or "unknown"
     timestamp = time.strftime("%Y-%m-%d %H:%M:%S")
@@ -395,25 +371,8 @@ def monitor(settings: Settings) -> None:
         f' load="{figures.load}" processes={figures.processes} uptime="{figures.uptime}" {run.summary()}'
     )
     alert_state.deliver(NAME, settings)
+    return 0
 
 
 def main(argv: list[str]) -> int:
-    try:
-        if argv:
-            raise HostguardError(f"usage: {NAME} (settings in {paths.under(paths.SETTINGS_PATH)})")
-        settings = settings_module.load()
-        lock_fd = alert_state.take_lock(paths.under(LOCK_PATH))
-        if lock_fd is None:
-            return alert_state.another_run(NAME, paths.under(LOCK_PATH))
-        try:
-            monitor(settings)
-        finally:
-            os.close(lock_fd)
-    except HostguardError as error:
-        sys.stderr.write(log.die_line(str(error)) + "\n")
-        return error.code
-    except OSError as error:
-        # The state directory or the lock cannot be made (a read-only or full disk).
-        sys.stderr.write(log.die_line(f"{NAME}: {error}") + "\n")
-        return 1
-    return 0
+    return alert_state.main(NAME, argv, monitor)

@@ -34,7 +34,7 @@ TABLE: dict[str, list[tuple[str, str]]] = {
     "monitors": [
         *[("state", f"{STATE_PATH}/{name}") for name in ("cpu.sample", "host-monitor.lock", "host-monitor.df-pid")],
         *_alerts("host-monitor"),
-        *[("state", f"{STATE_PATH}/containers.running{tail}") for tail in ("", ".tmp")],
+        *[("state", f"{STATE_PATH}/{name}") for name in ("containers.running", ".containers.running.tmp")],
         *[("state", f"{STATE_PATH}/container-monitor.{tail}") for tail in ("lock", "stuck")],
         *_alerts("container-monitor"),
     ],

@@ -1,4 +1,4 @@
-"""The container monitor's units (hostguard/container_monitor.py): decoding the runtime's
+"""The container monitor's units (hostguard/container_monitor.py, runtime.py): decoding the runtime's
 answers, bounded runtime calls, and runs in-process against test/helpers/fake-docker.
 
 The black-box runs against the real HTTPS receiver are test/payload/container-monitor.bats.
@@ -16,8 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hostguard import alert_state, container_monitor, delivery, settings
-from hostguard.container_monitor import Answer, RuntimeFailed
 from hostguard.message import Identity
+from hostguard.runtime import KILL_AFTER, OUTPUT_MAX, Answer, Container, RuntimeFailed, call, json_string, quoted
 
 FAKE_DOCKER = Path(__file__).resolve().parents[1] / "helpers" / "fake-docker"
 P = "[Container Alert] \n"
@@ -35,25 +35,25 @@ HOSTILE = [
 @pytest.mark.parametrize("text", HOSTILE)
 def test_json_strings_decode_as_a_json_encoder_wrote_them(text: str) -> None:
     for encoded in (json.dumps(text), json.dumps(text, ensure_ascii=False)):
-        assert container_monitor.json_string(encoded, 0) == (text, len(encoded))
+        assert json_string(encoded, 0) == (text, len(encoded))
 
 
 def test_nul_and_lone_surrogates_become_replacement_characters() -> None:
     literal = r'"\/ \ud83d\udc33 \u00e9 \u0000 \uD83D\uDE00 \ud800"'
-    assert container_monitor.json_string(literal, 0)[0] == "/ 🐳 é \ufffd 😀 \ufffd"
+    assert json_string(literal, 0)[0] == "/ 🐳 é \ufffd 😀 \ufffd"
 
 
 @pytest.mark.parametrize("bad", ['"open', '"raw\ttab"', '"bad \\x escape"', "42", "null", '["a"]', ""])
 def test_malformed_strings_are_refused(bad: str) -> None:
     with pytest.raises(ValueError):
-        container_monitor.json_string(bad, 0)
+        json_string(bad, 0)
 
 
 @given(st.text())
 def test_any_text_round_trips_through_the_log_form(text: str) -> None:
-    shown = container_monitor.quoted(text)
+    shown = quoted(text)
     assert "\n" not in shown and "\x7f" not in shown
-    decoded = container_monitor.json_string(shown, 0)[0]
+    decoded = json_string(shown, 0)[0]
     assert decoded == "".join("\ufffd" if c == "\0" or 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
 
 
@@ -73,7 +73,7 @@ def test_list_and_inspect_lines_with_hostile_names() -> None:
     assert found.name_id == {name: ID, 'we"b \\ $(x) `id`\t': ID, "legacy": ID}
     error = 'OOM "x" \\ y'
     found.inspect_line(f'{ID} "exited" -1 {json.dumps("/" + name)} {json.dumps(error)}')
-    assert found.info[ID] == container_monitor.Container("exited", "-1", name, error)
+    assert found.info[ID] == Container("exited", "-1", name, error)
 
 
 @pytest.mark.parametrize(
@@ -113,7 +113,7 @@ def test_a_hung_runtime_and_its_children_end_at_the_timeout(tmp_path: Path) -> N
     runtime.chmod(0o755)
     start = time.monotonic()
     with pytest.raises(RuntimeFailed, match=r"^runtime unavailable: .*/hung ps did not answer within 1 s$"):
-        container_monitor.call(runtime_settings(tmp_path, str(runtime), 1), "ps")
+        call(runtime_settings(tmp_path, str(runtime), 1), "ps")
     # The timeout, then SIGTERM to its process group: well before the kill's 4 s.
     assert time.monotonic() - start < 4
     child = int((tmp_path / "child").read_text())
@@ -131,36 +131,36 @@ def test_a_runtime_that_ignores_sigterm_is_killed(tmp_path: Path) -> None:
     runtime.chmod(0o755)
     start = time.monotonic()
     with pytest.raises(RuntimeFailed):
-        container_monitor.call(runtime_settings(tmp_path, str(runtime), 1), "stats")
+        call(runtime_settings(tmp_path, str(runtime), 1), "stats")
     # CONTAINER_RUNTIME_TIMEOUT, then at most KILL_AFTER and one second: what stuck_after counts.
-    assert time.monotonic() - start < 1 + container_monitor.KILL_AFTER + 1.5
+    assert time.monotonic() - start < 1 + KILL_AFTER + 1.5
 
 
 def test_stdout_and_stderr_together_over_the_bound_fail_the_call_at_once(tmp_path: Path) -> None:
-    half = container_monitor.OUTPUT_MAX // 2
+    half = OUTPUT_MAX // 2
     runtime = tmp_path / "floods"
     runtime.write_text(f"#!/bin/sh\nhead -c {half} /dev/zero\nhead -c {half + 1} /dev/zero >&2\nexec sleep 60\n")
     runtime.chmod(0o755)
     start = time.monotonic()
     with pytest.raises(RuntimeFailed, match=r"^runtime unavailable: .*/floods ps printed over 4 MiB, the most read"):
-        container_monitor.call(runtime_settings(tmp_path, str(runtime), 10), "ps")
+        call(runtime_settings(tmp_path, str(runtime), 10), "ps")
     # Not read to its end nor waited for until the timeout: ended as a hung one is.
     assert time.monotonic() - start < 4
 
 
 def test_an_answer_within_the_bound_is_read_whole(tmp_path: Path) -> None:
     runtime = tmp_path / "big"
-    size = container_monitor.OUTPUT_MAX - 10
+    size = OUTPUT_MAX - 10
     runtime.write_text(f"#!/bin/sh\nhead -c {size} /dev/zero | tr '\\0' x\necho oops >&2\nexit 3\n")
     runtime.chmod(0o755)
-    answer = container_monitor.call(runtime_settings(tmp_path, str(runtime), 30), "ps")
+    answer = call(runtime_settings(tmp_path, str(runtime), 30), "ps")
     assert answer == Answer(3, "x" * size, "oops\n")
 
 
 def test_a_missing_runtime(tmp_path: Path) -> None:
     with pytest.raises(RuntimeFailed, match="^the runtime /nonexistent/docker is not found$"):
-        container_monitor.call(runtime_settings(tmp_path, "/nonexistent/docker"), "ps")
-    answer = container_monitor.call(runtime_settings(tmp_path, "false"), "ps")
+        call(runtime_settings(tmp_path, "/nonexistent/docker"), "ps")
+    answer = call(runtime_settings(tmp_path, "false"), "ps")
     assert answer == Answer(1, "", "")
 
 
