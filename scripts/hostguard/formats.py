@@ -196,13 +196,21 @@ def request_pagerduty(url: str, key: str, message: Message) -> Request:
         event["payload"] = {
             "summary": cut(message.text, FACTS["pagerduty"][1]),
             "source": ident.host or "unknown",
-            "severity": "error" if ident.monitor == "container" else "warning",
+            "severity": _severity(ident),
             "component": ident.monitor,
             "class": f"{ident.monitor}.{ident.condition}",
             "custom_details": {"monitor": ident.monitor, "condition": ident.condition, "since": _iso(ident.episode)},
         }
         event["client"] = "hostguard"
     return Request(url, (("Content-Type", JSON_TYPE),), _json(event))
+
+
+def _severity(ident: Identity) -> str:
+    """PagerDuty's severity: a container down is an error, a host over a threshold a warning, hostguard's
+    own connectivity test (triggered and at once resolved) only information."""
+    if ident.monitor == "hostguard" and ident.condition == "connectivity-test":
+        return "info"
+    return "error" if ident.monitor == "container" else "warning"
 
 
 def _iso(epoch: int) -> str:

@@ -430,3 +430,12 @@ def test_outlook_elsewhere_is_not_a_connector() -> None:
 def test_an_unknown_format_is_refused() -> None:
     with pytest.raises(formats.FormatError, match="hostguard:chatFormat must be one of slack, mattermost"):
         formats.detect(URLS["slack"], "msteams")
+
+
+def test_pagerduty_severity_by_what_fired() -> None:
+    def severity(monitor: str, condition: str) -> object:
+        msg = Message("x", None, Identity("web-1", monitor, condition, 1000, FIRING))
+        return body_json(post("pagerduty", msg))["payload"]["severity"]
+
+    assert severity("container", "stopped web") == "error" and severity("host", "cpu") == "warning"
+    assert severity("hostguard", "connectivity-test") == "info" and severity("hostguard", "merged") == "warning"
