@@ -26,6 +26,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import hmac
+import io
 import json
 import os
 import re
@@ -36,7 +37,7 @@ import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 PARTS = ("base", "monitors", "bantool", "web")
 BUNDLES_RE = re.compile(r"(base|monitors|bantool|web):([0-9a-f]{64})")
@@ -44,6 +45,11 @@ INSTALL_DIR = "/usr/local/lib/hostguard"
 # What this step applied last: `part sha256` lines and `webhook VERSION` (root-only state).
 FLEET_APPLIED = "/var/lib/hostguard/fleet.applied"
 TIMEOUT = 20
+# A bundle larger than this is refused as it streams in (the bundles are well under 1 MiB); an answer
+# of the metadata or Parameter Store larger than ANSWER_MAX likewise.
+BUNDLE_MAX = 64 << 20
+ANSWER_MAX = 1 << 20
+CHUNK = 1 << 16
 
 
 class StepError(Exception):
@@ -61,15 +67,40 @@ def _root() -> str:
     return os.environ.get("HOSTGUARD_ROOT", "")
 
 
-def _request(req: urllib.request.Request, what: str) -> bytes:
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Follows no redirect: a 3xx is an error of its own, so the signed headers (Authorization, the
+    session token) never reach another URL."""
+
+    def redirect_request(self, *_args: object, **_kwargs: object) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect())
+
+
+def _stream(req: urllib.request.Request, what: str, into: BinaryIO, limit: int) -> str:
+    """Streams the answer's body into INTO (at most LIMIT bytes, else StepError); its sha256."""
+    digest, size = hashlib.sha256(), 0
     try:
-        with urllib.request.urlopen(req, timeout=TIMEOUT) as answer:  # noqa: S310 - http(s) only, built here
-            data: bytes = answer.read()
-            return data
+        with _OPENER.open(req, timeout=TIMEOUT) as answer:
+            while chunk := answer.read(CHUNK):
+                size += len(chunk)
+                if size > limit:
+                    raise StepError(f"{what}: larger than {limit:,} bytes, refused")
+                digest.update(chunk)
+                into.write(chunk)
     except urllib.error.HTTPError as exc:
         raise StepError(f"{what}: HTTP {exc.code}") from None
     except (OSError, ValueError) as exc:
         raise StepError(f"{what}: {type(exc).__name__}") from None
+    return digest.hexdigest()
+
+
+def _request(req: urllib.request.Request, what: str) -> bytes:
+    """The answer's body (at most ANSWER_MAX bytes)."""
+    body = io.BytesIO()
+    _stream(req, what, body, ANSWER_MAX)
+    return body.getvalue()
 
 
 def credentials() -> Creds:
@@ -88,8 +119,12 @@ def credentials() -> Creds:
     role = roles[0] if roles else ""
     if not role:
         raise StepError("the instance has no role: attach the stack's instance profile (docs/fleets.md)")
-    doc = json.loads(get(f"iam/security-credentials/{role}"))
-    return Creds(doc["AccessKeyId"], doc["SecretAccessKey"], doc.get("Token", ""), get("placement/region"))
+    try:
+        doc = json.loads(get(f"iam/security-credentials/{role}"))
+        creds = Creds(doc["AccessKeyId"], doc["SecretAccessKey"], doc.get("Token", ""), "")
+    except (ValueError, TypeError, KeyError, AttributeError):
+        raise StepError(f"instance metadata iam/security-credentials/{role}: not the expected JSON") from None
+    return creds._replace(region=get("placement/region"))
 
 
 def _hmac(key: bytes, text: str) -> bytes:
@@ -137,16 +172,14 @@ def endpoint(service: str, region: str) -> str:
     return os.environ.get("HOSTGUARD_AWS_ENDPOINT") or f"https://{service}.{region}.amazonaws.com"
 
 
-def fetch_bundle(creds: Creds, bucket: str, part: str, sha: str) -> bytes:
-    """The bytes of bundles/PART/SHA.tar, refused unless their sha256 is SHA."""
+def fetch_bundle(creds: Creds, bucket: str, part: str, sha: str, path: str) -> None:
+    """bundles/PART/SHA.tar streamed into the new file PATH (0600), refused unless its sha256 is SHA."""
     key = f"bundles/{part}/{sha}.tar"
-    data = _request(
-        signed("GET", f"{endpoint('s3', creds.region)}/{bucket}/{key}", "s3", creds), f"s3://{bucket}/{key}"
-    )
-    got = hashlib.sha256(data).hexdigest()
+    req = signed("GET", f"{endpoint('s3', creds.region)}/{bucket}/{key}", "s3", creds)
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
+        got = _stream(req, f"s3://{bucket}/{key}", f, BUNDLE_MAX)
     if got != sha:
         raise StepError(f"s3://{bucket}/{key}: sha256 mismatch (got {got}), nothing installed")
-    return data
 
 
 def webhook_text(creds: Creds, name: str, version: str) -> bytes:
@@ -157,7 +190,12 @@ def webhook_text(creds: Creds, name: str, version: str) -> bytes:
         signed("POST", f"{endpoint('ssm', creds.region)}/", "ssm", creds, body, headers),
         f"parameter {name} version {version}",
     )
-    value: str = json.loads(answer)["Parameter"]["Value"]
+    try:
+        value = json.loads(answer)["Parameter"]["Value"]
+    except (ValueError, TypeError, KeyError):
+        raise StepError(f"parameter {name} version {version}: not the expected JSON") from None
+    if not isinstance(value, str):
+        raise StepError(f"parameter {name} version {version}: not a text value")
     return value.encode()
 
 
@@ -191,12 +229,9 @@ def _run(argv: list[str], what: str, stdin: bytes = b"") -> None:
         raise StepError(f"{what} failed (exit {done.returncode})")
 
 
-def install_part(part: str, tar: bytes, root: str) -> None:
-    """Unpacks the bundle in a private temp folder and runs its own `install install --part PART`."""
+def install_part(part: str, tar_path: str, root: str) -> None:
+    """Unpacks the bundle TAR_PATH in a private temp folder and runs its own `install install --part PART`."""
     with tempfile.TemporaryDirectory(prefix="hostguard-step.") as work:
-        tar_path = os.path.join(work, "bundle.tar")
-        with open(tar_path, "wb") as f:
-            f.write(tar)
         folder = os.path.join(work, "bundle")
         os.mkdir(folder, 0o700)
         with tarfile.open(tar_path) as archive:
@@ -231,8 +266,24 @@ def apply(bucket: str, bundles: list[tuple[str, str]], parameter: str, version: 
     """Fetches and checks every changed part, then installs in order; returns what was done."""
     applied = read_applied(root)
     creds = credentials()
-    tars = {part: fetch_bundle(creds, bucket, part, sha) for part, sha in bundles if applied.get(part) != sha}
-    webhook = webhook_text(creds, parameter, version) if applied.get("webhook") != version else None
+    with tempfile.TemporaryDirectory(prefix="hostguard-fetch.") as work:
+        tars = {part: os.path.join(work, f"{part}.tar") for part, sha in bundles if applied.get(part) != sha}
+        for part, sha in bundles:
+            if part in tars:
+                fetch_bundle(creds, bucket, part, sha, tars[part])
+        webhook = webhook_text(creds, parameter, version) if applied.get("webhook") != version else None
+        return install_all(bundles, tars, webhook, version, root, applied)
+
+
+def install_all(
+    bundles: list[tuple[str, str]],
+    tars: dict[str, str],
+    webhook: bytes | None,
+    version: str,
+    root: str,
+    applied: dict[str, str],
+) -> list[str]:
+    """Installs the fetched parts TARS in order, the webhook after base; returns what was done."""
     done: list[str] = []
     for part, sha in bundles:
         if part in tars:
@@ -261,6 +312,13 @@ def parse_bundles(text: str) -> list[tuple[str, str]]:
     return pairs
 
 
+def failed(why: str, root: str) -> int:
+    """The "could not apply" line and chat alert of a failed run; its exit code."""
+    print(f"hostguard: {why}", file=sys.stderr)
+    notify(f"[Server Alert] hostguard could not apply the stack's payload: {why}; the host keeps what it had", root)
+    return 1
+
+
 def main(argv: list[str]) -> int:
     root = _root()
     try:
@@ -269,9 +327,9 @@ def main(argv: list[str]) -> int:
         bucket, bundles, parameter, version = argv[0], parse_bundles(argv[1]), argv[2], argv[3]
         done = apply(bucket, bundles, parameter, version, root)
     except StepError as exc:
-        print(f"hostguard: {exc}", file=sys.stderr)
-        notify(f"[Server Alert] hostguard could not apply the stack's payload: {exc}; the host keeps what it had", root)
-        return 1
+        return failed(str(exc), root)
+    except Exception as exc:  # any failure (MemoryError, a bug): its line and chat alert, no traceback alone
+        return failed(f"unexpected {type(exc).__name__}", root)
     print(f"hostguard: {'; '.join(done) if done else 'nothing changed'}")
     return 0
 

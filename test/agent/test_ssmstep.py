@@ -11,7 +11,9 @@ plain text) and IAM scoping of SSM (test/aws/fleet.test.ts proves the S3 side).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import http.server
 import io
 import json
 import os
@@ -20,9 +22,11 @@ import sqlite3
 import subprocess
 import sys
 import tarfile
+import threading
 import time
+import tracemalloc
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -247,6 +251,110 @@ def test_the_bundle_members_are_checked_before_extraction(tmp_path: Path) -> Non
     with tarfile.open(fileobj=out, mode="w") as tar:
         info = tarfile.TarInfo("../escape")
         tar.addfile(info, io.BytesIO(b""))
+    bundle_tar = tmp_path / "bundle.tar"
+    bundle_tar.write_bytes(out.getvalue())
     with pytest.raises(ssmstep.StepError, match="refused member '../escape'"):
-        ssmstep.install_part("base", out.getvalue(), str(tmp_path))
+        ssmstep.install_part("base", str(bundle_tar), str(tmp_path))
     assert not (tmp_path.parent / "escape").exists()
+
+
+class _Server:
+    """A loopback HTTP server answering every request with ANSWER(path) -> (status, headers, body chunks);
+    the requests it got (path and headers) in REQUESTS."""
+
+    def __init__(self, answer: Callable[[str], tuple[int, dict[str, str], Iterable[bytes]]]) -> None:
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                outer.requests.append((self.path, dict(self.headers)))
+                status, headers, chunks = answer(self.path)
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                with contextlib.suppress(OSError):
+                    for chunk in chunks:
+                        self.wfile.write(chunk)
+
+            do_PUT = do_POST = do_GET
+
+            def log_message(self, *_args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_the_step_follows_no_redirect_and_sends_its_signature_nowhere_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = _Server(lambda _path: (200, {}, [b"x"]))
+    bouncer = _Server(lambda path: (302, {"Location": target.url + path}, []))
+    try:
+        monkeypatch.setenv("HOSTGUARD_AWS_ENDPOINT", bouncer.url)
+        creds = ssmstep.Creds("AKIDTEST", "secret", "SESSION-TOKEN-TEST", "us-east-1")
+        with pytest.raises(ssmstep.StepError, match="HTTP 302"):
+            ssmstep.fetch_bundle(creds, BUCKET, "base", "0" * 64, str(tmp_path / "base.tar"))
+        assert len(bouncer.requests) == 1 and "SESSION-TOKEN-TEST" in str(bouncer.requests[0][1])
+        assert target.requests == [], "the signed request was sent on to the redirect's target"
+    finally:
+        bouncer.close()
+        target.close()
+
+
+def test_a_bundle_streams_into_a_bounded_file_while_hashed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """48 MiB fetched with little memory; one over the bound refused as it streams, no file kept whole."""
+    block = b"\x5a" * (1 << 20)
+    data_sha = hashlib.sha256(block * 48).hexdigest()
+    server = _Server(lambda _path: (200, {"Content-Length": str(48 << 20)}, (block for _ in range(48))))
+    try:
+        monkeypatch.setenv("HOSTGUARD_AWS_ENDPOINT", server.url)
+        tracemalloc.start()
+        ssmstep.fetch_bundle(_creds(), BUCKET, "base", data_sha, str(tmp_path / "base.tar"))
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < 8 << 20, f"fetching 48 MiB peaked at {peak >> 20} MiB"
+        assert (tmp_path / "base.tar").stat().st_size == 48 << 20
+        assert (tmp_path / "base.tar").stat().st_mode & 0o777 == 0o600
+        monkeypatch.setattr(ssmstep, "BUNDLE_MAX", 8 << 20)
+        with pytest.raises(ssmstep.StepError, match="larger than 8,388,608 bytes, refused"):
+            ssmstep.fetch_bundle(_creds(), BUCKET, "web", data_sha, str(tmp_path / "web.tar"))
+        assert (tmp_path / "web.tar").stat().st_size <= 8 << 20
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("failure", ["credentials JSON", "MemoryError"])
+def test_every_failure_is_the_could_not_apply_line_and_a_chat_alert(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], failure: str
+) -> None:
+    def metadata(path: str) -> tuple[int, dict[str, str], list[bytes]]:
+        if path.endswith("security-credentials/"):
+            return 200, {}, [b"the-role"]
+        return 200, {}, [b"not json {" if path.endswith("the-role") else b"token"]
+
+    imds = _Server(metadata)
+    posted: list[str] = []
+    monkeypatch.setenv("HOSTGUARD_IMDS", imds.url)
+    monkeypatch.setattr(ssmstep, "notify", lambda text, _root: posted.append(text))
+    if failure == "MemoryError":
+
+        def no_memory(*_args: object) -> list[str]:
+            raise MemoryError
+
+        monkeypatch.setattr(ssmstep, "apply", no_memory)
+    try:
+        rc = ssmstep.main([BUCKET, f"base:{'0' * 64}", PARAMETER, "1"])
+    finally:
+        imds.close()
+    why = "unexpected MemoryError" if failure == "MemoryError" else "not the expected JSON"
+    assert rc == 1
+    assert "hostguard: " in capsys.readouterr().err
+    assert len(posted) == 1 and "could not apply the stack's payload" in posted[0] and why in posted[0], posted
