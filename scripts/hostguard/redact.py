@@ -5,12 +5,15 @@ A chat service or a proxy may echo the request in an error ("Cannot POST
 letter's reason passes `redact` first. It replaces every form of the URLs in
 the two root-only files: the whole URL, host and path, the path (and query)
 alone, its secret segments (the last one, and any of 16 characters or more),
-each also percent-encoded (either case) and JSON-escaped; and PagerDuty's
-routing key (the webhook file's routing_key line).
+each query value alone (Teams' `sig`, a `token`), each also percent-decoded,
+percent-encoded (either case) and JSON-escaped; and PagerDuty's routing key
+(the webhook file's routing_key line). A fixed word of a service's URLs
+(Google Chat's `messages`, PagerDuty's `v2/enqueue`, an `api-version` date)
+is no secret: it is never replaced on its own.
 """
 
 import re
-from urllib.parse import quote
+from urllib.parse import quote, unquote, unquote_plus
 
 from . import paths
 from .format_table import ROUTING_KEY_LINE_RE
@@ -20,6 +23,9 @@ REDACTED = "[secret URL redacted]"
 _MIN = 8
 _SCHEME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 _URL_END = frozenset("\"' \t\r\n\f\v")
+# A word every webhook of a service has: words of at most 15 lower-case letters (joined by - _ /), or a
+# version or date (groups of at most 4 digits). A longer run of letters or digits may be a secret.
+_FIXED = re.compile(r"/*(?:[a-z]{1,15}(?:[-_/][a-z]{1,15})*|v?[0-9]{1,4}(?:[-._][0-9]{1,4})*)/*")
 
 # Every form of the pieces: plain, JSON-escaped, percent-encoded; longest first.
 _pieces: "list[str] | None" = None
@@ -42,18 +48,25 @@ def urls_in(text: str) -> list[str]:
     return found
 
 
+def secret(piece: str) -> bool:
+    """Whether PIECE may stand for a secret on its own: long enough, and no fixed word (_FIXED) even decoded."""
+    return len(piece) >= _MIN and not _FIXED.fullmatch(unquote_plus(piece))
+
+
 def raw_pieces(url: str) -> list[str]:
-    """The parts of URL that are secret on their own: the URL, host and path, path (and query), segments."""
+    """The parts of URL that are secret on their own: the URL, host and path, path (and query), segments,
+    query values; each also percent-decoded. None when all of URL is fixed words (PagerDuty's)."""
     rest = url.split("://", 1)[1] if "://" in url else url
     path = "/" + rest.split("/", 1)[1] if "/" in rest else ("?" + rest.split("?", 1)[1] if "?" in rest else "")
-    found = [url, rest, path, path.lstrip("/")]
-    if "?" in path:
-        found.append(path.split("?", 1)[1])
+    query = path.split("?", 1)[1] if "?" in path else ""
     segments = [s for s in path.split("?", 1)[0].split("/") if s]
-    found += [s for s in segments if len(s) >= 16]
-    if segments:
-        found.append(segments[-1])
-    return [piece for piece in found if len(piece) >= _MIN]
+    values = [pair.split("=", 1)[1] for pair in query.split("&") if "=" in pair]
+    own = [s for s in segments if len(s) >= 16] + segments[-1:] + values
+    if not any(secret(piece) for piece in own):
+        return []
+    found = [url, rest, path, path.lstrip("/"), query, *own]
+    found += [decoded(piece) for piece in found for decoded in (unquote, unquote_plus)]
+    return [piece for piece in found if secret(piece)]
 
 
 def _longest_first(pieces: set[str]) -> list[str]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote, unquote_plus
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -81,3 +82,42 @@ def test_a_percent_encoded_query_secret_is_redacted(tmp_path: Path) -> None:
         text = redact.redact(f"the service said: Cannot POST {form}!")
         assert "Secr3tT0kenValue42" not in text, form
         assert redact.REDACTED in text
+
+
+TEAMS = (
+    "https://prod-00.westus.logic.azure.com:443/workflows/0123456789abcdef0123456789abcdef/triggers/manual/paths/invoke"
+    "?api-version=2016-06-01&sp=%2Ftriggers%2Fmanual%2Frun&sv=1.0&sig=AbC%2BdEf_gHiJkLmN%2FoPqRsTuVwXyZ012345%3D"
+)
+GOOGLE = (
+    "https://chat.googleapis.com/v1/spaces/AAAAbcdEfgh/messages?key=AIzaSyDdI0hCZtE6vySjMm&token=Tok%3DEn-secret_42"
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "secret"),
+    [
+        (TEAMS, "AbC%2BdEf_gHiJkLmN%2FoPqRsTuVwXyZ012345%3D"),
+        (GOOGLE, "Tok%3DEn-secret_42"),
+        ("https://hooks.example.com/notify?token=Z9y8X7w6V5u4T3s2&channel=ops", "Z9y8X7w6V5u4T3s2"),
+    ],
+)
+def test_a_query_value_is_redacted_alone_and_percent_decoded(tmp_path: Path, url: str, secret: str) -> None:
+    """A service echoes one query value, or the query percent-decoded (`sig=AbC+dEf...=`)."""
+    with_secret_file(tmp_path, url)
+    query = url.split("?", 1)[1]
+    for form in (secret, unquote(secret), unquote_plus(secret), unquote(query), f"sig={unquote(secret)}"):
+        text = redact.redact(f"HTTP 401 bad signature {form} for this request")
+        assert unquote(secret) not in text and secret not in text, form
+        assert redact.REDACTED in text
+
+
+@pytest.mark.parametrize("url", [GOOGLE, TEAMS, "https://events.pagerduty.com/v2/enqueue"])
+def test_a_fixed_path_word_is_never_redacted(tmp_path: Path, url: str) -> None:
+    """Google Chat's `messages`, Teams' `invoke` and `api-version`, PagerDuty's whole (public) URL."""
+    with_secret_file(tmp_path, url)
+    for text in (
+        "delivered 3 messages; 2 messages kept",
+        "POST /v2/enqueue: HTTP 429 (api-version 2016-06-01, /triggers/manual/run)",
+        "https://events.pagerduty.com/v2/enqueue answered 202",
+    ):
+        assert redact.redact(text) == text
