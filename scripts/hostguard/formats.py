@@ -12,7 +12,8 @@ everything, probe slowly, or, for Discord, not again until it is set anew).
 A message carries its identity: the natural key (host, monitor, condition),
 the episode (when it started firing) and its state (firing, resolved or a
 notice of the ban tool). Google Chat threads an episode; PagerDuty triggers
-and resolves one incident per key and gets no notice; the generic webhook
+and resolves one incident per key, opens one per `text` and gets no ban-tool
+notice; the generic webhook
 sends Alertmanager's JSON. The host table and the facts of each format come
 from components/chatFormats.ts (generated into format_table.py); answers.py
 classifies the answers.
@@ -93,6 +94,17 @@ def dedup_key(identity: Identity) -> str:
     if len(key) <= DEDUP_MAX:
         return key
     return "hostguard:sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def event_key(message: Message) -> str:
+    """PagerDuty's dedup_key of MESSAGE: its natural key's (dedup_key), but a notice's own (an operator's
+    `text`: no recovery follows), from its time and text, so each text opens an incident of its own and
+    only a re-send of the same message folds into it."""
+    ident = message.identity
+    if ident.state != NOTICE:
+        return dedup_key(ident)
+    seed = hashlib.sha256(f"{message.at}:{message.text}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return dedup_key(ident._replace(condition=f"{ident.condition}:{seed}"))
 
 
 def fingerprint(identity: Identity) -> str:
@@ -188,7 +200,7 @@ def request_pagerduty(url: str, key: str, message: Message) -> Request:
     ident = message.identity
     if not sends("pagerduty", ident):
         raise ValueError("PagerDuty gets no ban-tool notice (formats.sends)")
-    event: dict[str, object] = {"routing_key": key, "dedup_key": dedup_key(ident)}
+    event: dict[str, object] = {"routing_key": key, "dedup_key": event_key(message)}
     if ident.state == RESOLVED:
         event["event_action"] = "resolve"
     else:

@@ -143,7 +143,9 @@ def test_pagerduty_triggers_on_firing_and_resolves_one_key(msg: Message) -> None
     assert formats.sends("pagerduty", msg.identity)
     event = body_json(post("pagerduty", msg))
     assert event["routing_key"] == ROUTING_KEY
-    assert event["dedup_key"] == formats.dedup_key(msg.identity)
+    assert event["dedup_key"] == formats.event_key(msg)
+    if msg.identity.state != NOTICE:
+        assert event["dedup_key"] == formats.dedup_key(msg.identity)
     if msg.identity.state == RESOLVED:
         assert event == {"routing_key": ROUTING_KEY, "event_action": "resolve", "dedup_key": event["dedup_key"]}
         return
@@ -152,6 +154,16 @@ def test_pagerduty_triggers_on_firing_and_resolves_one_key(msg: Message) -> None
     assert isinstance(payload, dict)
     assert payload["summary"] == msg.text and payload["source"] == msg.identity.host
     assert payload["severity"] in ("critical", "error", "warning", "info")
+
+
+def test_each_text_to_pagerduty_opens_its_own_incident_and_a_resend_folds() -> None:
+    """hostguard-notify text: no recovery resolves it, so one key for all would notify nobody of the second."""
+    about = Identity("web-1", "text", "manual", 0, NOTICE)
+    first, second = Message("deploy starts", None, about, 1000), Message("deploy done", None, about, 1060)
+    keys = [body_json(post("pagerduty", m))["dedup_key"] for m in (first, second, first)]
+    assert keys[0] != keys[1] and keys[0] == keys[2]
+    assert all(isinstance(k, str) and k.startswith("hostguard:web-1:text:manual:") and len(k) <= 255 for k in keys)
+    assert body_json(post("pagerduty", second._replace(at=1061)))["dedup_key"] != keys[1]
 
 
 @given(identities, st.integers(0, 2**32))
