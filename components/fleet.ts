@@ -12,7 +12,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { sha256, tarFiles, type PartBundle } from "./bundles";
 import { type FleetSettings } from "./config";
 import {
-    associationParameters, bundleKey, bundlesValue, EC2_TRUST, FLEET_TAG, hostPolicy, renderDocument, SSM_CORE_POLICY, webhookParameterName,
+    associationParameters, bundleKey, bundlesValue, EC2_TRUST, FLEET_TAG, hostPolicy, renderDocument, webhookParameterName,
 } from "./ssmDocument";
 
 export interface FleetDeliveryArgs {
@@ -71,13 +71,12 @@ export class FleetDelivery extends pulumi.ComponentResource {
             description: "hostguard: the webhook file (URL line, format), read by the State Manager step and given to install set-webhook on stdin",
         }, { ...parent, additionalSecretOutputs: ["value"] });
 
-        const policy = pulumi.all([bucket.arn, key.arn]).apply(([b, k]) => hostPolicy(b, args.stack, k));
+        const policy = pulumi.all([bucket.arn, parameter.arn, key.arn]).apply(([b, p, k]) => hostPolicy(b, p, k));
         const role = new aws.iam.Role(`${name}-host`, { assumeRolePolicy: EC2_TRUST, description: `hostguard ${args.stack}: the fleet's instances` }, parent);
-        new aws.iam.RolePolicyAttachment(`${name}-host-ssm-core`, { role: role.name, policyArn: SSM_CORE_POLICY }, parent);
         new aws.iam.RolePolicy(`${name}-host`, { role: role.id, policy }, parent);
         const profile = new aws.iam.InstanceProfile(`${name}-host`, { role: role.name }, parent);
         const standalone = new aws.iam.Policy(`${name}-host-grants`, {
-            policy, description: `hostguard ${args.stack}: what a fleet instance needs, for a role of your own (with AmazonSSMManagedInstanceCore)`,
+            policy, description: `hostguard ${args.stack}: everything a fleet instance needs (the SSM agent's calls included), for a role of your own`,
         }, parent);
 
         const document = new aws.ssm.Document(`${name}-apply`, {

@@ -84,20 +84,52 @@ export function associationParameters(v: { bucket: string; bundles: string; webh
 }
 
 /**
- * The hosts' grants, as the inline policy of the stack's role and as a
- * managed policy for fleets that keep their own role: read the bundles, write
- * the run outputs, read this stack's parameters only, decrypt only through SSM.
+ * What the SSM agent itself calls, granted on `*` (these actions name no
+ * resource of the stack): the actions of AWS's managed policy
+ * AmazonSSMManagedInstanceCore (version v2, 2019-05-23; moto carries a copy in
+ * moto/iam/aws_managed_policies.py) less those that read data or serve
+ * features hostguard does not use: `ssm:GetParameter` and `ssm:GetParameters`
+ * (on `*` they read every String parameter of the account: the step reads its
+ * own parameter through the scoped grant below), `ssm:GetManifest` and
+ * `ssm:PutConfigurePackageResult` (Distributor), `ssm:GetDeployablePatchSnapshotForInstance`
+ * (Patch Manager), `ssm:PutInventory` (Inventory). docs/fleets.md lists them.
  */
-export function hostPolicy(bucketArn: string, stack: string, keyArn: string): string {
+export const SSM_AGENT_ACTIONS: readonly string[] = [
+    // Registration and heartbeat (the instance appears as managed).
+    "ssm:UpdateInstanceInformation",
+    // State Manager: the instance's associations, their documents and parameters, their status and compliance.
+    "ssm:ListAssociations", "ssm:ListInstanceAssociations", "ssm:DescribeAssociation", "ssm:GetDocument", "ssm:DescribeDocument",
+    "ssm:UpdateAssociationStatus", "ssm:UpdateInstanceAssociationStatus", "ssm:PutComplianceItems",
+    // Run Command and Session Manager delivery: the control channel (agents 3.3.40 and later) and the older message service.
+    "ssmmessages:CreateControlChannel", "ssmmessages:CreateDataChannel", "ssmmessages:OpenControlChannel", "ssmmessages:OpenDataChannel",
+    "ec2messages:AcknowledgeMessage", "ec2messages:DeleteMessage", "ec2messages:FailMessage", "ec2messages:GetEndpoint",
+    "ec2messages:GetMessages", "ec2messages:SendReply",
+];
+
+/** The ARN partition of an ARN (`aws`, `aws-cn`, `aws-us-gov`). */
+function partitionOf(arn: string): string {
+    return /^arn:([a-z-]+):/.exec(arn)?.[1] ?? "aws";
+}
+
+/**
+ * The hosts' grants, the whole of what the stack's role may do (no managed
+ * policy beside it), also as a managed policy for fleets that keep their own
+ * role: what the SSM agent calls (SSM_AGENT_ACTIONS), read the bundles, write
+ * the run outputs, read this stack's webhook parameter only (its ARN), decrypt
+ * only with the stack's key and only through SSM.
+ */
+export function hostPolicy(bucketArn: string, parameterArn: string, keyArn: string): string {
+    const partition = partitionOf(bucketArn);
     return JSON.stringify({
         Version: "2012-10-17",
         Statement: [
+            { Sid: "SsmAgent", Effect: "Allow", Action: SSM_AGENT_ACTIONS, Resource: "*" },
             { Sid: "ReadBundles", Effect: "Allow", Action: "s3:GetObject", Resource: `${bucketArn}/bundles/*` },
             { Sid: "WriteRunOutputs", Effect: "Allow", Action: "s3:PutObject", Resource: `${bucketArn}/runs/*` },
-            { Sid: "ReadStackParameters", Effect: "Allow", Action: "ssm:GetParameter", Resource: `arn:aws:ssm:*:*:parameter${parameterPrefix(stack)}*` },
+            { Sid: "ReadStackParameter", Effect: "Allow", Action: "ssm:GetParameter", Resource: parameterArn },
             {
                 Sid: "DecryptViaSsm", Effect: "Allow", Action: "kms:Decrypt", Resource: keyArn,
-                Condition: { StringLike: { "kms:ViaService": "ssm.*.amazonaws.com" } },
+                Condition: { StringLike: { "kms:ViaService": `ssm.*.${partition === "aws-cn" ? "amazonaws.com.cn" : "amazonaws.com"}` } },
             },
         ],
     });
@@ -108,5 +140,3 @@ export const EC2_TRUST = JSON.stringify({
     Version: "2012-10-17",
     Statement: [{ Effect: "Allow", Principal: { Service: "ec2.amazonaws.com" }, Action: "sts:AssumeRole" }],
 });
-
-export const SSM_CORE_POLICY = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore";

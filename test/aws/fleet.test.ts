@@ -4,10 +4,13 @@
 // round-trips by its content-addressed key and S3's SHA-256 checksum; the
 // webhook SecureString round-trips and rotates (and one version is read by
 // name:VERSION, as the step does); with moto's IAM enforcement on, the hosts'
-// grants read bundles/* and write runs/* and nothing else of the bucket. boto3
-// makes the calls (test/aws/fleet_contract.py, the moto venv's python), the
-// same API calls @pulumi/aws and the step make. What moto cannot show: real
-// KMS encryption, IAM scoping of SSM and KMS, State Manager itself.
+// grants read bundles/* and write runs/* and nothing else of the bucket, read
+// the stack's own SecureString and no other parameter (where the role with
+// AmazonSSMManagedInstanceCore read an unrelated String), and still let the
+// agent read its document. boto3 makes the calls (test/aws/fleet_contract.py,
+// the moto venv's python), the same API calls @pulumi/aws and the step make.
+// What moto cannot show: real KMS encryption and the kms:ViaService
+// condition, State Manager itself.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -36,7 +39,8 @@ before(async () => {
         shas[b.part] = sha256(b.tar);
     }
     fs.writeFileSync(path.join(dir, "document.json"), renderDocument());
-    fs.writeFileSync(path.join(dir, "policy.json"), hostPolicy("BUCKET_ARN", "test", "KEY_ARN"));
+    fs.writeFileSync(path.join(dir, "policy.json"), hostPolicy("BUCKET_ARN", "PARAMETER_ARN", "KEY_ARN"));
+    fs.writeFileSync(path.join(dir, "names.json"), JSON.stringify({ own: webhookParameterName("test"), otherStack: webhookParameterName("other") }));
     fs.writeFileSync(path.join(dir, "params.json"), JSON.stringify(associationParameters({
         bucket: "hostguard-test-bundles", bundles: bundlesValue(bundles.map((b) => ({ part: b.part, tarSha256: sha256(b.tar) }))),
         webhookParameter: webhookParameterName("test"), webhookVersion: "1",
@@ -70,8 +74,9 @@ describe("the fleet's calls against moto", () => {
         });
     });
 
-    it("with IAM enforcement, the hosts' grants read bundles/* and write runs/*, nothing else of the bucket", () => {
-        assert.deepEqual(contract("iam"), {
+    it("with IAM enforcement, the hosts' role reads its own SecureString and no other parameter; bundles/* and runs/* only of the bucket", () => {
+        const out = contract("iam");
+        assert.deepEqual(out.s3, {
             "GetObject bundles/base/x.tar": "allowed",
             "GetObject runs/old/stdout": "AccessDenied",
             "GetObject other/secret.txt": "AccessDenied",
@@ -80,5 +85,15 @@ describe("the fleet's calls against moto", () => {
             "DeleteObject bundles/base/x.tar": "AccessDenied",
             "ListObjectsV2": "AccessDenied",
         });
+        assert.deepEqual(out.ssm, {
+            "own SecureString": "allowed",
+            "own SecureString, the version the association names": "allowed",
+            "another stack's SecureString": "AccessDenied",
+            "an unrelated String": "AccessDenied",
+        });
+        // The control shows the check can fail: the managed policy the role had reads any parameter.
+        assert.equal(out.ssmWithManagedCore["an unrelated String"], "allowed");
+        assert.equal(out.ssmWithManagedCore["another stack's SecureString"], "allowed");
+        assert.deepEqual(out.agent, { GetDocument: "allowed", DescribeDocument: "allowed" });
     });
 });

@@ -2,11 +2,19 @@
 
 Run by test/aws/fleet.test.ts with the moto venv's python: `fleet_contract.py
 calls|iam DIR`. DIR holds what the Pulumi program renders (document.json,
-policy.json with BUCKET_ARN and KEY_ARN placeholders, params.json, the
+policy.json with BUCKET_ARN, PARAMETER_ARN and KEY_ARN placeholders,
+params.json, names.json: the stack's parameter and another stack's, the
 bundles as PART.tar). Prints one JSON object of observations; the TS test
 asserts on them. `iam` starts moto with its IAM enforcement on
 (INITIAL_NO_AUTH_ACTION_COUNT: the first calls make an admin, every later
-call is authorized by its caller's policies).
+call is authorized by its caller's policies) and AWS's managed policies loaded
+(the control role holds AmazonSSMManagedInstanceCore).
+
+moto 5.2.5 authorizes S3 calls against the object's ARN but every SSM call
+against the resource `*` (moto/core/responses.py call_action: only a response
+class with `_determine_resource` names one). Here SSM's parameter reads name
+the parameter's ARN, as AWS's authorization reference defines the resource of
+GetParameter and GetParameters; moto's own policy evaluator decides.
 """
 
 import base64
@@ -19,6 +27,7 @@ import sys
 MODE, DIR = sys.argv[1], sys.argv[2]
 if MODE == "iam":
     os.environ["INITIAL_NO_AUTH_ACTION_COUNT"] = "4"
+    os.environ["MOTO_IAM_LOAD_MANAGED_POLICIES"] = "true"
 os.environ.update({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"})
 for k in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):
     os.environ.pop(k, None)
@@ -26,6 +35,19 @@ for k in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):
 import boto3  # noqa: E402
 from botocore.exceptions import ClientError  # noqa: E402
 from moto.server import ThreadedMotoServer  # noqa: E402
+from moto.ssm.responses import SimpleSystemManagerResponse  # noqa: E402
+
+
+def _parameter_resource(self):
+    """The ARN a parameter read is authorized against (one name; several: `*`, as before)."""
+    names = [self._get_param("Name")] if self._get_action() == "GetParameter" else []
+    if len(names) != 1 or not names[0]:
+        return "*"
+    name = names[0].split(":")[0]
+    return "arn:aws:ssm:%s:%s:parameter%s" % (self.region, self.current_account, name if name.startswith("/") else "/" + name)
+
+
+SimpleSystemManagerResponse._determine_resource = _parameter_resource  # noqa: SLF001 - see the docstring
 
 server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
 server.start()
@@ -98,29 +120,74 @@ def iam():
     s3.create_bucket(Bucket=bucket)
     for key in ("bundles/base/x.tar", "runs/old/stdout", "other/secret.txt"):
         s3.put_object(Bucket=bucket, Key=key, Body=b"x")
-    policy = read("policy.json").decode().replace("BUCKET_ARN", "arn:aws:s3:::" + bucket).replace("KEY_ARN", "arn:aws:kms:us-east-1:123456789012:key/k")
+    names = json.loads(read("names.json"))
+    ssm = client("ssm", **admin)
+    key_arn = client("kms", **admin).create_key(Description="the stack's key")["KeyMetadata"]["Arn"]
+    own = ssm.put_parameter(Name=names["own"], Value="url = x", Type="SecureString", KeyId=key_arn)
+    ssm.put_parameter(Name=names["otherStack"], Value="url = y", Type="SecureString", KeyId=key_arn)
+    ssm.put_parameter(Name="/app/db-host", Value="db.internal", Type="String")
+    ssm.create_document(Content=read("document.json").decode(), Name="hostguard-test-apply", DocumentType="Command", DocumentFormat="JSON")
+    parameter_arn = "arn:aws:ssm:us-east-1:123456789012:parameter" + names["own"]
+    policy = (
+        read("policy.json").decode()
+        .replace("BUCKET_ARN", "arn:aws:s3:::" + bucket)
+        .replace("PARAMETER_ARN", parameter_arn)
+        .replace("KEY_ARN", key_arn)
+    )
     # Stands in for EC2's assumption of the instance role (moto cannot evaluate a Service-only trust).
     trust = json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": admin_arn}, "Action": "sts:AssumeRole"}]})
     role = iam_.create_role(RoleName="hostguard-host", AssumeRolePolicyDocument=trust)["Role"]
     iam_.put_role_policy(RoleName="hostguard-host", PolicyName="hostguard", PolicyDocument=policy)
-    c = sts.assume_role(RoleArn=role["Arn"], RoleSessionName="i-test")["Credentials"]
-    host = client("s3", aws_access_key_id=c["AccessKeyId"], aws_secret_access_key=c["SecretAccessKey"], aws_session_token=c["SessionToken"])
+    # The control: the role as it was, AWS's managed policy for the agent beside the stack's grants.
+    control = iam_.create_role(RoleName="managed-core", AssumeRolePolicyDocument=trust)["Role"]
+    iam_.attach_role_policy(RoleName="managed-core", PolicyArn="arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore")
+
+    def session(role_arn):
+        c = sts.assume_role(RoleArn=role_arn, RoleSessionName="i-test")["Credentials"]
+        return {"aws_access_key_id": c["AccessKeyId"], "aws_secret_access_key": c["SecretAccessKey"], "aws_session_token": c["SessionToken"]}
+
+    host_creds = session(role["Arn"])
+    host, host_ssm = client("s3", **host_creds), client("ssm", **host_creds)
+    control_ssm = client("ssm", **session(control["Arn"]))
 
     def verdict(call, **kw):
         try:
-            call(Bucket=bucket, **kw)
+            call(**kw)
             return "allowed"
         except ClientError as exc:
-            return exc.response["Error"]["Code"]
+            # moto's SSM answers a refusal in a body botocore does not parse: the code is then the status.
+            error = exc.response["Error"]
+            if error["Code"] == "AccessDenied" or (error["Code"] == "403" and "is not authorized to perform" in str(exc.response)):
+                return "AccessDenied"
+            return error["Code"] + " " + str(error.get("Message", ""))[:200]
+
+    def reads(ssm_client):
+        return {
+            "own SecureString": verdict(ssm_client.get_parameter, Name=names["own"], WithDecryption=True),
+            "own SecureString, the version the association names": verdict(
+                ssm_client.get_parameter, Name="%s:%d" % (names["own"], own["Version"]), WithDecryption=True
+            ),
+            "another stack's SecureString": verdict(ssm_client.get_parameter, Name=names["otherStack"], WithDecryption=True),
+            "an unrelated String": verdict(ssm_client.get_parameter, Name="/app/db-host"),
+        }
 
     return {
-        "GetObject bundles/base/x.tar": verdict(host.get_object, Key="bundles/base/x.tar"),
-        "GetObject runs/old/stdout": verdict(host.get_object, Key="runs/old/stdout"),
-        "GetObject other/secret.txt": verdict(host.get_object, Key="other/secret.txt"),
-        "PutObject runs/i-test/stdout": verdict(host.put_object, Key="runs/i-test/stdout", Body=b"out"),
-        "PutObject bundles/base/x.tar": verdict(host.put_object, Key="bundles/base/x.tar", Body=b"evil"),
-        "DeleteObject bundles/base/x.tar": verdict(host.delete_object, Key="bundles/base/x.tar"),
-        "ListObjectsV2": verdict(host.list_objects_v2),
+        "s3": {
+            "GetObject bundles/base/x.tar": verdict(host.get_object, Bucket=bucket, Key="bundles/base/x.tar"),
+            "GetObject runs/old/stdout": verdict(host.get_object, Bucket=bucket, Key="runs/old/stdout"),
+            "GetObject other/secret.txt": verdict(host.get_object, Bucket=bucket, Key="other/secret.txt"),
+            "PutObject runs/i-test/stdout": verdict(host.put_object, Bucket=bucket, Key="runs/i-test/stdout", Body=b"out"),
+            "PutObject bundles/base/x.tar": verdict(host.put_object, Bucket=bucket, Key="bundles/base/x.tar", Body=b"evil"),
+            "DeleteObject bundles/base/x.tar": verdict(host.delete_object, Bucket=bucket, Key="bundles/base/x.tar"),
+            "ListObjectsV2": verdict(host.list_objects_v2, Bucket=bucket),
+        },
+        "ssm": reads(host_ssm),
+        "ssmWithManagedCore": reads(control_ssm),
+        # What the agent reads of the association's document (GetDocument, DescribeDocument) stays allowed.
+        "agent": {
+            "GetDocument": verdict(host_ssm.get_document, Name="hostguard-test-apply"),
+            "DescribeDocument": verdict(host_ssm.describe_document, Name="hostguard-test-apply"),
+        },
     }
 
 

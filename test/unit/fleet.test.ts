@@ -10,7 +10,7 @@ import { before, describe, it } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
 import { ConfigError, configWarnings, SECRET_KEYS, validateConfig, type RawConfig } from "../../components/config";
 import { sha256, type PayloadFile } from "../../components/bundles";
-import { DOCUMENT_PARAMETERS, STEP_SOURCE } from "../../components/ssmDocument";
+import { DOCUMENT_PARAMETERS, SSM_AGENT_ACTIONS, STEP_SOURCE } from "../../components/ssmDocument";
 import { buildStack, type StackOutputs } from "../../components/stack";
 
 const SENTINEL = "https://hooks.example.test/services/T0/B0/SENTINEL-fleet-77";
@@ -85,7 +85,6 @@ describe("delivery ssm: the fleet's resources", () => {
             "aws:iam/policy:Policy hostguard-fleet-host-grants",
             "aws:iam/role:Role hostguard-fleet-host",
             "aws:iam/rolePolicy:RolePolicy hostguard-fleet-host",
-            "aws:iam/rolePolicyAttachment:RolePolicyAttachment hostguard-fleet-host-ssm-core",
             "aws:kms/alias:Alias hostguard-fleet-webhook",
             "aws:kms/key:Key hostguard-fleet-webhook",
             "aws:s3/bucket:Bucket hostguard-fleet-bundles",
@@ -108,7 +107,7 @@ describe("delivery ssm: the fleet's resources", () => {
         assert.deepEqual([block.blockPublicAcls, block.blockPublicPolicy, block.ignorePublicAcls, block.restrictPublicBuckets], [true, true, true, true]);
         assert.equal(one(resources, "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration").inputs.rules[0].applyServerSideEncryptionByDefault.sseAlgorithm, "AES256");
         assert.ok(!resources.some((r) => r.type.includes("Versioning")), "no versioning: a replaced bundle is really gone");
-        assert.equal(one(resources, "aws:iam/rolePolicyAttachment:RolePolicyAttachment").inputs.policyArn, "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore");
+        assert.ok(!resources.some((r) => r.type.includes("rolePolicyAttachment")), "no managed policy: the role holds the stack's grants only");
     });
 
     it("bundle objects are content-addressed: bundles/<part>/<sha256 of the tar>.tar, with S3's SHA-256 checksum", async () => {
@@ -176,17 +175,20 @@ describe("delivery ssm: the fleet's resources", () => {
         assert.deepEqual([p.name, p.type, p.keyId], ["/hostguard/test/webhook", "SecureString", "arn:aws:kms:eu-west-1:123456789012:key/k-1"]);
     });
 
-    it("the hosts' grants name only this stack's bucket prefixes and parameters; decrypt only via SSM; the same as a policy", async () => {
+    it("the hosts' grants: the agent's own calls, this stack's bucket prefixes and parameter; decrypt only via SSM; the same as a policy", async () => {
         const { resources } = await build(FLEET);
         const inline = JSON.parse(one(resources, "aws:iam/rolePolicy:RolePolicy").inputs.policy);
         assert.equal(JSON.stringify(inline), JSON.stringify(JSON.parse(one(resources, "aws:iam/policy:Policy").inputs.policy)));
         assert.deepEqual(inline.Statement.map((s: any) => [s.Effect, s.Action, s.Resource]), [
+            ["Allow", [...SSM_AGENT_ACTIONS], "*"],
             ["Allow", "s3:GetObject", `arn:aws:s3:::${BUCKET}/bundles/*`],
             ["Allow", "s3:PutObject", `arn:aws:s3:::${BUCKET}/runs/*`],
-            ["Allow", "ssm:GetParameter", "arn:aws:ssm:*:*:parameter/hostguard/test/*"],
+            ["Allow", "ssm:GetParameter", "arn:aws:ssm:eu-west-1:123456789012:parameter/hostguard/test/webhook"],
             ["Allow", "kms:Decrypt", "arn:aws:kms:eu-west-1:123456789012:key/k-1"],
         ]);
-        assert.deepEqual(inline.Statement[3].Condition, { StringLike: { "kms:ViaService": "ssm.*.amazonaws.com" } });
+        // Nothing on `*` reads data: no parameter read, no S3, no KMS.
+        assert.ok(SSM_AGENT_ACTIONS.every((a) => !/^ssm:GetParameters?$|^s3:|^kms:/.test(a)), SSM_AGENT_ACTIONS.join(" "));
+        assert.deepEqual(inline.Statement[4].Condition, { StringLike: { "kms:ViaService": "ssm.*.amazonaws.com" } });
         assert.deepEqual(JSON.parse(one(resources, "aws:iam/role:Role").inputs.assumeRolePolicy).Statement[0].Principal, { Service: "ec2.amazonaws.com" });
     });
 });

@@ -55,8 +55,7 @@ fleet_moto_start() {
   venv="$(fleet_venv)"
   [[ -x "${venv}/bin/moto_server" ]] || fail "no moto_server in ${venv} (source tools/setup.bash && hg_setup_moto)"
   ip -n "$(lan_netns)" addr add 169.254.169.254/32 dev br0 || fail "could not give the lan 169.254.169.254"
-  # AWS's managed policies (AmazonSSMManagedInstanceCore), as in a real account.
-  MOTO_IAM_LOAD_MANAGED_POLICIES=true lan_exec "${venv}/bin/moto_server" -H 0.0.0.0 -p 80 >"${E2E_LOG_DIR}/16-moto.log" 2>&1 &
+  lan_exec "${venv}/bin/moto_server" -H 0.0.0.0 -p 80 >"${E2E_LOG_DIR}/16-moto.log" 2>&1 &
   FLEET_MOTO_PID=$!
   for ((i = 0; i < 300; i++)); do
     curl -sS -o /dev/null --max-time 1 "http://$(lan_addr)/moto-api/" 2>/dev/null && return 0

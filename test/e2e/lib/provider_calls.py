@@ -54,7 +54,6 @@ KNOWN = {
     "aws:kms/alias:Alias",
     "aws:ssm/parameter:Parameter",
     "aws:iam/role:Role",
-    "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
     "aws:iam/rolePolicy:RolePolicy",
     "aws:iam/instanceProfile:InstanceProfile",
     "aws:iam/policy:Policy",
@@ -143,9 +142,6 @@ def apply_iam(res: list[dict[str, Any]]) -> None:
         iam.add_role_to_instance_profile(InstanceProfileName=profile, RoleName=name)
         grants = one(res, "aws:iam/policy:Policy")
         iam.create_policy(PolicyName=physical(grants), PolicyDocument=grants["inputs"]["policy"])
-    for attachment in by_type(res, "aws:iam/rolePolicyAttachment:RolePolicyAttachment"):
-        # moto knows AWS's managed policies (AmazonSSMManagedInstanceCore among them).
-        iam.attach_role_policy(RoleName=name, PolicyArn=attachment["inputs"]["policyArn"])
     inline = one(res, "aws:iam/rolePolicy:RolePolicy")
     iam.put_role_policy(RoleName=name, PolicyName=physical(inline), PolicyDocument=inline["inputs"]["policy"])
 
