@@ -126,8 +126,33 @@ def as_sent(settings: Settings, message: Message, text: str, channel: str | None
 # ---- one message --------------------------------------------------------------
 
 
-def _deliver(settings: Settings, spool: Spool, message: Message, hook: Hook, deadline: float) -> int:
-    """Posts one claimed MESSAGE until delivered, refused, or out of attempts or budget."""
+def split(text: str, limit: int) -> tuple[str, str]:
+    """TEXT's first piece of at most LIMIT characters, ended at a seam of its merged parts (a blank
+    line), else at a line's end, else at LIMIT; and the rest."""
+    for seam in ("\n\n", "\n"):
+        at = text.rfind(seam, 0, limit + 1)
+        if at > 0:
+            return text[:at], text[at + len(seam) :]
+    return text[:limit], text[limit:]
+
+
+def _deliver_merged(settings: Settings, spool: Spool, message: Message, hook: Hook, deadline: float, limit: int) -> int:
+    """Posts a claimed MESSAGE; one merged from parts and longer than LIMIT goes in pieces within it,
+    the rest kept in the spool as each piece is delivered: nothing of it is cut away unsent."""
+    while message.parts > 1 and len(message.text) > limit:
+        head, rest = split(message.text, limit)
+        result = _deliver(settings, spool, message._replace(text=head), hook, deadline, rest)
+        if result != _DELIVERED:
+            return result
+        message = message._replace(text=rest)
+    return _deliver(settings, spool, message, hook, deadline)
+
+
+def _deliver(
+    settings: Settings, spool: Spool, message: Message, hook: Hook, deadline: float, rest: str | None = None
+) -> int:
+    """Posts one claimed MESSAGE (with REST: a piece of it, REST kept) until delivered, refused, or out of
+    attempts or budget."""
     name = name_of(message.id)
     channel = message.channel
     channel_retried = False
@@ -140,6 +165,10 @@ def _deliver(settings: Settings, spool: Spool, message: Message, hook: Hook, dea
             break
         text, dropped = with_dropped_note(hook, message.text, spool.dropped())
         answer = post(spool, hook, as_sent(settings, message, text, channel), min(left, settings.notify_max_time))
+        if answer.kind == chat.DELIVERED and rest is not None:
+            spool.delivered_piece(message.id, rest, dropped)
+            log.info(f"delivered a piece of {name} (attempt {attempt}); {len(rest)} characters of it left")
+            return _DELIVERED
         if answer.kind == chat.DELIVERED:
             _acknowledge(spool, hook, message.id, dropped, attempt, answer)
             return _DELIVERED
@@ -208,7 +237,8 @@ def _flush_locked(settings: Settings, spool: Spool, hook: Hook, deadline: float)
         return EX_NOPERM
     probing = plan == PROBE
     # A burst of ban-tool messages merged within three quarters of what the format shows: room for the
-    # dropped note and for JSON's escapes where the limit is in bytes (Teams), so no ban is cut off.
+    # dropped note and for JSON's escapes where the limit is in bytes (Teams), so no ban is cut off;
+    # alerts merged at the spool's bound (whatever the format) go in pieces within it.
     merge_chars = min(MERGE_CHARS, formats.FORMATS[hook.format].text_limit * 3 // 4)
     while True:
         message = spool.claim_next(merge_chars)
@@ -219,7 +249,7 @@ def _flush_locked(settings: Settings, spool: Spool, hook: Hook, deadline: float)
             spool.delivered(message.id)  # not an answer of the webhook: a probe goes on with the next
             log.info(f"{name_of(message.id)}: not sent: {hook.format} gets no ban-tool notice (a ban never resolves)")
             continue
-        result = _deliver(settings, spool, message, hook, deadline)
+        result = _deliver_merged(settings, spool, message, hook, deadline, merge_chars)
         if result == _REFUSED:
             return EX_NOPERM
         if result == _LEFT:

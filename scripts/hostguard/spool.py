@@ -273,6 +273,15 @@ class Spool:
                 self._set_state(db, "dropped", str(left))
             self._set_state(db, "last_delivery", f"{time.strftime('%Y-%m-%d %H:%M:%S')} {name_of(message_id)}")
 
+    def delivered_piece(self, message_id: int, rest: str, dropped_announced: int = 0) -> None:
+        """Keeps only REST of a merged message whose first piece was delivered (it stays claimed)."""
+        with self._transaction() as db:
+            db.execute("UPDATE message SET text = ? WHERE id = ?", (rest, message_id))
+            if dropped_announced:
+                left = max(0, self._state_int(db, "dropped") - dropped_announced)
+                self._set_state(db, "dropped", str(left))
+            self._set_state(db, "last_delivery", f"{time.strftime('%Y-%m-%d %H:%M:%S')} {name_of(message_id)}")
+
     def release(self, message_id: int) -> None:
         """Puts a claimed message back (a transient failure); its queue bounded again."""
         with self._transaction() as db:

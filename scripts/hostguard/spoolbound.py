@@ -71,7 +71,8 @@ def bound(db: sqlite3.Connection, queue: int, spool_max: int) -> int:
         count, size = waiting(db, queue)
     if merged or cut:
         how = f"merged {merged + 1} of the oldest alerts into fewer messages" if merged else ""
-        how += (" and " if how else "") + (f"cut {cut + 1} of the oldest alerts (each cut marked)" if cut else "")
+        if cut:
+            how += (" and " if how else "") + f"cut {cut + 1} of the oldest alerts (each cut marked)"
         log.warn(
             f"spool over its bound (NOTIFY_SPOOL_MAX={spool_max}, {BYTES_MAX} bytes): {how};"
             " alerts are never dropped whole"

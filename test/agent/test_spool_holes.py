@@ -6,10 +6,12 @@ nginx's list."""
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
 from pathlib import Path
+from urllib.parse import parse_qs
 
 import pytest
 
@@ -211,3 +213,57 @@ def test_ban_tool_notices_merged_in_a_burst_stay_notices(tmp_path: Path) -> None
     merged = box.claim_next()
     assert merged is not None and merged.parts == spoolbound.BURST
     assert merged.identity == Identity("web-1", BANTOOL, "ban j0", 0, NOTICE)
+
+
+@pytest.mark.parametrize("fmt", ["discord", "pagerduty", "googlechat", "mattermost", "teams"])
+def test_alerts_merged_at_the_bound_are_posted_whole_within_the_formats_limit(
+    root: Path, monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    """Issue 43 item 4: alerts merged at the bound (30,000 characters whatever the format) were cut
+    at Discord's 2,000 and recorded as delivered. Each alert now reaches the service whole, in pieces
+    within the format's limit, and only then is the message delivered."""
+    shown: list[str] = []
+    limit = formats.FORMATS[fmt].text_limit
+
+    def send(hook: webhook.Hook, message: formats.Message, _timeout: float) -> chat.Answer:
+        body = formats.request(fmt, hook.url, hook.key, message).body
+        assert len(body) < 2 * limit + 2000
+        shown.append(body.decode("utf-8"))
+        return chat.Answer(chat.DELIVERED, "HTTP 200 ok", 200, "ok")
+
+    hook = webhook.Hook("https://hook.test/x", "id", None, fmt, "k" * 32 if fmt == "pagerduty" else "")
+    monkeypatch.setattr(delivery, "load_hook", lambda _settings: hook)
+    monkeypatch.setattr(delivery, "send", send)
+    monkeypatch.setattr(delivery, "pace", lambda *_args: None)
+    box = Spool(1)
+    alerts = [f"[Server Alert] alert {i:02d}: " + "disk /var 99% full. " * 14 for i in range(20)]
+    ids = [
+        box.enqueue(text, None, ALERTS, Identity("web-1", "host", f"disk{i}", 1000, FIRING))
+        for i, text in enumerate(alerts)
+    ]
+    assert box.pending() == 1, "the bound merged them into one message"
+    assert delivery.flush(settings.parse("", "hostguard.conf"), box) == 0
+    assert "cut:" not in "".join(shown), "a piece was cut by the format"
+    for text in alerts:
+        assert sum(json_text(body).count(text) for body in shown) == 1, f"{text[:20]} not posted once, whole"
+    assert [box.outcome(i) for i in ids] == ["delivered"] * 20
+
+
+def json_text(body: str) -> str:
+    """The text in a request body, whatever the format: every string in its JSON (Slack's form decoded)."""
+    if body.startswith("payload="):
+        body = parse_qs(body)["payload"][0]
+    found: list[str] = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk(json.loads(body))
+    return "\n".join(found)
