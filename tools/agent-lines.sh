@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)/scripts"
 
-readonly -a INSTALLER_ONLY=(installer txnstore safepath userio webedit nginxconf properties programs services)
+readonly -a INSTALLER_ONLY=(installer txnstore safepath userio webedit nginxconf properties programs services sshjournal)
 installer=(install)
 for module in "${INSTALLER_ONLY[@]}"; do
   [[ -f "hostguard/${module}.py" ]] && installer+=("hostguard/${module}.py")

@@ -27,7 +27,20 @@ import sys
 import time
 from types import FrameType
 
-from . import formats, log, paths, programs, properties, runtime_files, safepath, services, txnstore, userio, webedit
+from . import (
+    formats,
+    log,
+    paths,
+    programs,
+    properties,
+    runtime_files,
+    safepath,
+    services,
+    sshjournal,
+    txnstore,
+    userio,
+    webedit,
+)
 from .atomicfile import write_all
 from .errors import EX_USAGE, HostguardError
 from .format_table import FORMAT_LINE_RE, ROUTING_KEY_LINE_RE
@@ -663,9 +676,9 @@ class Installer:
                          f"appended a final document {key}=false to {c.real}; restart the application to apply"
                          " it")  # fmt: skip
 
-    def services_apply(self, part: str) -> None:
+    def services_apply(self, part: str, undoing: bool = False) -> None:
         if self.changed and part in SERVICE:
-            services.apply(SERVICE[part], self.root)
+            services.apply(SERVICE[part], self.root, undoing)
 
     def install_part(self, part: str) -> None:
         assert self.settings is not None
@@ -683,6 +696,8 @@ class Installer:
         for src, dest, mode in self.part_files(part):
             with open(self.source_file(src, dest), "rb") as f:
                 self.install_file(f.read(), dest, mode)
+        if part == "bantool" and (self.find("file", sshjournal.DROPIN) or sshjournal.needed(self.root)):
+            self.install_file(sshjournal.CONTENT, sshjournal.DROPIN, 0o644)  # kept once placed, until uninstall
         self.remove_dropped(part)
         if part == "monitors":
             self.monitor_logs()
@@ -697,7 +712,7 @@ class Installer:
     def remove_dropped(self, part: str) -> None:
         """Files an earlier install of PART placed that its table no longer lists: undone as uninstall does
         (a URL file set-webhook wrote, kept without a hash, is no row and stays)."""
-        listed = {dest for _, dest, _ in self.part_files(part)}
+        listed = {dest for _, dest, _ in self.part_files(part)} | ({sshjournal.DROPIN} if part == "bantool" else set())
         for rec in list(self.m.values())[::-1]:
             if rec.path in listed or rec.kind not in ("file", "backup") or (rec.kind, rec.a) == ("file", "-"):
                 continue
@@ -744,7 +759,7 @@ class Installer:
                 self.undo_record(rec)
                 self.step(drop=[rec.id])
         self.remove_runtime_files()
-        self.services_apply(part)
+        self.services_apply(part, undoing=True)
         self.commit()
         # The part's directories, deepest first, when empty.
         for rec in [r for r in self.m.values() if r.kind == "dir"][::-1]:
