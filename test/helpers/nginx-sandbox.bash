@@ -11,7 +11,8 @@
 #       DIR/www, with four servers on free loopback ports whose locations
 #       could skip a location-based rule: PLAIN (the snippet first), STATIC (`location ^~ /static/`), PHP (`location ~
 #       \.php$` and its own `location /.well-known/` before the snippet) and
-#       HTTPS (ssl, self-signed certificate made here); sets NGINX_PORTS
+#       HTTPS (ssl, self-signed certificate made here), and RAW (a site with
+#       `merge_slashes off`: $uri keeps every slash); sets NGINX_PORTS
 #       (name -> port) and NGINX_PORT (PLAIN)
 #   nginx_sandbox_test               `nginx -t` on that config
 #   nginx_sandbox_start              starts it, waits (at most 10 s) until it answers
@@ -66,7 +67,7 @@ nginx_sandbox_write_sites() {
   NGINX_DIR="${dir}"
   NGINX_ACCESS_LOG="${dir}/logs/access.log"
   declare -gA NGINX_PORTS=()
-  for name in PLAIN STATIC PHP HTTPS; do
+  for name in PLAIN STATIC PHP HTTPS RAW; do
     NGINX_PORTS[${name}]="$(nginx_free_port)"
   done
   NGINX_PORT="${NGINX_PORTS[PLAIN]}"
@@ -121,6 +122,16 @@ $(nginx_sandbox_http_head "${dir}")
             try_files \$uri =404;
         }
         location / {
+            try_files \$uri \$uri/ =404;
+        }
+    }
+    server {
+        listen 127.0.0.1:${NGINX_PORTS[RAW]};
+        merge_slashes off;
+        root ${dir}/www;
+        include ${snippet};
+        location / {
+            include ${snippet};
             try_files \$uri \$uri/ =404;
         }
     }
