@@ -4,8 +4,11 @@
 // has checkpointed what destroy restores before the first EC2 change is sent,
 // and a killed `up` (kill -9, a cancelled job) cannot lose it. The enforcing
 // resource makes the group's inbound rules exactly hostguard's and puts the
-// recorded ones back on destroy. Preview refuses a group that
-// also sits on a server outside the stack, and any other group on any
+// recorded ones back on destroy; the record's own delete does the same when
+// the enforcing resource is not in the state (its create was pending when the
+// up was killed or cancelled). Preview refuses a group that
+// also sits on a server outside the stack (a host just removed from the stack
+// is a warning), and any other group on any
 // interface of the stack's instances that lets more than TCP 443 in from
 // anywhere (hostExposure.ts). The EC2 work is in ec2Reconcile.ts;
 // this file only maps Pulumi's create/read/diff/update/delete onto it.
@@ -34,6 +37,15 @@ export interface AdoptedGroupState {
     stackInstanceIds: string[];
     /** hostguard:sharedSecurityGroupInstances. */
     sharedInstances: string[];
+    /**
+     * Set by check: instances that were hosts of the stack (an earlier
+     * stackInstanceIds) and still carry the group. Removing a host leaves its
+     * server with the group, so its inbound rules stay hostguard's: preview
+     * warns, naming the instance and how to take the group off, and does not
+     * refuse it as a server outside the stack. One that no longer carries the
+     * group drops out (put back by hand, it is refused like any other).
+     */
+    removedInstances?: string[];
     /** Set by check (shown by preview): per stack instance, what it lets in from anywhere after the change, every group of every interface counted. */
     worldReachable?: Record<string, string[]>;
     /** The group's inbound rules before the first up (what destroy restores): the record's output. */
@@ -51,10 +63,23 @@ function byKey(atoms: RuleAtom[]): Record<string, RuleAtom> {
 
 const client = (s: AdoptedGroupState) => ec2.ec2Client(s.region, s.profile);
 
-/** The guard: "" when no interface outside the stack (and not accepted) carries the group. */
-async function guardRefusal(s: AdoptedGroupState): Promise<string> {
+/**
+ * The guard: `refusal` is "" when no interface outside the stack (and not
+ * accepted) carries the group. FORMER are instances that were hosts of the
+ * stack: those still carrying the group are `removed` (not refused), each
+ * with a `warnings` line.
+ */
+async function guard(s: AdoptedGroupState, former: string[]): Promise<{ refusal: string; removed: string[]; warnings: string[] }> {
     const users = await ec2.interfacesCarrying(client(s), s.groupId);
-    return ec2.sharedGroupRefusal(s.groupId, ec2.foreignUsers(users, s.stackInstanceIds ?? [], s.sharedInstances ?? []), SHARED_INSTANCES_KEY);
+    const stack = s.stackInstanceIds ?? [];
+    const kept = users.filter((u) => u.instanceId !== undefined && former.includes(u.instanceId) && !stack.includes(u.instanceId));
+    const removed = [...new Set(kept.map((u) => u.instanceId as string))].sort();
+    const warnings = kept.map((u) => `hostguard: warning: instance ${u.instanceId} is no longer a host of this stack (removed from hostguard:hosts) `
+        + `but its interface ${u.networkInterfaceId} still carries the adopted group ${s.groupId}, so its inbound rules stay hostguard's. `
+        + `To give that server other rules, take the group off it: \`aws ec2 modify-network-interface-attribute --network-interface-id ${u.networkInterfaceId} `
+        + `--groups sg-...\` (its other groups), or set hostguard:securityGroupId elsewhere.`);
+    const refusal = ec2.sharedGroupRefusal(s.groupId, ec2.foreignUsers(users, stack, [...(s.sharedInstances ?? []), ...removed]), SHARED_INSTANCES_KEY);
+    return { refusal, removed, warnings };
 }
 
 /**
@@ -94,15 +119,19 @@ function keepState(e: unknown, id: string, props: AdoptedGroupState): never {
 }
 
 export const adoptedGroupProvider: pulumi.dynamic.ResourceProvider = {
-    async check(_olds: AdoptedGroupState, news: AdoptedGroupState) {
+    async check(olds: AdoptedGroupState, news: AdoptedGroupState) {
         // Unknown until the group exists (never the case for a configured id).
         const failures: pulumi.dynamic.CheckFailure[] = [];
         if (/^sg-/.test(String(news.groupId))) {
             try {
-                const refusal = await guardRefusal(news);
-                if (refusal) {
-                    failures.push({ property: "groupId", reason: refusal });
+                // The hosts the user removed (this time or before) still carry the group: a warning, not a refusal.
+                const former = olds?.groupId === news.groupId ? [...(olds.removedInstances ?? []), ...(olds.stackInstanceIds ?? [])] : [];
+                const g = await guard(news, former);
+                if (g.refusal) {
+                    failures.push({ property: "groupId", reason: g.refusal });
                 }
+                g.warnings.forEach((w) => console.warn(w));
+                news = { ...news, removedInstances: g.removed };
             } catch (e) {
                 throw new Error(`listing the network interfaces that carry ${news.groupId} failed (region ${news.region}): ${(e as Error).message}`);
             }
@@ -123,7 +152,8 @@ export const adoptedGroupProvider: pulumi.dynamic.ResourceProvider = {
         // Drift is read live, so a plain preview plans it (no --refresh needed).
         const live = replaces.length > 0 ? null : await ec2.findIngress(client(news), news.groupId);
         const drift = !ec2.sameAtoms(live ?? Object.values(olds.actual ?? {}), ec2.wantedAtoms(news.ingress));
-        const guardInputs = !sameList(olds.stackInstanceIds, news.stackInstanceIds) || !sameList(olds.sharedInstances, news.sharedInstances);
+        const guardInputs = !sameList(olds.stackInstanceIds, news.stackInstanceIds) || !sameList(olds.sharedInstances, news.sharedInstances)
+            || !sameList(olds.removedInstances, news.removedInstances);
         return { changes: replaces.length > 0 || drift || guardInputs || olds.profile !== news.profile, replaces, deleteBeforeReplace: true };
     },
 
@@ -156,37 +186,58 @@ export const adoptedGroupProvider: pulumi.dynamic.ResourceProvider = {
     },
 
     async delete(_id: string, props: AdoptedGroupState) {
-        const r = await ec2.restoreIngress(client(props), props.groupId, props.original);
-        if (r === null) {
-            console.warn(`hostguard: security group ${props.groupId} no longer exists; nothing to restore`);
-        } else if (r.skipped.length > 0) {
-            console.warn(`hostguard: not restored on ${props.groupId} (the group they reference no longer exists): ${r.skipped.map(exposure.ruleText).join(", ")}`);
-        }
+        await restoreRecorded(props, props.original, false);
     },
 };
 
-/** The record: the group's inbound rules before hostguard's first change, and hostguard's rules to refuse a group already changed. */
+/**
+ * Puts the group's inbound rules back to ORIGINAL and says on the provider's
+ * output what could not be put back. QUIET_UNLESS_CHANGED: the record's
+ * delete after the enforcing resource's, which already restored and warned:
+ * it says something only when it had to change the group itself.
+ */
+async function restoreRecorded(s: { region: string; profile?: string; groupId: string }, original: RuleAtom[], quietUnlessChanged: boolean): Promise<void> {
+    const r = await ec2.restoreIngress(client(s as AdoptedGroupState), s.groupId, original);
+    if (r === null) {
+        console.warn(`hostguard: security group ${s.groupId} no longer exists; its recorded inbound rules were not restored`);
+        return;
+    }
+    const changed = r.revoked.length + r.authorized.length + r.described.length > 0;
+    if (changed && quietUnlessChanged) {
+        console.warn(`hostguard: security group ${s.groupId} was still changed by hostguard (an up stopped before the change was in the state): its recorded inbound rules are back`);
+    }
+    if (r.skipped.length > 0 && (changed || !quietUnlessChanged)) {
+        console.warn(`hostguard: not restored on ${s.groupId} (the group they reference no longer exists): ${r.skipped.map(exposure.ruleText).join(", ")}`);
+    }
+}
+
+/** The record: the group's inbound rules before hostguard's first change (what destroy restores). */
 export interface AdoptedGroupRecordState {
     kind: string;
     region: string;
     profile?: string;
     groupId: string;
-    /** hostguard's rules: a group that already has exactly these is refused (its original is lost). */
-    ingress: WantedRule[];
-    /** Output: the inbound rules as first read. */
+    /** Output: the inbound rules as first read (refused when they hold hostguard's: recordRefusal). */
     original?: RuleAtom[];
 }
 
-/** Why ORIGINAL cannot be what destroy restores, or "". */
-export function recordRefusal(groupId: string, original: RuleAtom[], ingress: WantedRule[]): string {
-    // Descriptions included: hostguard's own words are the sign of its own change.
-    if (original.length === 0 || !ec2.sameAtoms(original, ec2.wantedAtoms(ingress))) {
+/**
+ * Why ORIGINAL cannot be what destroy restores, or "": it holds a rule with
+ * one of hostguard's descriptions (whatever its source: another stack's
+ * rules, or a group a hostguard stack created), so it is hostguard's change,
+ * not the group's own rules.
+ */
+export function recordRefusal(groupId: string, original: RuleAtom[]): string {
+    const marked = ec2.hostguardAtoms(original);
+    if (marked.length === 0) {
         return "";
     }
-    return `security group ${groupId} already has exactly hostguard's inbound rules (${original.map(exposure.ruleText).join(", ")}), so its own rules `
-        + "are not known: an earlier up was interrupted before they were recorded, or another stack adopted it. destroy would put hostguard's rules "
-        + "back as the group's own. Set the group's inbound rules back to what they were before hostguard "
-        + "(`aws ec2 revoke-security-group-ingress` / `authorize-security-group-ingress`), then run up again.";
+    return `security group ${groupId} already holds hostguard's inbound rules (${marked.map(exposure.ruleText).join(", ")}), so its own rules `
+        + "are not known: another hostguard stack adopted or created it, or a stack whose state was lost changed it. destroy would put hostguard's rules "
+        + "back as the group's own. If another stack manages it, give this stack's servers a group of their own (or destroy that stack first); "
+        + "otherwise set the group's inbound rules back to what they were before hostguard "
+        + "(`aws ec2 revoke-security-group-ingress` / `authorize-security-group-ingress`; a rule of yours with one of these descriptions: "
+        + "`aws ec2 update-security-group-rule-descriptions-ingress`), then run up again.";
 }
 
 /**
@@ -202,7 +253,7 @@ export const adoptedGroupRecordProvider: pulumi.dynamic.ResourceProvider = {
 
     async create(inputs: AdoptedGroupRecordState) {
         const original = await ec2.describeIngress(client(inputs as AdoptedGroupState), inputs.groupId);
-        const refusal = recordRefusal(inputs.groupId, original, inputs.ingress);
+        const refusal = recordRefusal(inputs.groupId, original);
         if (refusal) {
             throw new Error(refusal);
         }
@@ -216,13 +267,25 @@ export const adoptedGroupRecordProvider: pulumi.dynamic.ResourceProvider = {
     async update(_id: string, olds: AdoptedGroupRecordState, news: AdoptedGroupRecordState) {
         return { outs: { ...news, original: olds.original } };
     },
+
+    /**
+     * Reconciles the group to the record. Dependents go first, so after
+     * hostguard-ingress's delete the group already reads as recorded and
+     * nothing is sent. When that resource is not in the state (an up killed
+     * or cancelled while its create was pending: the engine drops a pending
+     * create), this is what puts the original rules back.
+     */
+    async delete(_id: string, props: AdoptedGroupRecordState) {
+        if (props.original !== undefined) {
+            await restoreRecorded(props, props.original, true);
+        }
+    },
 };
 
 export interface AdoptedGroupRecordArgs {
     region: pulumi.Input<string>;
     profile?: pulumi.Input<string>;
     groupId: pulumi.Input<string>;
-    ingress: WantedRule[];
 }
 
 export class AdoptedGroupRecord extends pulumi.dynamic.Resource {

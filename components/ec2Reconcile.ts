@@ -38,6 +38,26 @@ export interface WantedRule {
     securityGroups: string[];
 }
 
+/** The tag on the group hostguard creates (securityGroup.ts); the IAM policy of the create path scopes changes to it. */
+export const HOSTGUARD_TAG = { key: "managed-by", value: "hostguard" } as const;
+
+/**
+ * The descriptions of hostguard's inbound rules (securityGroup.ts's
+ * ingressRules): a group holding one of them, whatever its source, holds
+ * hostguard's change, not a user's original.
+ */
+export const HOSTGUARD_RULE_DESCRIPTIONS = [
+    "HTTPS from anywhere",
+    "application port from the private network",
+    "SSH for deployment from admin networks",
+    "SSH for deployment via the bastion",
+] as const;
+
+/** Of ATOMS, those that carry one of hostguard's descriptions. */
+export function hostguardAtoms(atoms: RuleAtom[]): RuleAtom[] {
+    return atoms.filter((a) => (HOSTGUARD_RULE_DESCRIPTIONS as readonly string[]).includes(a.description ?? ""));
+}
+
 /** The part of an EC2 client used here: `send(command)`. */
 export interface Ec2 {
     send(command: unknown): Promise<any>;
@@ -318,6 +338,25 @@ export async function existingGroups(client: Ec2, groupIds: string[]): Promise<s
         token = out.NextToken;
     } while (token);
     return groupIds.filter((g) => found.has(g));
+}
+
+/** Of GROUP_IDS, the ones tagged as hostguard's (HOSTGUARD_TAG), whichever stack created them. */
+export async function hostguardTagged(client: Ec2, groupIds: string[]): Promise<string[]> {
+    if (groupIds.length === 0) {
+        return [];
+    }
+    const tagged = new Set<string>();
+    let token: string | undefined;
+    do {
+        const out = await client.send(command("DescribeSecurityGroups", { Filters: [{ Name: "group-id", Values: groupIds }], ...(token ? { NextToken: token } : {}) }));
+        for (const g of out.SecurityGroups ?? []) {
+            if ((g.Tags ?? []).some((t: any) => t.Key === HOSTGUARD_TAG.key && t.Value === HOSTGUARD_TAG.value)) {
+                tagged.add(g.GroupId);
+            }
+        }
+        token = out.NextToken;
+    } while (token);
+    return groupIds.filter((g) => tagged.has(g));
 }
 
 export interface ReconcileResult {

@@ -2,8 +2,10 @@
 // The record (InterfaceRecord) only reads the groups of every network
 // interface of the instance; the enforcing one (InterfaceGroups) takes them as
 // an input, so the engine has checkpointed what destroy restores before the
-// first EC2 change is sent, and a killed `up` cannot lose it. The enforcing
-// resource sets EVERY interface (primary, secondary with an Elastic IP, ...)
+// first EC2 change is sent, and a killed `up` cannot lose it (the record's
+// own delete puts the interfaces back when the enforcing resource is not in
+// the state: its create was pending when the up was killed or cancelled).
+// The enforcing resource sets EVERY interface (primary, secondary with an Elastic IP, ...)
 // to exactly hostguard's group plus the groups the user keeps
 // (hostguard:keepSecurityGroupIds) and puts each recorded set back on destroy.
 // Adding a group would not do, nor would the primary interface alone: EC2
@@ -60,14 +62,28 @@ function missingInstance(instanceId: string): Error {
         + "set the server's current instance id or remove it");
 }
 
-/** The interfaces' sets to record, refusing one that already carries hostguard's group. */
-function recordOf(s: InterfaceRecordState, interfaces: ec2.HostInterface[]): Record<string, string[]> {
-    const changed = interfaces.filter((n) => n.groups.includes(s.hostguardGroupId));
+/**
+ * The interfaces' sets to record, refusing one that already carries
+ * hostguard's group: this stack's, or any group tagged as hostguard's
+ * (another stack's, or one left by a stack whose state was lost). Recorded as
+ * an original, it would be put back by this stack's destroy, and the other
+ * stack's destroy would reopen a server this one believes hardened.
+ */
+async function recordOf(c: ec2.Ec2, s: InterfaceRecordState, interfaces: ec2.HostInterface[]): Promise<Record<string, string[]>> {
+    const tagged = await ec2.hostguardTagged(c, [...new Set(interfaces.flatMap((n) => n.groups))]);
+    const marked = (n: ec2.HostInterface) => n.groups.filter((g) => g === s.hostguardGroupId || tagged.includes(g));
+    const changed = interfaces.filter((n) => marked(n).length > 0);
     if (changed.length > 0) {
         const ids = changed.map((n) => n.networkInterfaceId);
-        throw new Error(`network interface ${ids.join(", ")} of instance ${s.instanceId} already carries hostguard's group ${s.hostguardGroupId}, so its own groups `
-            + "are not known (an earlier up was interrupted before they were recorded): destroy would leave hostguard's group on it. Set its groups back to "
-            + `what they were (\`aws ec2 modify-network-interface-attribute --network-interface-id ${ids[0]} --groups sg-...\`), then run up again.`);
+        const groups = [...new Set(changed.flatMap(marked))];
+        const own = groups.every((g) => g === s.hostguardGroupId);
+        throw new Error(`network interface ${ids.join(", ")} of instance ${s.instanceId} already carries `
+            + (own ? `hostguard's group ${s.hostguardGroupId}` : `${groups.join(", ")}, a group a hostguard stack created (tag ${ec2.HOSTGUARD_TAG.key}: ${ec2.HOSTGUARD_TAG.value})`)
+            + ", so its own groups are not known (another hostguard stack manages the server, a stack's state was lost, or an earlier up was interrupted "
+            + "before they were recorded): destroy would leave hostguard's group on it. If another stack manages the server, take its instanceId out of one "
+            + "of the two stacks' hosts; otherwise set its groups back to what they were before hostguard "
+            + `(\`aws ec2 modify-network-interface-attribute --network-interface-id ${ids[0]} --groups sg-...\`)`
+            + `${own ? "" : ` and delete ${groups.join(", ")} if no stack uses it`}, then run up again.`);
     }
     return Object.fromEntries(interfaces.map((n) => [n.networkInterfaceId, n.groups]));
 }
@@ -97,7 +113,8 @@ export const interfaceRecordProvider: pulumi.dynamic.ResourceProvider = {
     },
 
     async create(inputs: InterfaceRecordState) {
-        const originals = recordOf(inputs, await interfacesOf(client(inputs), inputs.instanceId));
+        const c = client(inputs);
+        const originals = await recordOf(c, inputs, await interfacesOf(c, inputs.instanceId));
         return { id: `${inputs.instanceId}/record`, outs: { ...inputs, originals } };
     },
 
@@ -108,8 +125,23 @@ export const interfaceRecordProvider: pulumi.dynamic.ResourceProvider = {
 
     async update(_id: string, olds: InterfaceRecordState, news: InterfaceRecordState) {
         const known = olds.originals ?? {};
-        const added = (await interfacesOf(client(news), news.instanceId)).filter((n) => !(n.networkInterfaceId in known));
-        return { outs: { ...news, originals: { ...known, ...recordOf(news, added) } } };
+        const c = client(news);
+        const added = (await interfacesOf(c, news.instanceId)).filter((n) => !(n.networkInterfaceId in known));
+        return { outs: { ...news, originals: { ...known, ...(await recordOf(c, news, added)) } } };
+    },
+
+    /**
+     * Puts back each recorded interface that still carries hostguard's group.
+     * Dependents go first, so after `<host>-interface-groups`' delete none
+     * does and nothing is sent. When that resource is not in the state (an up
+     * killed or cancelled while its create was pending: the engine drops a
+     * pending create), this is what gives the interfaces their groups back.
+     */
+    async delete(_id: string, props: InterfaceRecordState) {
+        const c = client(props);
+        for (const [eni, groups] of Object.entries(props.originals ?? {})) {
+            await restoreInterface(c, props.instanceId, eni, groups, props.hostguardGroupId);
+        }
     },
 };
 
@@ -230,12 +262,18 @@ export const interfaceGroupsProvider: pulumi.dynamic.ResourceProvider = {
 /**
  * Puts GROUPS back on ENI if it is still on INSTANCE_ID or detached (one moved
  * to another server is left as it is, with a warning). Groups deleted since
- * are left out; when none is left it gets its VPC's default group.
+ * are left out; when none is left it gets its VPC's default group. With
+ * ONLY_IF_CARRYING (the record's delete), an interface that does not carry
+ * that group is left as it is, silently: hostguard's change is not on it.
  */
-async function restoreInterface(c: ec2.Ec2, instanceId: string, eni: string, groups: string[]): Promise<void> {
+async function restoreInterface(c: ec2.Ec2, instanceId: string, eni: string, groups: string[], onlyIfCarrying?: string): Promise<void> {
     const now = await ec2.describeInterface(c, eni);
     if (now === null) {
-        console.warn(`hostguard: network interface ${eni} of ${instanceId} no longer exists; nothing to restore on it`);
+        console.warn(`hostguard: network interface ${eni} of ${instanceId} no longer exists (the instance was terminated, or the interface deleted): `
+            + `its groups before hostguard (${groups.join(", ")}) were not restored`);
+        return;
+    }
+    if (onlyIfCarrying !== undefined && !now.groups.includes(onlyIfCarrying)) {
         return;
     }
     if (now.instanceId !== undefined && now.instanceId !== instanceId) {

@@ -10,7 +10,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { AdoptedGroupIngress, AdoptedGroupRecord } from "./adoptedGroup";
 import { DEFAULT_SECURITY_GROUP_DESCRIPTION } from "./config";
 import { InterfaceGroups, InterfaceRecord } from "./interfaceGroups";
-import type { WantedRule } from "./ec2Reconcile";
+import { HOSTGUARD_RULE_DESCRIPTIONS, HOSTGUARD_TAG, type WantedRule } from "./ec2Reconcile";
 
 export interface SecurityGroupArgs {
     /** Region of the EC2 calls the dynamic resources make (aws:region or AWS_REGION). */
@@ -53,13 +53,15 @@ export function ingressRules(args: Pick<SecurityGroupArgs, "privateCidrs" | "adm
         description, protocol: "tcp", fromPort: port, toPort: port,
         cidrBlocks: v4(cidrs), ipv6CidrBlocks: v6(cidrs), securityGroups: groups,
     });
+    // The descriptions are hostguard's mark: a group recorded as an original must hold none of them (adoptedGroup.ts).
+    const [https, app, sshAdmin, sshBastion] = HOSTGUARD_RULE_DESCRIPTIONS;
     const rules = [
-        rule("HTTPS from anywhere", 443, ["0.0.0.0/0", "::/0"]),
-        rule("application port from the private network", 8080, args.privateCidrs),
+        rule(https, 443, ["0.0.0.0/0", "::/0"]),
+        rule(app, 8080, args.privateCidrs),
     ];
     const bastion = args.bastionSecurityGroupId ? [args.bastionSecurityGroupId] : [];
     if (args.adminCidrs.length > 0 || bastion.length > 0) {
-        rules.push(rule(bastion.length > 0 ? "SSH for deployment via the bastion" : "SSH for deployment from admin networks", 22, args.adminCidrs, bastion));
+        rules.push(rule(bastion.length > 0 ? sshBastion : sshAdmin, 22, args.adminCidrs, bastion));
     }
     return rules;
 }
@@ -83,10 +85,10 @@ export class SecurityGroup extends pulumi.ComponentResource {
         if (args.adoptId !== undefined) {
             // Nothing of @pulumi/aws here: the group exists, and only its inbound
             // rules change (recorded first, restored on destroy). Egress stays as it is.
-            const where = { region: region(), ...(args.profile ? { profile: args.profile } : {}), groupId: args.adoptId, ingress: this.ingress };
+            const where = { region: region(), ...(args.profile ? { profile: args.profile } : {}), groupId: args.adoptId };
             const record = new AdoptedGroupRecord(`${name}-ingress-record`, where, { parent: this });
             const adopted = new AdoptedGroupIngress(`${name}-ingress`, {
-                ...where, stackInstanceIds: hosts.map((h) => h.instanceId), sharedInstances: args.sharedInstances ?? [], original: record.original,
+                ...where, ingress: this.ingress, stackInstanceIds: hosts.map((h) => h.instanceId), sharedInstances: args.sharedInstances ?? [], original: record.original,
             }, { parent: this });
             this.groupId = adopted.id;
             this.interfaceIds = [];
@@ -101,7 +103,8 @@ export class SecurityGroup extends pulumi.ComponentResource {
                 })),
                 // Open egress: the webhook, package mirrors and the chat service need it.
                 egress: [{ description: "all outbound", protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], ipv6CidrBlocks: ["::/0"] }],
-                tags: { "managed-by": "hostguard" },
+                // The mark every stack's record refuses on an interface (interfaceGroups.ts); the IAM policy scopes changes to it.
+                tags: { [HOSTGUARD_TAG.key]: HOSTGUARD_TAG.value },
                 // A named group's replacement (a new description) would clash with the old name: the old one goes first.
             }, { parent: this, ...(args.name ? { deleteBeforeReplace: true } : {}) });
             this.groupId = group.id;

@@ -29,7 +29,7 @@ export interface Step {
 export function adoptStack(groupId: string, ingress: WantedRule[], stackInstanceIds: string[] = []): Step[] {
     const where = { region: REGION, groupId, ingress };
     return [
-        { name: "record", provider: adoptedGroupRecordProvider, inputs: () => ({ kind: ADOPTED_GROUP_RECORD_KIND, ...where }) },
+        { name: "record", provider: adoptedGroupRecordProvider, inputs: () => ({ kind: ADOPTED_GROUP_RECORD_KIND, region: REGION, groupId }) },
         {
             name: "ingress", provider: adoptedGroupProvider,
             inputs: (cp) => ({ kind: ADOPTED_GROUP_KIND, ...where, stackInstanceIds, sharedInstances: [], original: cp.record.outs.original }),
