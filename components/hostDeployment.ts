@@ -100,9 +100,10 @@ export class HostDeployment extends pulumi.ComponentResource {
         };
 
         const base = partCommand("base", []);
-        // With verifyWebhook the same command posts the connectivity test: it runs on the
-        // first set and on each rotation, fails on a permanent refusal (its output, which
-        // never holds the URL, is in the error) and only warns on a transient one.
+        // With verifyWebhook the same command posts the connectivity test to the new webhook
+        // before it takes the old one's place (remoteCommands.ts setWebhookCommand): a refusal,
+        // or a "try later" while the host has a webhook, fails it and the host keeps the old
+        // one; a "try later" on the first set only warns.
         const webhook = new command.remote.Command(`${name}-webhook`, {
             connection,
             create: setWebhookCommand(sudo, args.settings.verifyWebhook),
@@ -115,7 +116,7 @@ export class HostDeployment extends pulumi.ComponentResource {
         webhook.stdout.apply((out) => {
             if (typeof out === "string" && out.includes(WEBHOOK_CHECK_TRANSIENT)) {
                 pulumi.log.warn("the connectivity test was not delivered (a transient failure: the chat service is down, "
-                    + "slow or rate-limiting); the webhook is set, and its alerts wait in the host's spool", webhook);
+                    + "slow or rate-limiting); the host had no webhook, so this one is set, and its alerts wait in the host's spool", webhook);
             }
         });
         if (args.heartbeatUrl !== undefined) {

@@ -26,30 +26,27 @@ export function partDeleteCommand(part: Part, sudo: boolean): string {
     return asRoot(`${INSTALL_DIR}/install uninstall --part ${part}`, sudo);
 }
 
-/** What the webhook command prints when its connectivity test failed for now (the program warns). */
+/** What the webhook command prints when its connectivity test failed for now on a first set (scripts/hostguard/rotation.py). */
 export const WEBHOOK_CHECK_TRANSIENT = "hostguard: connectivity test not delivered (transient failure)";
 
 /**
- * Writes the webhook from stdin; with VERIFY, then posts the connectivity test
- * through the host's notifier (`hostguard-notify --test`: 0 delivered, 75
- * transient, anything else refused). A refusal fails the command, so the
- * resource fails with the notifier's lines (status and the service's error
- * text; never the URL) in its error.
+ * Writes the webhook from stdin. With VERIFY (`install set-webhook --verify`,
+ * scripts/hostguard/rotation.py) the new file is first a candidate beside the
+ * old one, root's: the connectivity test goes to it (`hostguard-notify --test
+ * --candidate`), and it replaces the old one only when the service took the
+ * test. A refusal, or a "try later" answer while the host has a webhook, fails
+ * the command (its error holds the notifier's lines: the status and the
+ * service's error text, never the URL) and the host keeps delivering to the
+ * old webhook. On the first set a "try later" answer sets it and prints
+ * WEBHOOK_CHECK_TRANSIENT (the deploy warns).
  */
 export function setWebhookCommand(sudo: boolean, verify = false): string {
     if (!verify) {
         return asRoot(`${INSTALL_DIR}/install set-webhook`, sudo);
     }
     return asRoot([
-        "# hostguard webhook: write it, then post the connectivity test (verifyWebhook)",
-        `${INSTALL_DIR}/install set-webhook || exit $?`,
-        "rc=0",
-        `${INSTALL_DIR}/hostguard-notify --test || rc=$?`,
-        "case $rc in",
-        "0) echo \"hostguard: connectivity test delivered\" ;;",
-        `75) echo "${WEBHOOK_CHECK_TRANSIENT}" ;;`,
-        "*) echo \"hostguard: the webhook was refused (hostguard-notify --test exit $rc); set a working hostguard:webhookUrl\" >&2; exit $rc ;;",
-        "esac",
+        "# hostguard webhook: a candidate, the connectivity test to it, then in place (verifyWebhook)",
+        `${INSTALL_DIR}/install set-webhook --verify`,
     ].join("\n"), sudo);
 }
 

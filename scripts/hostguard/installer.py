@@ -54,7 +54,8 @@ EXTRA_LINES = (("format", FORMAT_LINE_RE), ("routing_key", ROUTING_KEY_LINE_RE))
 USAGE = """usage: install install [--part base|monitors|bantool|web] [--root DIR] [--settings FILE]
                          (from a rendered bundle: its files.table and hostguard.conf beside this script)
        install uninstall [--part base|monitors|bantool|web] [--root DIR]
-       install set-webhook [--root DIR]   (URL or curl line `url = "https://..."` on stdin)
+       install set-webhook [--verify] [--root DIR]   (URL or curl line `url = "https://..."` on stdin;
+                         --verify: in place only once the connectivity test was delivered)
        install set-heartbeat [--remove] [--root DIR]   (the heartbeat URL, the same way; --remove: none)
        install list [--part PART]         (the file table: part, source, destination, mode)
 """
@@ -224,8 +225,8 @@ def undo(entry: Rec, root: str) -> None:
 
 
 class Installer:
-    def __init__(self, command: str, part: str, root: str, settings: str, remove: bool) -> None:
-        self.command, self.root, self.remove = command, root, remove
+    def __init__(self, command: str, part: str, root: str, settings: str, remove: bool, verify: bool = False) -> None:
+        self.command, self.root, self.remove, self.verify = command, root, remove, verify
         self.parts = [part] if part else list(PARTS)
         self.bundle = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         self.settings_file = settings or f"{self.bundle}/hostguard.conf"
@@ -836,7 +837,8 @@ class Installer:
     def set_url_file(self, what: str, dest: str) -> bool:
         """The https URL on stdin to DEST as a curl config line, root 0600, recorded in base's manifest;
         only inside /etc/hostguard (fixed temp name there, then a rename; never copied elsewhere, even
-        for undo). False when DEST already held exactly that URL."""
+        for undo). With --verify that temp file is the candidate the connectivity test goes to first
+        (rotation.py). False when DEST already held exactly that URL."""
         url, extras = read_url(sys.stdin.buffer.read(1 << 16), what)
         if not url.isascii() or not re.match(URL_RE, url) or "\n" in url:
             raise die(f"set-{what}: refused: the {what} must be one https:// URL: a host name or [IPv6] address,"
@@ -854,11 +856,19 @@ class Installer:
                 if f.read() == line:
                     log.info(f"{what} unchanged")
                     return False
+        tmp = temp_beside(path)
+        write_new(tmp, line, 0o600)
+        if self.verify:
+            from . import rotation
+
+            try:
+                rotation.accepted(rotation.post_test(f"{self.bundle}/hostguard-notify", self.root), is_file(path))
+            except BaseException:
+                unlink_if(tmp)
+                raise
         self.load("base")
         if not any(self.find(k, dest) for k in ("file", "backup", "log")):
             self.step(add=[("file", dest, "-", "")])
-        tmp = temp_beside(path)
-        write_new(tmp, line, 0o600)
         os.replace(tmp, path)
         log.info(f"{what} written to {dest}")
         return True
@@ -934,13 +944,15 @@ class Installer:
 def parse_args(argv: list[str]) -> Installer:
     if not argv:
         raise Usage
-    command, rest, opts, remove = argv[0], argv[1:], {}, False
+    command, rest, opts, remove, verify = argv[0], argv[1:], {}, False, False
     while rest:
         arg = rest.pop(0)
         if arg in ("--part", "--root", "--settings") and rest:
             opts[arg] = rest.pop(0)
         elif arg == "--remove":
             remove = True
+        elif arg == "--verify":
+            verify = True
         else:
             raise Usage
     root = opts.get("--root", os.environ.get("HOSTGUARD_ROOT") or "/")
@@ -956,9 +968,11 @@ def parse_args(argv: list[str]) -> Installer:
         raise Usage
     if (command.startswith("set-") and (part or settings)) or (remove and command != "set-heartbeat"):
         raise Usage
+    if verify and command != "set-webhook":
+        raise Usage
     if settings and command != "install":
         raise Usage
-    return Installer(command, part, root, settings, remove)
+    return Installer(command, part, root, settings, remove, verify)
 
 
 def _interrupted(signum: int, _frame: FrameType | None) -> None:

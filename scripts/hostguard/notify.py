@@ -23,7 +23,7 @@ USAGE = """usage: hostguard-notify text TEXT
        hostguard-notify event unban --jail NAME --ip IP
        hostguard-notify flush
        hostguard-notify status
-       hostguard-notify --test
+       hostguard-notify --test [--candidate]
 """
 
 
@@ -119,13 +119,15 @@ def status(settings: Settings) -> int:
     return EX_OK
 
 
-def connectivity_test(settings: Settings) -> int:
+def connectivity_test(settings: Settings, candidate: bool = False) -> int:
     """Posts the test message directly (a stale "webhook OK" delivered later would mislead): 0, 75, 77, 78.
-    PagerDuty gets no notice: there the test is an incident triggered and at once resolved."""
+    PagerDuty gets no notice: there the test is an incident triggered and at once resolved. CANDIDATE: to the
+    webhook `install set-webhook --verify` has not put in place yet; the spool's record of whether the
+    webhook in place is refused stays as it is."""
     from . import chat, delivery, formats, webhook
 
     spool = delivery.own_spool(settings)
-    hook = webhook.load_hook(settings)
+    hook = webhook.load_hook(settings, candidate)
     if hook is None:
         return EX_CONFIG
     host, now = host_name(settings.host_name), int(time.time())
@@ -140,15 +142,17 @@ def connectivity_test(settings: Settings) -> int:
             break
     if answer.kind == chat.DELIVERED:
         log.info(f"connectivity test delivered: {answer.reason}")
-        # A webhook that answers is no longer refused.
-        webhook.clear_refusal(spool)
+        if not candidate:
+            # A webhook that answers is no longer refused.
+            webhook.clear_refusal(spool)
         return EX_OK
     if answer.kind == chat.TRANSIENT:
         log.error(f"connectivity test not delivered (transient): {answer.reason}")
         return EX_TEMPFAIL
     if answer.kind == chat.WEBHOOK:
         log.error(f"connectivity test refused: the webhook itself is refused: {answer.reason}")
-        webhook.refuse_webhook(spool, hook, answer.reason)
+        if not candidate:
+            webhook.refuse_webhook(spool, hook, answer.reason)
         return EX_NOPERM
     log.error(f"connectivity test refused: {answer.reason}")
     return EX_NOPERM
@@ -180,9 +184,9 @@ def run(argv: list[str]) -> int:
         # A detached flush only tries the lock: the run holding it delivers what it was started for.
         return _flush(load(), wait=not args)
     if verb in ("status", "--test"):
-        if args:
+        if args not in ([], ["--candidate"]) or (args and verb == "status"):
             return usage()
-        return status(load()) if verb == "status" else connectivity_test(load())
+        return status(load()) if verb == "status" else connectivity_test(load(), candidate=bool(args))
     raise UsageError(f"unknown command {verb}")
 
 

@@ -194,8 +194,9 @@ def read_ca(ca: str) -> str | bytes:
         return data
 
 
-def webhook(settings_ca: str) -> UrlFile:
-    """The checked webhook and CA bundle (ConfigError: exit 78)."""
-    hook = read(webhook_path(), "webhook")
+def webhook(settings_ca: str, candidate: bool = False) -> UrlFile:
+    """The checked webhook (CANDIDATE: the one set-webhook has not put in place yet) and CA bundle
+    (ConfigError: exit 78)."""
+    hook = read(paths.under(paths.WEBHOOK_CANDIDATE_PATH) if candidate else webhook_path(), "webhook")
     check_ca(settings_ca)
     return hook

@@ -31,9 +31,10 @@ class Hook(NamedTuple):
     key: str = ""
 
 
-def check_webhook(settings: Settings) -> Hook:
-    """The webhook and CA bundle, checked; ConfigError (exit 78) naming the file at fault."""
-    hook = urlfile.webhook(settings.notify_ca_file)
+def check_webhook(settings: Settings, candidate: bool = False) -> Hook:
+    """The webhook (CANDIDATE: set-webhook's new one, not in place yet) and CA bundle, checked; ConfigError
+    (exit 78) naming the file at fault."""
+    hook = urlfile.webhook(settings.notify_ca_file, candidate)
     fmt = format_of(hook)
     cadata: str | bytes | None = None
     if settings.notify_ca_file:
@@ -53,10 +54,10 @@ def format_of(hook: urlfile.UrlFile) -> str:
         raise ConfigError(f"webhook file {urlfile.webhook_path()}: {error}") from None
 
 
-def load_hook(settings: Settings) -> Hook | None:
-    """The checked webhook, or None after logging why it cannot be used (exit 78)."""
+def load_hook(settings: Settings, candidate: bool = False) -> Hook | None:
+    """The checked webhook (or candidate), or None after logging why it cannot be used (exit 78)."""
     try:
-        return check_webhook(settings)
+        return check_webhook(settings, candidate)
     except ConfigError as error:
         log.error(str(error))
         return None

@@ -248,7 +248,7 @@ describe("stack with one host", () => {
         assert.equal(unwrap(c.inputs.connection).hostKey, hostKey);
         assert.ok(c.inputs.create.startsWith("# hostguard part monitors"));
         assert.equal(resources.find((r) => r.name === "web1-webhook")!.inputs.create, setWebhookCommand(false, true));
-        assert.match(setWebhookCommand(false, true), /^\/usr\/local\/lib\/hostguard\/install set-webhook \|\| exit \$\?\n.*\/usr\/local\/lib\/hostguard\/hostguard-notify --test/ms);
+        assert.match(setWebhookCommand(false, true), /^\/usr\/local\/lib\/hostguard\/install set-webhook --verify$/m);
     });
 });
 
@@ -277,7 +277,7 @@ describe("the webhook secret", () => {
                 assert.equal(unwrap(inputs.stdin), `url = "${SENTINEL}"\n`);
                 assert.equal(inputs.logging, "none");
                 assert.equal(inputs.create, setWebhookCommand(true, true));
-                assert.ok(inputs.create.startsWith("sudo -n sh -c '# hostguard webhook: write it, then post the connectivity test"));
+                assert.ok(inputs.create.startsWith("sudo -n sh -c '# hostguard webhook: a candidate, the connectivity test to it, then in place"));
                 delete inputs.stdin;
             }
             delete inputs.connection; // secret, and carries the SSH key only

@@ -1,0 +1,198 @@
+"""`install set-webhook --verify` (rotation.py): the new webhook goes to a root-only candidate file, the
+connectivity test to it, and it takes the old one's place only once the service took the test.
+
+The installer runs as a real process in a temporary root with part base installed; the notifier beside it
+is a stand-in that records the candidate it was given (its content, owner and mode) and exits with the
+status the test sets, so every answer the real one can give is tried. The real notifier's `--test
+--candidate` is tried in process: it posts to the candidate and leaves the spool's refusal record alone.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hostguard import chat, delivery, formats, notify, paths, settings, webhook
+
+Done = subprocess.CompletedProcess[str]
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+
+OLD = "https://hooks.slack.com/services/T0/B1/SENTINELold"
+NEW = "https://hooks.slack.com/services/T0/B2/SENTINELnew"
+FAKE_NOTIFIER = """#!/bin/sh
+# The stand-in: what it was asked, the candidate's mode, owner and text, then the status the test set.
+f="$HOSTGUARD_ROOT/etc/hostguard/.hostguard-tmp.webhook.curlrc"
+{ echo "args $*"; stat -c '%a %u' "$f"; cat "$f"; } >>"$NOTIFIER_LOG"
+echo "connectivity test refused: HTTP 404 no_service" >&2
+exit "$(cat "$NOTIFIER_STATUS")"
+"""
+
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the installer runs as root")
+
+
+def run(
+    bundle: Path, *args: str, stdin: str = "", env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The installer of BUNDLE, a real process (as the shim runs it)."""
+    return subprocess.run(
+        [sys.executable, "-I", "-S", "-B", "-c", "import sys; sys.path.insert(0, sys.argv[1]);"
+         " from hostguard import installer; sys.exit(installer.main(sys.argv[2:]))", str(bundle), *args],
+        input=stdin, capture_output=True, text=True, timeout=60, check=False,
+        env=env or {"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+    )  # fmt: skip
+
+
+def records(root: Path) -> list[tuple[str, ...]]:
+    with sqlite3.connect(root / "var/lib/hostguard/install.db") as conn:
+        return list(conn.execute("SELECT part, kind, path, a, b FROM record ORDER BY part, id"))
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> tuple[Path, Path]:
+    """A bundle with the stand-in notifier, and a root where its part base is installed."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(SCRIPTS / "hostguard", bundle / "hostguard", ignore=shutil.ignore_patterns("__pycache__"))
+    (bundle / "files.table").write_text("base hostguard.conf /etc/hostguard/hostguard.conf 0644\n")
+    (bundle / "hostguard.conf").write_text("SLACK_CHANNEL=ops\n")
+    (bundle / "hostguard-notify").write_text(FAKE_NOTIFIER)
+    (bundle / "hostguard-notify").chmod(0o755)
+    root = tmp_path / "root"
+    (root / "run").mkdir(parents=True)
+    done = run(bundle, "install", "--root", str(root), "--part", "base")
+    assert done.returncode == 0, done.stderr
+    return bundle, root
+
+
+def set_webhook(bundle: Path, root: Path, url: str, status: int, *flags: str) -> subprocess.CompletedProcess[str]:
+    (root.parent / "status").write_text(f"{status}\n")
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "NOTIFIER_LOG": str(root.parent / "notifier.log"),
+        "NOTIFIER_STATUS": str(root.parent / "status"),
+    }
+    return run(bundle, "set-webhook", *flags, "--root", str(root), stdin=f'url = "{url}"\n', env=env)
+
+
+def hook_file(root: Path) -> str:
+    return (root / "etc/hostguard/webhook.curlrc").read_text()
+
+
+def posted_to(root: Path) -> str:
+    log = root.parent / "notifier.log"
+    text = log.read_text() if log.exists() else ""
+    log.unlink(missing_ok=True)
+    return text
+
+
+def no_candidate(root: Path) -> bool:
+    return not (root / paths.WEBHOOK_CANDIDATE_PATH.lstrip("/")).exists()
+
+
+def test_the_candidate_is_the_installers_temp_file_beside_the_webhook() -> None:
+    from hostguard import installer
+
+    assert installer.temp_beside(paths.WEBHOOK_PATH) == paths.WEBHOOK_CANDIDATE_PATH
+
+
+def test_a_delivered_test_puts_the_new_webhook_in_place(host: tuple[Path, Path]) -> None:
+    bundle, root = host
+    first = set_webhook(bundle, root, OLD, 0, "--verify")
+    assert first.returncode == 0, first.stderr
+    assert "hostguard: connectivity test delivered" in first.stdout
+    assert posted_to(root) == f'args --test --candidate\n600 0\nurl = "{OLD}"\n'
+    assert hook_file(root) == f'url = "{OLD}"\n' and no_candidate(root)
+    again = set_webhook(bundle, root, NEW, 0, "--verify")
+    assert again.returncode == 0, again.stderr
+    assert posted_to(root) == f'args --test --candidate\n600 0\nurl = "{NEW}"\n'
+    assert hook_file(root) == f'url = "{NEW}"\n' and no_candidate(root)
+    assert stat.S_IMODE((root / "etc/hostguard/webhook.curlrc").stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("status", [77, 78, 1])
+def test_a_refused_webhook_fails_and_the_old_one_stays(host: tuple[Path, Path], status: int) -> None:
+    bundle, root = host
+    assert set_webhook(bundle, root, OLD, 0, "--verify").returncode == 0
+    posted_to(root)
+    refused = set_webhook(bundle, root, NEW, status, "--verify")
+    assert refused.returncode == status
+    assert f"the new webhook was refused (hostguard-notify --test exit {status}" in refused.stderr
+    assert "the host keeps the webhook it had" in refused.stderr
+    assert "HTTP 404 no_service" in refused.stderr
+    assert "SENTINEL" not in refused.stdout + refused.stderr
+    assert posted_to(root).endswith(f'url = "{NEW}"\n')
+    assert hook_file(root) == f'url = "{OLD}"\n' and no_candidate(root)
+    # The old one set back: it is what the host has, so nothing is written and nothing posted.
+    back = set_webhook(bundle, root, OLD, 77, "--verify")
+    assert back.returncode == 0 and "webhook unchanged" in back.stdout, back.stderr
+    assert posted_to(root) == ""
+    # The new one again, once the service takes it.
+    retried = set_webhook(bundle, root, NEW, 0, "--verify")
+    assert retried.returncode == 0, retried.stderr
+    assert hook_file(root) == f'url = "{NEW}"\n'
+
+
+def test_try_later_keeps_the_old_webhook_but_sets_a_first_one(host: tuple[Path, Path]) -> None:
+    bundle, root = host
+    first = set_webhook(bundle, root, OLD, 75, "--verify")
+    assert first.returncode == 0, first.stderr
+    assert "hostguard: connectivity test not delivered (transient failure)" in first.stdout
+    assert hook_file(root) == f'url = "{OLD}"\n' and no_candidate(root)
+    later = set_webhook(bundle, root, NEW, 75, "--verify")
+    assert later.returncode == 75
+    assert "was not delivered (a transient failure" in later.stderr and "run the deploy again later" in later.stderr
+    assert hook_file(root) == f'url = "{OLD}"\n' and no_candidate(root)
+
+
+def test_a_refused_first_webhook_leaves_none_and_uninstall_the_root_as_before(host: tuple[Path, Path]) -> None:
+    bundle, root = host
+    before = records(root)
+    refused = set_webhook(bundle, root, NEW, 77, "--verify")
+    assert refused.returncode == 77
+    assert not (root / "etc/hostguard/webhook.curlrc").exists() and no_candidate(root)
+    assert records(root) == before
+
+
+def test_without_verify_nothing_is_posted(host: tuple[Path, Path]) -> None:
+    bundle, root = host
+    done = set_webhook(bundle, root, NEW, 77)
+    assert done.returncode == 0, done.stderr
+    assert posted_to(root) == "" and hook_file(root) == f'url = "{NEW}"\n'
+
+
+def test_verify_is_only_for_set_webhook(host: tuple[Path, Path]) -> None:
+    bundle, root = host
+    assert run(bundle, "set-heartbeat", "--verify", "--root", str(root)).returncode == 64
+
+
+@pytest.mark.parametrize(("candidate", "refusal_kept"), [(True, False), (False, True)])
+def test_the_notifiers_candidate_test_posts_to_it_and_records_no_refusal(
+    root: Path, monkeypatch: pytest.MonkeyPatch, candidate: bool, refusal_kept: bool
+) -> None:
+    conf = root / "etc/hostguard"
+    conf.mkdir(parents=True)
+    (root / "var/spool/hostguard").mkdir(parents=True)
+    for name, url in (("webhook.curlrc", OLD), (".hostguard-tmp.webhook.curlrc", NEW)):
+        (conf / name).write_text(f'url = "{url}"\n')
+        (conf / name).chmod(0o600)
+    urls: list[str] = []
+
+    def refuse(hook: webhook.Hook, _message: formats.Message, _timeout: float) -> chat.Answer:
+        urls.append(hook.url)
+        return chat.Answer(chat.WEBHOOK, "HTTP 404 no_service", 404, "no_service")
+
+    monkeypatch.setattr(delivery, "send", refuse)
+    monkeypatch.setattr(delivery, "pace", lambda *_args: None)
+    monkeypatch.setattr(delivery, "_spool", None)
+    conf_settings = settings.parse("", "hostguard.conf")
+    assert notify.connectivity_test(conf_settings, candidate=candidate) == 77
+    assert urls == [NEW if candidate else OLD]
+    refusal = delivery.own_spool(conf_settings).refusal()
+    assert (refusal is not None) == refusal_kept
