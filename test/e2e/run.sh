@@ -52,7 +52,7 @@ E2E_TITLES=(
   "a fleet of 3 hosts in one stack"
   "no webhook URL in the exported state or any CLI output"
   "sshd killed during an up: clear failure, rerun converges, no half-written file"
-  "rotation to a webhook answering 404 no_service fails the up; a good one posts the test message"
+  "rotation to a webhook answering 404 no_service fails the up and the old one keeps delivering; set back, retried, then a good one posts the test message"
   "heartbeat URL: one request per monitor run"
   "AWS adopt mode against moto: shared guard, every group of the host, an up killed with SIGKILL after its first change and a throttled up keep the original, exact rules, drift removed, terminated instance, destroy restores the group"
   [14]="a host without fail2ban: up fails naming it; no jail; with it back, up installs"
@@ -395,8 +395,44 @@ s9_no_secret() {
 # A refused webhook fails the webhook resource with the status and Slack's
 # error text, never the URL; the good one after it passes and gets the test.
 s11_verify_webhook() {
-  local since log=11-up-refused
+  local since log=11-up-refused old_url=E2E_URL1 old_label=url1 plan
+  if host_exec h1 grep -qF "/B001/" /etc/hostguard/webhook.curlrc; then
+    old_url=E2E_URL2 old_label=url2
+  fi
   since="$(date +%s.%N)"
+  s11_refused "${log}"
+  e2e_log_has "${log}" -F "the host keeps the webhook it had" "the failure does not say the old webhook is kept"
+  expect_eq "test messages refused with 404" "$(refusals_since "${since}")" 1
+  # The host still delivers to the old webhook: no candidate left, a later alert reaches it.
+  host_exec h1 test ! -e /etc/hostguard/.hostguard-tmp.webhook.curlrc || fail "h1: the candidate webhook file was left"
+  s11_probe "${old_label}" "after the refused rotation"
+  # The old URL set back: the up succeeds, whatever the failed up left in Pulumi's state.
+  e2e_webhook "${STACK}" "${!old_url}"
+  e2e_pulumi_json 11-preview-back preview --stack "${STACK}" --json || { e2e_show_log 11-preview-back; fail "preview failed"; }
+  plan="$(jq -r '[.steps[]? | select(.op != "same") | "\(.op) \(.urn | split("::") | last)"] | sort | join(",")' \
+    "${E2E_LOG_DIR}/11-preview-back.json")"
+  # The failed update left the old URL in Pulumi's state (the engine keeps a failed update's old inputs).
+  expect_eq "the plan with the old URL set back" "${plan}" ""
+  up 11-up-back
+  s11_probe "${old_label}" "with the old URL set back"
+  # The refused URL again, refused, then the same config once the service takes it: the command runs again,
+  # so a failed update must not have recorded the new value as done.
+  s11_refused 11-up-refused-again
+  receiver_mode ok
+  up 11-up-retry
+  host_exec h1 grep -qF "/B404/" /etc/hostguard/webhook.curlrc || fail "h1: the retried webhook was not put in place"
+  since="$(date +%s.%N)"
+  e2e_webhook "${STACK}" "${E2E_URL3}"
+  up 11-up-good
+  e2e_wait_message "${since}" 20 '^url3	\[Server Alert\] \\nConnectivity test from [^	]+: webhook OK(	.*)?$' >/dev/null
+  host_exec h1 grep -qF "/B003/" /etc/hostguard/webhook.curlrc || fail "h1 webhook file not rotated to the good URL"
+  export_state 11-export
+}
+
+# s11_refused LOG: the rotation to E2E_URL_REFUSED while the receiver answers 404 no_service fails the up,
+# naming the answer and never the URL; the receiver is left answering ok.
+s11_refused() {
+  local log="$1"
   receiver_mode status 404 no_service
   e2e_webhook "${STACK}" "${E2E_URL_REFUSED}"
   if e2e_pulumi "${log}" up --stack "${STACK}" --yes --skip-preview; then
@@ -412,13 +448,19 @@ s11_verify_webhook() {
   if grep -qF -e "${RECEIVER_SENTINEL}" -e "/services/T000/" -e "$(lan_addr):${RECEIVER_PORT}" "${E2E_LOG_DIR}/${log}.log"; then
     fail "the failed up shows the webhook URL"
   fi
-  expect_eq "test messages refused with 404" "$(refusals_since "${since}")" 1
+  if host_exec h1 grep -qF "/B404/" /etc/hostguard/webhook.curlrc; then
+    fail "h1: the refused webhook was put in place"
+  fi
+}
+
+# s11_probe LABEL WHEN: an alert sent on h1 now reaches the receiver's URL LABEL (url1, url2, url3).
+s11_probe() {
+  local since probe
   since="$(date +%s.%N)"
-  e2e_webhook "${STACK}" "${E2E_URL3}"
-  up 11-up-good
-  e2e_wait_message "${since}" 20 '^url3	\[Server Alert\] \\nConnectivity test from [^	]+: webhook OK(	.*)?$' >/dev/null
-  host_exec h1 grep -qF "/B003/" /etc/hostguard/webhook.curlrc || fail "h1 webhook file not rotated to the good URL"
-  export_state 11-export
+  probe="e2e old webhook probe ${RANDOM}"
+  host_exec h1 "${INSTALL_DIR}/hostguard-notify" text "${probe}" >"${E2E_LOG_DIR}/11-notify.log" 2>&1 ||
+    fail "hostguard-notify ${2}: $(cat "${E2E_LOG_DIR}/11-notify.log")"
+  e2e_wait_message "${since}" 20 "^$1	${probe}$" >/dev/null || fail "the alert ${2} did not reach ${1}"
 }
 
 # Each monitor run that completed pings the heartbeat URL once (a GET the
