@@ -1,9 +1,9 @@
 // hostguard:delivery ssm: a fleet found by its tag, hardened by Systems
 // Manager State Manager with no SSH (model: pulumi-awsx components). The
 // bundles are content-addressed objects of a private bucket, the webhook file
-// a SecureString under /hostguard/<stack>/, and one association runs the
-// document (components/ssmDocument.ts) on every instance tagged
-// hostguard-stack=<stack>, on a schedule, with rate control, its outputs
+// a SecureString under /hostguard/<project>/<stack>/, and one association runs
+// the document (components/ssmDocument.ts) on every instance tagged
+// hostguard-stack=<project>/<stack>, on a schedule, with rate control, its outputs
 // under runs/ of the same bucket. A payload change replaces the objects and
 // updates the association's Bundles; a rotation updates the parameter, whose
 // new version the association carries.
@@ -12,11 +12,12 @@ import * as pulumi from "@pulumi/pulumi";
 import { sha256, tarFiles, type PartBundle } from "./bundles";
 import { type FleetSettings } from "./config";
 import {
-    associationParameters, bundleKey, bundlesValue, EC2_TRUST, FLEET_TAG, hostPolicy, renderDocument, webhookParameterName,
+    associationParameters, bundleKey, bundlesValue, EC2_TRUST, FLEET_TAG, fleetNames, hostPolicy, renderDocument,
 } from "./ssmDocument";
 
 export interface FleetDeliveryArgs {
-    /** The Pulumi stack's name: the tag value, the parameter prefix and resource names. */
+    /** The Pulumi project's and stack's names: the tag value, the parameter path, the association's name (ssmDocument.ts fleetNames). */
+    project: string;
     stack: string;
     bundles: PartBundle[];
     /** Secret: the webhook file's text (components/remoteCommands.ts webhookFileText). */
@@ -39,7 +40,8 @@ export class FleetDelivery extends pulumi.ComponentResource {
     constructor(name: string, args: FleetDeliveryArgs, opts?: pulumi.ComponentResourceOptions) {
         super("hostguard:fleet:FleetDelivery", name, {}, opts);
         const parent = { parent: this };
-        this.targetTag = `${FLEET_TAG}=${args.stack}`;
+        const names = fleetNames(args.project, args.stack);
+        this.targetTag = `${FLEET_TAG}=${names.tagValue}`;
 
         const bucket = new aws.s3.Bucket(`${name}-bundles`, { forceDestroy: true }, parent);
         new aws.s3.BucketPublicAccessBlock(`${name}-bundles`, {
@@ -63,20 +65,19 @@ export class FleetDelivery extends pulumi.ComponentResource {
         });
 
         const key = new aws.kms.Key(`${name}-webhook`, {
-            description: `hostguard ${args.stack}: the webhook's SecureString parameter`, enableKeyRotation: true, deletionWindowInDays: 7,
+            description: `hostguard ${names.tagValue}: the webhook's SecureString parameter`, enableKeyRotation: true, deletionWindowInDays: 7,
         }, parent);
-        new aws.kms.Alias(`${name}-webhook`, { name: `alias/hostguard-${args.stack}`, targetKeyId: key.keyId }, parent);
         const parameter = new aws.ssm.Parameter(`${name}-webhook`, {
-            name: webhookParameterName(args.stack), type: "SecureString", keyId: key.arn, value: pulumi.secret(args.webhookFile),
+            name: names.webhookParameter, type: "SecureString", keyId: key.arn, value: pulumi.secret(args.webhookFile),
             description: "hostguard: the webhook file (URL line, format), read by the State Manager step and given to install set-webhook on stdin",
         }, { ...parent, additionalSecretOutputs: ["value"] });
 
         const policy = pulumi.all([bucket.arn, parameter.arn, key.arn]).apply(([b, p, k]) => hostPolicy(b, p, k));
-        const role = new aws.iam.Role(`${name}-host`, { assumeRolePolicy: EC2_TRUST, description: `hostguard ${args.stack}: the fleet's instances` }, parent);
+        const role = new aws.iam.Role(`${name}-host`, { assumeRolePolicy: EC2_TRUST, description: `hostguard ${names.tagValue}: the fleet's instances` }, parent);
         new aws.iam.RolePolicy(`${name}-host`, { role: role.id, policy }, parent);
         const profile = new aws.iam.InstanceProfile(`${name}-host`, { role: role.name }, parent);
         const standalone = new aws.iam.Policy(`${name}-host-grants`, {
-            policy, description: `hostguard ${args.stack}: everything a fleet instance needs (the SSM agent's calls included), for a role of your own`,
+            policy, description: `hostguard ${names.tagValue}: everything a fleet instance needs (the SSM agent's calls included), for a role of your own`,
         }, parent);
 
         const document = new aws.ssm.Document(`${name}-apply`, {
@@ -85,12 +86,12 @@ export class FleetDelivery extends pulumi.ComponentResource {
         const parameters = pulumi.all([bucket.bucket, pulumi.all(objects.map((o) => o.tarSha256)), parameter.version])
             .apply(([b, shas, version]) => associationParameters({
                 bucket: b, bundles: bundlesValue(objects.map((o, i) => ({ part: o.part, tarSha256: shas[i] }))),
-                webhookParameter: webhookParameterName(args.stack), webhookVersion: String(version),
+                webhookParameter: names.webhookParameter, webhookVersion: String(version),
             }));
         const association = new aws.ssm.Association(`${name}-apply`, {
             name: document.name,
-            associationName: `hostguard-${args.stack}`,
-            targets: [{ key: `tag:${FLEET_TAG}`, values: [args.stack] }],
+            associationName: names.associationName,
+            targets: [{ key: `tag:${FLEET_TAG}`, values: [names.tagValue] }],
             scheduleExpression: args.fleet.schedule,
             maxConcurrency: args.fleet.maxConcurrency,
             maxErrors: args.fleet.maxErrors,

@@ -14,13 +14,43 @@ export const STEP_SOURCE = path.resolve(__dirname, "..", "scripts", "hostguard",
 /** The heredoc delimiter of the inline step; the step's text must not hold it. */
 const STEP_END = "HOSTGUARD_STEP";
 
-/** This stack's parameters: /hostguard/<stack>/... */
-export function parameterPrefix(stack: string): string {
-    return `/hostguard/${stack}/`;
+/** What Pulumi accepts in a project's and a stack's name (letters, digits, `_`, `.`, `-`; at most 100). */
+const PULUMI_NAME = /^[A-Za-z0-9_.-]{1,100}$/;
+/** State Manager's AssociationName: 3-128 of letters, digits, `_`, `-`, `.`. */
+const ASSOCIATION_NAME_MAX = 128;
+
+/**
+ * The fleet's names that are not auto-named, each derived from the project and
+ * the stack so that two projects' stacks of the same name never share one in
+ * an account and region: `/` separates the two in the tag value and the
+ * parameter path (neither name can hold one), so those are one-to-one. Every
+ * character Pulumi allows in either name is allowed in all of them (the KMS
+ * key has no alias: an alias refuses a period). Throws, naming the reason,
+ * for a name no fleet resource can carry.
+ */
+export interface FleetNames {
+    /** The value of the tag hostguard-stack (the association's target): `<project>/<stack>`. */
+    tagValue: string;
+    /** The stack's parameters: `/hostguard/<project>/<stack>/`. */
+    parameterPrefix: string;
+    webhookParameter: string;
+    /** `hostguard-<project>-<stack>`. */
+    associationName: string;
 }
 
-export function webhookParameterName(stack: string): string {
-    return `${parameterPrefix(stack)}webhook`;
+export function fleetNames(project: string, stack: string): FleetNames {
+    for (const [what, name] of [["project", project], ["stack", stack]] as const) {
+        if (!PULUMI_NAME.test(name)) {
+            throw new Error(`the ${what} name ${JSON.stringify(name)} cannot name a fleet's resources: it must be 1-100 letters, digits, "_", "." or "-" (what Pulumi accepts)`);
+        }
+    }
+    const associationName = `hostguard-${project}-${stack}`;
+    if (associationName.length > ASSOCIATION_NAME_MAX) {
+        throw new Error(`the association's name hostguard-<project>-<stack> would be ${associationName.length} characters, State Manager allows ${ASSOCIATION_NAME_MAX}: `
+            + `shorten the project name (${project.length}) or the stack name (${stack.length}) to ${ASSOCIATION_NAME_MAX - "hostguard--".length} together`);
+    }
+    const parameterPrefix = `/hostguard/${project}/${stack}/`;
+    return { tagValue: `${project}/${stack}`, parameterPrefix, webhookParameter: `${parameterPrefix}webhook`, associationName };
 }
 
 /** Content-addressed: the sha256 of the bundle's tar bytes, which the step checks. */
@@ -39,7 +69,7 @@ const PART = `(${PARTS.join("|")})`;
 export const DOCUMENT_PARAMETERS = {
     Bucket: { description: "the stack's bundle bucket", allowedPattern: "^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$" },
     Bundles: { description: "each part's bundle as part:sha256 of its tar, in install order", allowedPattern: `^base:${SHA}( ${PART}:${SHA}){0,3}$` },
-    WebhookParameter: { description: "the SecureString parameter holding the webhook file", allowedPattern: "^/hostguard/[A-Za-z0-9_.-]{1,100}/webhook$" },
+    WebhookParameter: { description: "the SecureString parameter holding the webhook file", allowedPattern: "^/hostguard/[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}/webhook$" },
     WebhookVersion: { description: "the version of that parameter to apply (a rotation changes it)", allowedPattern: "^[0-9]{1,10}$" },
 } as const;
 export type DocumentParameter = keyof typeof DOCUMENT_PARAMETERS;

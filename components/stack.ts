@@ -10,6 +10,7 @@ import { HostDeployment, type InstalledFile } from "./hostDeployment";
 import { IngressRule, SecurityGroup } from "./securityGroup";
 import { renderHost, type PayloadFile } from "./bundles";
 import { FleetDelivery } from "./fleet";
+import { fleetNames } from "./ssmDocument";
 import { webhookFileText } from "./remoteCommands";
 
 /**
@@ -127,6 +128,10 @@ export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): St
     const heartbeatUrl = config.hasHeartbeatUrl ? cfg.requireSecret("heartbeatUrl") : undefined;
 
     const out: StackOutputs = { hosts: {} };
+    if (config.delivery === "ssm") {
+        // A project or stack name no fleet resource can carry is refused here, before any resource exists.
+        fleetNames(pulumi.getProject(), pulumi.getStack());
+    }
     if (config.aws && config.vpcId) {
         const awsConfig = new pulumi.Config("aws");
         refuseUnreadAwsSettings(config, awsConfig);
@@ -152,7 +157,7 @@ export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): St
     if (config.delivery === "ssm") {
         const bundles = renderHost(config.settings, payload, { cronMinute: config.cronMinute, adminCidrs: config.adminCidrs }).bundles;
         const f = new FleetDelivery("hostguard-fleet", {
-            stack: pulumi.getStack(), bundles, fleet: config.fleet!,
+            project: pulumi.getProject(), stack: pulumi.getStack(), bundles, fleet: config.fleet!,
             webhookFile: pulumi.secret(pulumi.all([webhookUrl, chatFormat ?? "slack", pagerdutyRoutingKey])
                 .apply(([url, format, key]) => webhookFileText(url, format, key))),
         });

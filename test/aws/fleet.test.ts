@@ -19,7 +19,7 @@ import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { renderHost, sha256, tarFiles } from "../../components/bundles";
 import { DEFAULT_SETTINGS } from "../../components/config";
-import { associationParameters, bundleKey, bundlesValue, hostPolicy, renderDocument, webhookParameterName } from "../../components/ssmDocument";
+import { associationParameters, bundleKey, bundlesValue, fleetNames, hostPolicy, renderDocument } from "../../components/ssmDocument";
 import { MOTO_VENV } from "./moto";
 
 let dir = "";
@@ -40,10 +40,13 @@ before(async () => {
     }
     fs.writeFileSync(path.join(dir, "document.json"), renderDocument());
     fs.writeFileSync(path.join(dir, "policy.json"), hostPolicy("BUCKET_ARN", "PARAMETER_ARN", "KEY_ARN"));
-    fs.writeFileSync(path.join(dir, "names.json"), JSON.stringify({ own: webhookParameterName("test"), otherStack: webhookParameterName("other") }));
+    fs.writeFileSync(path.join(dir, "names.json"), JSON.stringify({
+        own: fleetNames("hostguard", "test").webhookParameter, otherStack: fleetNames("hostguard", "other").webhookParameter,
+        otherProject: fleetNames("shop", "test").webhookParameter,
+    }));
     fs.writeFileSync(path.join(dir, "params.json"), JSON.stringify(associationParameters({
         bucket: "hostguard-test-bundles", bundles: bundlesValue(bundles.map((b) => ({ part: b.part, tarSha256: sha256(b.tar) }))),
-        webhookParameter: webhookParameterName("test"), webhookVersion: "1",
+        webhookParameter: fleetNames("hostguard", "test").webhookParameter, webhookVersion: "1",
     })));
 });
 after(() => {
@@ -89,6 +92,7 @@ describe("the fleet's calls against moto", () => {
             "own SecureString": "allowed",
             "own SecureString, the version the association names": "allowed",
             "another stack's SecureString": "AccessDenied",
+            "another project's SecureString of a stack of the same name": "AccessDenied",
             "an unrelated String": "AccessDenied",
         });
         // The control shows the check can fail: the managed policy the role had reads any parameter.

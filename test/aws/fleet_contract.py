@@ -125,6 +125,7 @@ def iam():
     key_arn = client("kms", **admin).create_key(Description="the stack's key")["KeyMetadata"]["Arn"]
     own = ssm.put_parameter(Name=names["own"], Value="url = x", Type="SecureString", KeyId=key_arn)
     ssm.put_parameter(Name=names["otherStack"], Value="url = y", Type="SecureString", KeyId=key_arn)
+    ssm.put_parameter(Name=names["otherProject"], Value="url = z", Type="SecureString", KeyId=key_arn)
     ssm.put_parameter(Name="/app/db-host", Value="db.internal", Type="String")
     ssm.create_document(Content=read("document.json").decode(), Name="hostguard-test-apply", DocumentType="Command", DocumentFormat="JSON")
     parameter_arn = "arn:aws:ssm:us-east-1:123456789012:parameter" + names["own"]
@@ -168,6 +169,9 @@ def iam():
                 ssm_client.get_parameter, Name="%s:%d" % (names["own"], own["Version"]), WithDecryption=True
             ),
             "another stack's SecureString": verdict(ssm_client.get_parameter, Name=names["otherStack"], WithDecryption=True),
+            "another project's SecureString of a stack of the same name": verdict(
+                ssm_client.get_parameter, Name=names["otherProject"], WithDecryption=True
+            ),
             "an unrelated String": verdict(ssm_client.get_parameter, Name="/app/db-host"),
         }
 

@@ -10,7 +10,7 @@ import { before, describe, it } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
 import { ConfigError, configWarnings, SECRET_KEYS, validateConfig, type RawConfig } from "../../components/config";
 import { sha256, type PayloadFile } from "../../components/bundles";
-import { DOCUMENT_PARAMETERS, SSM_AGENT_ACTIONS, STEP_SOURCE } from "../../components/ssmDocument";
+import { DOCUMENT_PARAMETERS, fleetNames, SSM_AGENT_ACTIONS, STEP_SOURCE } from "../../components/ssmDocument";
 import { buildStack, type StackOutputs } from "../../components/stack";
 
 const SENTINEL = "https://hooks.example.test/services/T0/B0/SENTINEL-fleet-77";
@@ -23,7 +23,7 @@ let recorded: Recorded[] = [];
 const OUTPUTS: Record<string, (name: string, inputs: Record<string, any>) => Record<string, unknown>> = {
     "aws:s3/bucket:Bucket": () => ({ bucket: BUCKET, arn: `arn:aws:s3:::${BUCKET}` }),
     "aws:kms/key:Key": () => ({ arn: "arn:aws:kms:eu-west-1:123456789012:key/k-1", keyId: "k-1" }),
-    "aws:ssm/parameter:Parameter": () => ({ version: 1, arn: "arn:aws:ssm:eu-west-1:123456789012:parameter/hostguard/test/webhook" }),
+    "aws:ssm/parameter:Parameter": (_name, inputs) => ({ version: 1, arn: `arn:aws:ssm:eu-west-1:123456789012:parameter${inputs.name}` }),
     "aws:iam/role:Role": (name) => ({ name: `${name}-r`, arn: `arn:aws:iam::123456789012:role/${name}-r` }),
     "aws:iam/instanceProfile:InstanceProfile": (name) => ({ name: `${name}-p` }),
     "aws:iam/policy:Policy": (name) => ({ arn: `arn:aws:iam::123456789012:policy/${name}` }),
@@ -31,17 +31,19 @@ const OUTPUTS: Record<string, (name: string, inputs: Record<string, any>) => Rec
     "aws:ssm/association:Association": () => ({ associationId: "assoc-1" }),
 };
 
+const MOCKS: pulumi.runtime.Mocks = {
+    newResource(args) {
+        recorded.push({ type: args.type, name: args.name, inputs: args.inputs });
+        const id = args.type === "aws:ec2/securityGroup:SecurityGroup" ? "sg-0mock0000000000001" : `${args.name}-id`;
+        return { id, state: { ...args.inputs, ...(OUTPUTS[args.type]?.(args.name, args.inputs) ?? {}) } };
+    },
+    call(args) {
+        throw new Error(`unexpected call ${args.token}`);
+    },
+};
+
 before(async () => {
-    await pulumi.runtime.setMocks({
-        newResource(args) {
-            recorded.push({ type: args.type, name: args.name, inputs: args.inputs });
-            const id = args.type === "aws:ec2/securityGroup:SecurityGroup" ? "sg-0mock0000000000001" : `${args.name}-id`;
-            return { id, state: { ...args.inputs, ...(OUTPUTS[args.type]?.(args.name, args.inputs) ?? {}) } };
-        },
-        call(args) {
-            throw new Error(`unexpected call ${args.token}`);
-        },
-    }, "hostguard", "test", false);
+    await pulumi.runtime.setMocks(MOCKS, "hostguard", "test", false);
 });
 
 function payload(): PayloadFile[] {
@@ -85,7 +87,6 @@ describe("delivery ssm: the fleet's resources", () => {
             "aws:iam/policy:Policy hostguard-fleet-host-grants",
             "aws:iam/role:Role hostguard-fleet-host",
             "aws:iam/rolePolicy:RolePolicy hostguard-fleet-host",
-            "aws:kms/alias:Alias hostguard-fleet-webhook",
             "aws:kms/key:Key hostguard-fleet-webhook",
             "aws:s3/bucket:Bucket hostguard-fleet-bundles",
             "aws:s3/bucketObjectv2:BucketObjectv2 hostguard-fleet-bundle-bantool",
@@ -101,7 +102,7 @@ describe("delivery ssm: the fleet's resources", () => {
             "hostguard:fleet:FleetDelivery hostguard-fleet",
         ]);
         assert.deepEqual(out.hosts, {});
-        assert.equal(out.fleet!.targetTag, "hostguard-stack=test");
+        assert.equal(out.fleet!.targetTag, "hostguard-stack=hostguard/test");
         assert.ok(out.securityGroupId, "the group is exported for the launch template");
         const block = one(resources, "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock").inputs;
         assert.deepEqual([block.blockPublicAcls, block.blockPublicPolicy, block.ignorePublicAcls, block.restrictPublicBuckets], [true, true, true, true]);
@@ -147,14 +148,15 @@ describe("delivery ssm: the fleet's resources", () => {
     it("the association: tag target, schedule and rate control from config, outputs under runs/, parameters without a secret", async () => {
         const { resources } = await build({ ...FLEET, fleetSchedule: "rate(1 hours)", fleetMaxConcurrency: "25%", fleetMaxErrors: "2" });
         const a = one(resources, "aws:ssm/association:Association").inputs;
-        assert.deepEqual(a.targets, [{ key: "tag:hostguard-stack", values: ["test"] }]);
+        assert.deepEqual(a.targets, [{ key: "tag:hostguard-stack", values: ["hostguard/test"] }]);
+        assert.equal(a.associationName, "hostguard-hostguard-test");
         assert.deepEqual([a.scheduleExpression, a.maxConcurrency, a.maxErrors], ["rate(1 hours)", "25%", "2"]);
         assert.deepEqual(a.outputLocation, { s3BucketName: BUCKET, s3KeyPrefix: "runs/" });
         assert.equal(a.name, "hostguard-fleet-apply-doc");
         const shas = resources.filter((r) => r.type === "aws:s3/bucketObjectv2:BucketObjectv2")
             .map((o) => [o.name.replace("hostguard-fleet-bundle-", ""), sha256(Buffer.from(o.inputs.contentBase64, "base64"))]);
         const want = ["base", "monitors", "bantool", "web"].map((p) => `${p}:${shas.find(([q]) => q === p)![1]}`).join(" ");
-        assert.deepEqual(a.parameters, { Bucket: BUCKET, Bundles: want, WebhookParameter: "/hostguard/test/webhook", WebhookVersion: "1" });
+        assert.deepEqual(a.parameters, { Bucket: BUCKET, Bundles: want, WebhookParameter: "/hostguard/hostguard/test/webhook", WebhookVersion: "1" });
         for (const [k, v] of Object.entries(a.parameters) as Array<[keyof typeof DOCUMENT_PARAMETERS, string]>) {
             assert.match(v, new RegExp(DOCUMENT_PARAMETERS[k].allowedPattern), k);
         }
@@ -172,7 +174,7 @@ describe("delivery ssm: the fleet's resources", () => {
     it("the parameter is a SecureString under /hostguard/<stack>/ with the stack's own key", async () => {
         const { resources } = await build(FLEET);
         const p = one(resources, "aws:ssm/parameter:Parameter").inputs;
-        assert.deepEqual([p.name, p.type, p.keyId], ["/hostguard/test/webhook", "SecureString", "arn:aws:kms:eu-west-1:123456789012:key/k-1"]);
+        assert.deepEqual([p.name, p.type, p.keyId], ["/hostguard/hostguard/test/webhook", "SecureString", "arn:aws:kms:eu-west-1:123456789012:key/k-1"]);
     });
 
     it("the hosts' grants: the agent's own calls, this stack's bucket prefixes and parameter; decrypt only via SSM; the same as a policy", async () => {
@@ -183,13 +185,65 @@ describe("delivery ssm: the fleet's resources", () => {
             ["Allow", [...SSM_AGENT_ACTIONS], "*"],
             ["Allow", "s3:GetObject", `arn:aws:s3:::${BUCKET}/bundles/*`],
             ["Allow", "s3:PutObject", `arn:aws:s3:::${BUCKET}/runs/*`],
-            ["Allow", "ssm:GetParameter", "arn:aws:ssm:eu-west-1:123456789012:parameter/hostguard/test/webhook"],
+            ["Allow", "ssm:GetParameter", "arn:aws:ssm:eu-west-1:123456789012:parameter/hostguard/hostguard/test/webhook"],
             ["Allow", "kms:Decrypt", "arn:aws:kms:eu-west-1:123456789012:key/k-1"],
         ]);
         // Nothing on `*` reads data: no parameter read, no S3, no KMS.
         assert.ok(SSM_AGENT_ACTIONS.every((a) => !/^ssm:GetParameters?$|^s3:|^kms:/.test(a)), SSM_AGENT_ACTIONS.join(" "));
         assert.deepEqual(inline.Statement[4].Condition, { StringLike: { "kms:ViaService": "ssm.*.amazonaws.com" } });
         assert.deepEqual(JSON.parse(one(resources, "aws:iam/role:Role").inputs.assumeRolePolicy).Statement[0].Principal, { Service: "ec2.amazonaws.com" });
+    });
+});
+
+describe("delivery ssm: names derived from project and stack", () => {
+    it("two projects with a stack of the same name share no name: tag value, parameter path, association", () => {
+        const a = fleetNames("shop", "prod");
+        const b = fleetNames("blog", "prod");
+        assert.deepEqual(a, {
+            tagValue: "shop/prod", parameterPrefix: "/hostguard/shop/prod/", webhookParameter: "/hostguard/shop/prod/webhook", associationName: "hostguard-shop-prod",
+        });
+        for (const k of Object.keys(a) as Array<keyof typeof a>) {
+            assert.notEqual(a[k], b[k], k);
+        }
+        // `/` cannot be in either name, so the tag value and the path are one-to-one even where a hyphen joins them.
+        assert.notEqual(fleetNames("a-b", "c").tagValue, fleetNames("a", "b-c").tagValue);
+    });
+    it("a dotted stack (and every character Pulumi allows) is carried by every name and pattern", () => {
+        const n = fleetNames("my_proj.v2", "prod.eu-west-1_a");
+        assert.equal(n.tagValue, "my_proj.v2/prod.eu-west-1_a");
+        assert.match(n.webhookParameter, new RegExp(DOCUMENT_PARAMETERS.WebhookParameter.allowedPattern));
+        assert.match(n.associationName, /^[a-zA-Z0-9_.-]{3,128}$/, "CreateAssociation's AssociationName pattern");
+        assert.match(n.webhookParameter, /^[a-zA-Z0-9_./-]+$/, "PutParameter's name characters");
+        assert.match(n.tagValue, /^[\p{L}\p{Z}\p{N}_.:/=+\-@]{0,256}$/u, "an EC2 tag value");
+        const long = fleetNames("p".repeat(58), "s".repeat(59));
+        assert.equal(long.associationName.length, 128);
+    });
+    it("a name no resource can carry is refused with the reason, naming the fix", () => {
+        assert.throws(() => fleetNames("p".repeat(60), "s".repeat(58)), /would be 129 characters, State Manager allows 128: shorten the project name \(60\) or the stack name \(58\) to 117 together/);
+        assert.throws(() => fleetNames("shop", "a/b"), /the stack name "a\/b" cannot name a fleet's resources/);
+    });
+    it("the program with a dotted stack: the names carry the period, and no KMS alias (it would refuse one)", async () => {
+        await pulumi.runtime.setMocks(MOCKS, "hostguard", "prod.eu", false);
+        try {
+            const { resources, out } = await build(FLEET);
+            assert.equal(out.fleet!.targetTag, "hostguard-stack=hostguard/prod.eu");
+            assert.equal(one(resources, "aws:ssm/parameter:Parameter").inputs.name, "/hostguard/hostguard/prod.eu/webhook");
+            assert.ok(!resources.some((r) => r.type === "aws:kms/alias:Alias"));
+        } finally {
+            await pulumi.runtime.setMocks(MOCKS, "hostguard", "test", false);
+        }
+    });
+    it("a stack whose names cannot be carried is refused before any resource is registered", async () => {
+        await pulumi.runtime.setMocks(MOCKS, "p".repeat(100), "s".repeat(100), false);
+        try {
+            recorded = [];
+            pulumi.runtime.setAllConfig(Object.fromEntries(Object.entries(FLEET).map(([k, v]) => [`hostguard:${k}`, String(v)])), ["hostguard:webhookUrl"]);
+            assert.throws(() => buildStack(validateConfig(FLEET, { secretKeys: SECRET_KEYS }), payload()), /State Manager allows 128/);
+            await new Promise((r) => setTimeout(r, 50));
+            assert.deepEqual(recorded, []);
+        } finally {
+            await pulumi.runtime.setMocks(MOCKS, "hostguard", "test", false);
+        }
     });
 });
 

@@ -147,7 +147,7 @@ webhook_files() {
 
 # The reference: host fref deployed over SSH by the real engine, a stack with
 # no cron minute (as a fleet: each host derives its offset); the fleet hosts
-# f1..f4, each an instance in moto, f1..f3 tagged hostguard-stack=fleetssm.
+# f1..f4, each an instance in moto, f1..f3 tagged hostguard-stack=<the program's tag value: hostguard/fleetssm>.
 fleet_setup() {
   local name index=31
   FLEET_DIR="${E2E_WORK}/fleet"
@@ -172,7 +172,7 @@ fleet_setup() {
     if [[ "${name}" == "${FLEET_LATE}" ]]; then
       FLEET_ID[${name}]="$(sm launch "$(jq -r .profile "${FLEET_DIR}/applied.json")")"
     else
-      FLEET_ID[${name}]="$(sm launch "$(jq -r .profile "${FLEET_DIR}/applied.json")" "${FLEET_SSM_STACK}")"
+      FLEET_ID[${name}]="$(sm launch "$(jq -r .profile "${FLEET_DIR}/applied.json")" "$(jq -r .tagValue "${FLEET_DIR}/applied.json")")"
     fi
     [[ "${FLEET_ID[${name}]}" == i-* ]] || fail "no instance for ${name}"
     # What cloud-init records at boot (scripts/at-offset.sh derives the host's offset from it).
@@ -310,7 +310,7 @@ fleet_rotation() {
 # A host tagged later is hardened at the next run; the others do nothing.
 fleet_tagged_later() {
   local name
-  sm tag "${FLEET_ID[${FLEET_LATE}]}" "${FLEET_SSM_STACK}"
+  sm tag "${FLEET_ID[${FLEET_LATE}]}" "$(jq -r .tagValue "${FLEET_DIR}/applied.json")"
   fleet_run 7
   expect_targets 7 f1=Success f2=Success f3=Success f4=Success
   for name in "${FLEET_HOSTS[@]}"; do

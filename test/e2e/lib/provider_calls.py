@@ -51,7 +51,6 @@ KNOWN = {
     "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
     "aws:s3/bucketObjectv2:BucketObjectv2",
     "aws:kms/key:Key",
-    "aws:kms/alias:Alias",
     "aws:ssm/parameter:Parameter",
     "aws:iam/role:Role",
     "aws:iam/rolePolicy:RolePolicy",
@@ -111,11 +110,11 @@ def apply_bucket(res: list[dict[str, Any]]) -> str:
 def apply_parameter(res: list[dict[str, Any]]) -> int:
     """The SecureString under the stack's key; a changed value is a new version. Returns the version."""
     ssm, kms = client("ssm"), client("kms")
-    alias = one(res, "aws:kms/alias:Alias")["inputs"]["name"]
-    aliases = {a["AliasName"]: a.get("TargetKeyId") for a in kms.list_aliases()["Aliases"]}
-    if alias not in aliases:
-        key = kms.create_key(Description=one(res, "aws:kms/key:Key")["inputs"]["description"])["KeyMetadata"]
-        kms.create_alias(AliasName=alias, TargetKeyId=key["KeyId"])
+    # The key has no alias: the state's key is the one of this description (one stack per moto).
+    description = one(res, "aws:kms/key:Key")["inputs"]["description"]
+    keys = [kms.describe_key(KeyId=k["KeyId"])["KeyMetadata"] for k in kms.list_keys()["Keys"]]
+    found = [k["Arn"] for k in keys if k.get("Description") == description]
+    key_arn = found[0] if found else kms.create_key(Description=description)["KeyMetadata"]["Arn"]
     p = one(res, "aws:ssm/parameter:Parameter")["inputs"]
     try:
         current = client("ssm").get_parameter(Name=p["name"], WithDecryption=True)["Parameter"]
@@ -124,7 +123,7 @@ def apply_parameter(res: list[dict[str, Any]]) -> int:
     except ClientError:
         pass
     put = ssm.put_parameter(
-        Name=p["name"], Value=p["value"], Type=p["type"], KeyId=alias, Description=p["description"], Overwrite=True
+        Name=p["name"], Value=p["value"], Type=p["type"], KeyId=key_arn, Description=p["description"], Overwrite=True
     )
     return int(put["Version"])
 
@@ -210,4 +209,6 @@ def apply(state: str) -> None:
         json.dump(association, f)
     os.replace(path + ".tmp", path)
     profile = physical(one(res, "aws:iam/instanceProfile:InstanceProfile"))
-    print(json.dumps({"bucket": bucket, "document": document, "webhookVersion": version, "profile": profile}))
+    tag_value = request["Targets"][0]["Values"][0]
+    applied = {"bucket": bucket, "document": document, "webhookVersion": version, "profile": profile}
+    print(json.dumps({**applied, "tagValue": tag_value}))
