@@ -26,7 +26,7 @@ readonly HG_REPO_ROOT
 readonly HG_DEBIAN_PACKAGES=(
   bats shellcheck curl openssl ca-certificates jq python3 python3-venv strace procps util-linux
   iproute2 nftables iptables fail2ban python3-pyinotify python3-systemd nginx-light libnginx-mod-stream
-  cron logrotate openssh-server openssh-client sudo openjdk-17-jdk-headless maven
+  cron logrotate openssh-server openssh-client sudo openjdk-17-jdk-headless maven mmdebstrap
 )
 readonly HG_ACTIONLINT_VERSION=v1.7.7
 # The EC2 emulator the security group tests run against (test/aws/), pinned:
@@ -36,12 +36,12 @@ HG_MOTO_VENV="${HOSTGUARD_MOTO_VENV:-${XDG_CACHE_HOME:-${HOME}/.cache}/hostguard
 readonly HG_MOTO_VENV
 # The host agent's test tools (never on a host: the agent is standard library
 # only), pinned, in a venv of Debian's python3 (the hosts' interpreter); and,
-# for the other Pythons the agent supports (3.9, 3.12) where pyenv has them,
+# for the other Pythons the agent supports (3.9, 3.12, and 3.13: Debian 13's) where pyenv has them,
 # a venv each with pytest and hypothesis, so the unit tests run there too.
 readonly HG_PYTOOLS=(pytest==8.3.4 hypothesis==6.122.3 mypy==1.13.0 ruff==0.8.4)
 HG_PYTOOLS_DIR="${HOSTGUARD_PYTOOLS_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/hostguard/py}"
 readonly HG_PYTOOLS_DIR
-readonly HG_PY_OTHER_VERSIONS=(3.9 3.12)
+readonly HG_PY_OTHER_VERSIONS=(3.9 3.12 3.13)
 # The Spring Boot application that decides what Spring reads (spring-boot.bats):
 # built from test/helpers/spring-app with Debian's JDK 17 and Maven, its jar
 # and Maven's local repository kept here; rebuilt only when its sources change.

@@ -146,9 +146,14 @@ t_ban() {
   host_exec h1 sh -c "printf '[${JAIL}]\nenabled = true\n' >/etc/fail2ban/jail.d/smoke.local"
   out="$(host_exec h1 fail2ban-client reload 2>&1)" || fail "reload: ${out}"
   out="$(host_exec h1 fail2ban-client set "${JAIL}" banip "${client}" 2>&1)" || fail "banip: ${out}"
-  out="$(host_exec h1 iptables -S)"
-  grep -qF -- "-s ${client}/32" <<<"${out}" || fail "no ban rule in h1's firewall: ${out}"
-  if iptables -S 2>/dev/null | grep -qF "${client}"; then
+  # The banaction of the host's fail2ban: iptables-multiport on Debian 12, nftables on Debian 13.
+  if [[ "$(host_os h1)" == debian13 ]]; then
+    out="$(host_exec h1 nft list ruleset)"
+  else
+    out="$(host_exec h1 iptables -S)"
+  fi
+  grep -qF -- "${client}" <<<"${out}" || fail "no ban rule in h1's firewall: ${out}"
+  if iptables -S 2>/dev/null | grep -qF "${client}" || nft list ruleset 2>/dev/null | grep -qF "${client}"; then
     fail "ban rule leaked into the root namespace firewall"
   fi
   expect_eq "h1 from the banned client" "$(http_code h1)" 000

@@ -7,7 +7,12 @@
 # config (sshd drop-in, host key, authorized key, fail2ban jail.d), prints
 # "ready" and stays as the reaper of the host's daemons until killed.
 #
-# Usage: host-init.sh HOST_DIR ADDR AUTHORIZED_KEY_FILE HOSTNAME
+# With ROOT (a host of another OS, see os-root.sh), that root is the host's
+# whole filesystem instead: an overlay of it (writes land in HOST_DIR) becomes
+# "/" (pivot_root), with /proc, /sys and /dev, and the machine's own root is
+# unmounted; its /root, /var/log and /var/lib/fail2ban are the root's own.
+#
+# Usage: host-init.sh HOST_DIR ADDR AUTHORIZED_KEY_FILE HOSTNAME [ROOT]
 # Reads: /usr/share/base-files/dot.{bashrc,profile} for the fresh /root.
 set -euo pipefail
 umask 022
@@ -30,6 +35,30 @@ mount_overlay() {
     -o "lowerdir=/${dir},upperdir=${base}/upper,workdir=${base}/work" "/${dir}"
 }
 
+# The host's filesystem is ROOT through an overlay; the machine's is gone.
+enter_root() {
+  local host_dir="$1" root="$2" base="$1/sysroot"
+  mkdir -p "${base}/upper" "${base}/work" "${base}/merged"
+  mount -t overlay overlay \
+    -o "lowerdir=${root},upperdir=${base}/upper,workdir=${base}/work" "${base}/merged"
+  mount -t proc proc "${base}/merged/proc"
+  mount -t sysfs sysfs "${base}/merged/sys"
+  mount --rbind /dev "${base}/merged/dev"
+  mkdir "${base}/merged/.hg-old-root"
+  cd "${base}/merged"
+  pivot_root . .hg-old-root
+  cd /
+  umount --lazy /.hg-old-root
+  rmdir /.hg-old-root
+}
+
+authorize_key() {
+  local key_text="$1"
+  install -d -m 0700 /root/.ssh
+  printf '%s\n' "${key_text}" >/root/.ssh/authorized_keys
+  chmod 0600 /root/.ssh/authorized_keys
+}
+
 fresh_bind() {
   local src="$1" target="$2" mode="$3"
   mkdir -p "${src}"
@@ -42,9 +71,7 @@ make_root_home() {
   fresh_bind "${host_dir}/root" /root 0700
   cp /usr/share/base-files/dot.bashrc /root/.bashrc
   cp /usr/share/base-files/dot.profile /root/.profile
-  install -d -m 0700 /root/.ssh
-  printf '%s\n' "${key_text}" >/root/.ssh/authorized_keys
-  chmod 0600 /root/.ssh/authorized_keys
+  authorize_key "${key_text}"
 }
 
 make_var_log() {
@@ -110,18 +137,23 @@ reap_forever() {
 }
 
 main() {
-  (($# == 4)) || die "usage: host-init.sh HOST_DIR ADDR AUTHORIZED_KEY_FILE HOSTNAME"
-  local host_dir="$1" addr="$2" key_file="$3" name="$4" dir key_text
+  (($# == 4 || $# == 5)) || die "usage: host-init.sh HOST_DIR ADDR AUTHORIZED_KEY_FILE HOSTNAME [ROOT]"
+  local host_dir="$1" addr="$2" key_file="$3" name="$4" root="${5:-}" dir key_text
   [[ "$$" == 1 ]] || die "must run as PID 1 of a fresh PID namespace"
   key_text="$(<"${key_file}")"
-  # /sys as seen from this network namespace (ip, ss and nginx read it).
-  mount -t sysfs sysfs /sys
-  for dir in "${OVERLAID[@]}"; do
-    [[ -d "/${dir}" ]] || continue
-    mount_overlay "${host_dir}" "${dir}"
-  done
-  make_root_home "${host_dir}" "${key_text}"
-  make_var_log "${host_dir}"
+  if [[ -n "${root}" ]]; then
+    enter_root "${host_dir}" "${root}"
+    authorize_key "${key_text}"
+  else
+    # /sys as seen from this network namespace (ip, ss and nginx read it).
+    mount -t sysfs sysfs /sys
+    for dir in "${OVERLAID[@]}"; do
+      [[ -d "/${dir}" ]] || continue
+      mount_overlay "${host_dir}" "${dir}"
+    done
+    make_root_home "${host_dir}" "${key_text}"
+    make_var_log "${host_dir}"
+  fi
   make_volatile
   write_admin_config "${addr}"
   set_hostname "${name}" "${addr}"

@@ -16,10 +16,16 @@
 #   NET.I.3    client with index I (1..250)
 # All on one /16 bridge, so nothing needs forwarding.
 #
+# A host's OS is HG_E2E_OS's when it comes up (os-root.sh): debian12, the
+# machine's own root, as above; debian13, a cached Debian 13 root as the host's
+# whole filesystem (host-init.sh), with its own python3, sshd, nginx, fail2ban, cron.
+#
 # Reads: HG_RUN_ID, HG_RUN_DIR, HG_NET, HG_KEEP_RUN_DIR (all optional; set and
-# exported by hosts_init). Needs root, iproute2, util-linux, openssh, python3.
+# exported by hosts_init), HG_E2E_OS. Needs root, iproute2, util-linux, openssh, python3.
 
 HG_LIB_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=os-root.sh
+source "${HG_LIB_DIR}/os-root.sh"
 HG_HOST_PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 HG_SNAPSHOT_PATHS=(
   /etc/hostguard /etc/cron.d /etc/fail2ban /etc/nginx /etc/logrotate.d
@@ -202,6 +208,14 @@ host_addr() {
   printf '%s.%s.2\n' "${HG_NET}" "${index}"
 }
 
+# host_os NAME: the host's OS (debian12 or debian13).
+host_os() {
+  local dir
+  dir="$(_hg_host_dir "$1")" || return 1
+  [[ -f "${dir}/os" ]] || { _hg_err "no host $1"; return 1; }
+  printf '%s\n' "$(<"${dir}/os")"
+}
+
 # host_pid NAME: PID (in the root PID namespace) of the host's init.
 host_pid() {
   local dir
@@ -262,9 +276,10 @@ host_ssh() {
 # host_up NAME INDEX: makes (or keeps, when already up with that index) host
 # NAME at NET.INDEX.2 with sshd, nginx, fail2ban and cron running.
 host_up() {
-  local name="$1" index="$2" dir ns addr
+  local name="$1" index="$2" dir ns addr os root
   _hg_check_name "${name}" && _hg_check_index "${index}" || return 1
   hosts_init || return 1
+  os="$(hg_e2e_os)" && root="$(os_root "${os}")" || return 1
   dir="$(_hg_host_dir "${name}")"
   ns="$(host_netns "${name}")"
   if [[ -f "${dir}/ready" ]] && _hg_host_alive "${name}"; then
@@ -279,9 +294,10 @@ host_up() {
   addr="${HG_NET}.${index}.2"
   (umask 077 && mkdir -p "${dir}") || return 1
   printf '%s\n' "${index}" >"${dir}/index"
+  printf '%s\n' "${os}" >"${dir}/os"
   if ! { ip netns add "${ns}" &&
     _hg_attach "${ns}" "h${index}" "${addr}" &&
-    _hg_host_init "${name}" "${addr}" &&
+    _hg_host_init "${name}" "${addr}" "${root}" &&
     _hg_host_services "${name}" &&
     _hg_host_known_hosts "${name}" "${addr}"; }; then
     _hg_err "host ${name} failed to come up; logs in ${dir}"
@@ -308,15 +324,15 @@ _hg_host_alive() {
 }
 
 # Starts host-init.sh as PID 1 of fresh mount+PID namespaces inside the
-# host's netns, and waits for it to print "ready".
+# host's netns (on ROOT when given), and waits for it to print "ready".
 _hg_host_init() {
-  local name="$1" addr="$2" dir ns parent i child=""
+  local name="$1" addr="$2" root="$3" dir ns parent i child=""
   dir="$(_hg_host_dir "${name}")"
   ns="$(host_netns "${name}")"
   # fd 3 closed: bats waits for it, and the host outlives the caller.
   nsenter --net="/run/netns/${ns}" -- \
     unshare --mount --propagation private --uts --pid --fork --mount-proc -- \
-    bash "${HG_LIB_DIR}/host-init.sh" "${dir}" "${addr}" "${HG_RUN_DIR}/ssh/id_ed25519.pub" "${name}" \
+    bash "${HG_LIB_DIR}/host-init.sh" "${dir}" "${addr}" "${HG_RUN_DIR}/ssh/id_ed25519.pub" "${name}" ${root:+"${root}"} \
     </dev/null >"${dir}/init.log" 2>&1 3>&- &
   parent=$!
   disown "${parent}"
