@@ -2,14 +2,34 @@
 # The README's test command (`npm test`, also what .ci/run runs): first
 # installs what is missing (tools/setup.bash: Debian packages, the npm
 # packages with Node 22, actionlint, moto; nothing when all is there), then
-# lint, the payload and tools tests against the real programs, the Pulumi
-# program's unit tests, the EC2 tests against moto and the policy pack's.
-# Needs root for the sandboxes.
+# lint, the payload and tools tests against the real programs, CI's `test`
+# job as a stock runner runs it (the Pulumi program's unit tests and the
+# policy pack's), the tests that need host tools, and the EC2 tests against
+# moto. Needs root for the sandboxes. Each section's wall time is printed as
+# it ends and in a table at the end (docs/development.md: where time goes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # shellcheck source=../tools/setup.bash
 source tools/setup.bash
+
+SECTION=""
+SECTION_START=0
+SECTION_TIMES=()
+# section NAME: ends the running section (its time printed and kept), starts NAME.
+section() {
+  local now
+  now="$(date +%s)"
+  if [[ -n "${SECTION}" ]]; then
+    printf -- '-- %s: %d s\n' "${SECTION}" "$((now - SECTION_START))"
+    SECTION_TIMES+=("$((now - SECTION_START))"$'\t'"${SECTION}")
+  fi
+  SECTION="$1"
+  SECTION_START="${now}"
+  [[ -z "${SECTION}" ]] || echo "== ${SECTION}"
+}
+
+section "set-up (tools/setup.bash: what is missing)"
 hg_setup_for_tests
 PATH="$(hg_tool_path)"
 export PATH
@@ -30,25 +50,47 @@ bash_files() {
     done
 }
 
-echo "== shellcheck"
+section "shellcheck"
 bash_files | grep -zv '\.bats$' | xargs -0 shellcheck --external-sources --source-path=SCRIPTDIR
-echo "== host agent: ruff, mypy --strict, pytest (Debian's python3, then the other supported Pythons)"
+section "host agent: ruff, mypy --strict"
 PYTOOLS="${HG_PYTOOLS_DIR}/tools/bin"
 "${PYTOOLS}/ruff" check scripts/hostguard test/agent test/e2e/lib
 "${PYTOOLS}/ruff" format --check --diff scripts/hostguard test/agent test/e2e/lib
 "${PYTOOLS}/mypy" --no-error-summary
+# pytest in full on the Pythons of the Debian releases hostguard is tried on:
+# Debian 12's python3 (the tools venv) and Debian 13's 3.13 where the machine
+# has it; on the other supported Pythons, all but the tests below, whose time
+# goes to process kills, timeouts and concurrency runs (what they prove is
+# the same on every Python: they run in full on the two Debian ones).
+readonly PYTEST_FULL_VERSIONS=(3.13)
+readonly PYTEST_QUICK_DESELECT=(
+  test/agent/test_concurrency.py::test_writers_flushers_kills_and_chaos_lose_nothing
+  test/agent/test_concurrency.py::test_detached_flushes_alone_deliver_every_ban
+  test/agent/test_installer.py::test_install_killed_after_any_step_converges
+  test/agent/test_installer.py::test_uninstall_killed_after_any_step_converges
+  test/agent/test_ssmstep.py::test_parameters_are_checked_before_anything_is_fetched
+  test/agent/test_container_monitor.py::test_a_runtime_that_ignores_sigterm_is_killed
+)
+section "pytest (Debian's python3, in full)"
 "${PYTOOLS}/python" -m pytest
 while read -r version _; do
-  echo "-- pytest on Python ${version}"
-  "${HG_PYTOOLS_DIR}/py${version}/bin/python" -m pytest
+  if [[ " ${PYTEST_FULL_VERSIONS[*]} " == *" ${version} "* ]]; then
+    section "pytest on Python ${version} (in full)"
+    "${HG_PYTOOLS_DIR}/py${version}/bin/python" -m pytest
+  else
+    section "pytest on Python ${version} (quick: ${#PYTEST_QUICK_DESELECT[@]} slow tests left out)"
+    "${HG_PYTOOLS_DIR}/py${version}/bin/python" -m pytest "${PYTEST_QUICK_DESELECT[@]/#/--deselect=}"
+  fi
 done < <(hg_other_pythons)
-echo "== bats (payload and tools, against the real programs)"
+section "bats (payload and tools, against the real programs)"
 bats --recursive --timing test/payload test/tools
-if compgen -G 'test/unit/*.test.ts' >/dev/null; then
-  echo "== unit tests (Pulumi mocks)"
-  node --import tsx --test test/unit/*.test.ts
-fi
-echo "== EC2 tests (moto's EC2 API on loopback)"
+# CI's test job (.github/workflows/preview.yml) on a stock runner's PATH runs
+# test/unit and the policy pack's tests; the rest of test/host-tools needs
+# fail2ban or actionlint (test/host-tools/README.md).
+section "CI's test job on a stock runner (test/unit, policy pack), tests that need host tools"
+node --import tsx --test test/host-tools/*.test.ts
+section "EC2 tests (moto's EC2 API on loopback)"
 node --import tsx --test test/aws/*.test.ts
-echo "== policy pack tests"
-(cd policy && node --import tsx --test tests/*.test.ts)
+section ""
+echo "== wall time per section (s)"
+printf '%s\n' "${SECTION_TIMES[@]}"
