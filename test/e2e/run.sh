@@ -13,7 +13,9 @@
 # SSM agent played by lib/state_manager.py over moto, on four hosts, against
 # an SSH deploy of the same settings; what it cannot show: lib/fleet.sh) and
 # 17 (the README's Quick start, Verify, Rotate and Uninstall as written:
-# lib/quickstart.sh); each is timed and
+# lib/quickstart.sh), then 18 (no host: an up killed after its first EC2
+# change, cancel, destroy, on both EC2 paths against moto: lib/ec2-killed.sh);
+# each is timed and
 # asserted on the hosts or the receiver. Prints a summary; exits 1 if any
 # scenario failed. When this machine cannot deploy (no root, no engine, no
 # command plugin 1.2.1) it prints a loud NOT RUN banner and exits 0.
@@ -34,6 +36,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/../helpers/nginx-sandbox.bash"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/fleet.sh"
 # shellcheck source=lib/quickstart.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/quickstart.sh"
+# shellcheck source=lib/ec2-killed.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/ec2-killed.sh"
 
 readonly JAIL=nginx-bad-request
 readonly STACK=e2e
@@ -59,6 +63,7 @@ E2E_TITLES=(
   [15]="trustedProxies: a scanner behind a proxy is banned, refused at nginx, named; the other client is served"
   [16]="delivery ssm, State Manager played over moto (lib/fleet.sh): 3 tagged hosts get the SSH deploy's payload, the untagged none; a second run changes nothing; a tampered object is refused everywhere; a rotation and a host tagged later arrive at the next run"
   [17]="the README's Quick start as written, on a host reached as admin with sudo; then its Verify, Rotate and Uninstall"
+  [18]="AWS against moto, no host: a first up killed after its first EC2 change, then cancel and destroy (no up between), on the adopt and create paths: every original rule and group back"
 )
 
 MINUTE=0
@@ -923,6 +928,7 @@ main() {
   scenario 15 s15_trusted_proxy
   scenario 16 s16_fleet_ssm
   scenario 17 qs_scenario
+  scenario 18 ek_scenario
   e2e_summary
 }
 

@@ -9,6 +9,13 @@
 //                           instance with the group and an allow-all "launch-wizard" group on its
 //                           primary interface and a port-80 group on a secondary one with an
 //                           Elastic IP: prints "VPC GROUP OTHER HOST WIZARD WEB80 ENI2"
+//   setup-killed            for scenario 18 (lib/ec2-killed.sh): VPC, a group with
+//                           lib/fixtures.ts's messy rules on two instances of their own (adopt path),
+//                           a group tagged as hostguard's (the created group's stand-in) and an
+//                           instance with an allow-all group on its primary interface and
+//                           [allow-all, web] on a secondary one (create path): prints
+//                           "VPC GROUP ADOPT_HOST ADOPT_HOST2 HOSTGUARD CREATE_HOST ENI1 ENI2"
+//   groups ENI              the interface's groups, sorted, on one line
 //   close-host HOST GROUP   every interface of HOST carries GROUP only (the user's fix)
 //   terminate INSTANCE      terminates it
 //   fault-proxy TARGET AFTER FAIL
@@ -22,12 +29,12 @@
 //   wanted ADMIN_CIDR...    hostguard's inbound rules in the same form (default private networks)
 //   add-rule GROUP          a rule added by hand: tcp 3306 from 0.0.0.0/0, "added by hand"
 import {
-    AuthorizeSecurityGroupIngressCommand, DescribeInstancesCommand, EC2Client, ModifyNetworkInterfaceAttributeCommand, TerminateInstancesCommand,
+    AuthorizeSecurityGroupIngressCommand, CreateTagsCommand, DescribeInstancesCommand, EC2Client, ModifyNetworkInterfaceAttributeCommand, TerminateInstancesCommand,
 } from "@aws-sdk/client-ec2";
 import { startFaultProxy } from "../../aws/faultProxy";
 import { DEFAULT_PRIVATE_CIDRS } from "../../../components/config";
 import { ingressRules } from "../../../components/securityGroup";
-import { Account, wantedLines } from "../../aws/fixtures";
+import { Account, messyIngress, wantedLines } from "../../aws/fixtures";
 
 async function main(argv: string[]): Promise<void> {
     const client = new EC2Client({});
@@ -48,6 +55,23 @@ async function main(argv: string[]): Promise<void> {
             console.log(`${account.vpcId} ${groupId} ${other.instanceId} ${host.instanceId} ${wizard} ${web80} ${eni2}`);
             return;
         }
+        case "setup-killed": {
+            const account = await Account.create(client);
+            const groupId = await account.group(messyIngress(await account.group([], "referenced"), await account.prefixList()), "adopted");
+            const adoptHost = await account.instance([groupId]);
+            const adoptHost2 = await account.instance([groupId]);
+            const hostguard = await account.group([], "hostguard");
+            await client.send(new CreateTagsCommand({ Resources: [hostguard], Tags: [{ Key: "managed-by", Value: "hostguard" }] }));
+            const allowAll = await account.group([{ IpProtocol: "-1", IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "allow all" }] }], "launch-wizard-1");
+            const web = await account.group([{ IpProtocol: "tcp", FromPort: 80, ToPort: 80, IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "http" }] }], "web");
+            const host = await account.instance([allowAll]);
+            const eni2 = await account.secondaryInterface(host.instanceId, [allowAll, web]);
+            console.log(`${account.vpcId} ${groupId} ${adoptHost.instanceId} ${adoptHost2.instanceId} ${hostguard} ${host.instanceId} ${host.networkInterfaceId} ${eni2}`);
+            return;
+        }
+        case "groups":
+            console.log((await new Account(client, "", "", "").groupsOn(args[0])).join(" "));
+            return;
         case "close-host": {
             const out = await client.send(new DescribeInstancesCommand({ InstanceIds: [args[0]] }));
             for (const n of out.Reservations![0].Instances![0].NetworkInterfaces ?? []) {
@@ -97,7 +121,7 @@ async function main(argv: string[]): Promise<void> {
             }));
             return;
         default:
-            throw new Error(`usage: moto-ec2.ts setup | snapshot GROUP | ingress GROUP | wanted ADMIN_CIDR... | add-rule GROUP | close-host HOST GROUP | terminate INSTANCE | fault-proxy TARGET AFTER FAIL (got ${cmd})`);
+            throw new Error(`usage: moto-ec2.ts setup | setup-killed | groups ENI | snapshot GROUP | ingress GROUP | wanted ADMIN_CIDR... | add-rule GROUP | close-host HOST GROUP | terminate INSTANCE | fault-proxy TARGET AFTER FAIL (got ${cmd})`);
     }
 }
 
