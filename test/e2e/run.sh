@@ -14,7 +14,8 @@
 # an SSH deploy of the same settings; what it cannot show: lib/fleet.sh) and
 # 17 (the README's Quick start, Verify, Rotate and Uninstall as written:
 # lib/quickstart.sh), then 18 (no host: an up killed after its first EC2
-# change, cancel, destroy, on both EC2 paths against moto: lib/ec2-killed.sh);
+# change, cancel, destroy, on both EC2 paths against moto, and a host removed
+# from an adopting stack: lib/ec2-killed.sh);
 # each is timed and
 # asserted on the hosts or the receiver. Prints a summary; exits 1 if any
 # scenario failed. When this machine cannot deploy (no root, no engine, no
@@ -63,7 +64,7 @@ E2E_TITLES=(
   [15]="trustedProxies: a scanner behind a proxy is banned, refused at nginx, named; the other client is served"
   [16]="delivery ssm, State Manager played over moto (lib/fleet.sh): 3 tagged hosts get the SSH deploy's payload, the untagged none; a second run changes nothing; a tampered object is refused everywhere; a rotation and a host tagged later arrive at the next run"
   [17]="the README's Quick start as written, on a host reached as admin with sudo; then its Verify, Rotate and Uninstall"
-  [18]="AWS against moto, no host: a first up killed after its first EC2 change, then cancel and destroy (no up between), on the adopt and create paths: every original rule and group back"
+  [18]="AWS against moto, no host: a first up killed after its first EC2 change, then cancel and destroy (no up between), on the adopt and create paths: every original rule and group back; one adopted host of two removed: a warning, not a refusal"
 )
 
 MINUTE=0
