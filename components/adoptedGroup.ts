@@ -72,7 +72,8 @@ const client = (s: AdoptedGroupState) => ec2.ec2Client(s.region, s.profile);
 async function guard(s: AdoptedGroupState, former: string[]): Promise<{ refusal: string; removed: string[]; warnings: string[] }> {
     const users = await ec2.interfacesCarrying(client(s), s.groupId);
     const stack = s.stackInstanceIds ?? [];
-    const kept = users.filter((u) => u.instanceId !== undefined && former.includes(u.instanceId) && !stack.includes(u.instanceId));
+    const accepted = [...stack, ...(s.sharedInstances ?? [])];
+    const kept = users.filter((u) => u.instanceId !== undefined && former.includes(u.instanceId) && !accepted.includes(u.instanceId));
     const removed = [...new Set(kept.map((u) => u.instanceId as string))].sort();
     const warnings = kept.map((u) => `hostguard: warning: instance ${u.instanceId} is no longer a host of this stack (removed from hostguard:hosts) `
         + `but its interface ${u.networkInterfaceId} still carries the adopted group ${s.groupId}, so its inbound rules stay hostguard's. `
