@@ -87,14 +87,16 @@ export interface HostguardConfig {
     hasBastionPrivateKey: boolean;
 }
 
-/** The State Manager association's schedule and rate control (delivery ssm). */
+/** The State Manager association's schedule and rate control, and how long its outputs stay (delivery ssm). */
 export interface FleetSettings {
     schedule: string;
     maxConcurrency: string;
     maxErrors: string;
+    /** Days until the bucket's lifecycle rule deletes an object under runs/. */
+    runsExpireDays: number;
 }
 
-export const DEFAULT_FLEET: FleetSettings = { schedule: "rate(30 minutes)", maxConcurrency: "10%", maxErrors: "0" };
+export const DEFAULT_FLEET: FleetSettings = { schedule: "rate(30 minutes)", maxConcurrency: "10%", maxErrors: "0", runsExpireDays: 30 };
 
 export const DEFAULT_SSH_USER = stackDefault<string>("sshUser");
 /**
@@ -417,7 +419,7 @@ function deliveryOf(raw: RawConfig): "ssh" | "ssm" {
 }
 
 function fleetSettings(raw: RawConfig, delivery: "ssh" | "ssm"): FleetSettings | undefined {
-    const keys = ["fleetSchedule", "fleetMaxConcurrency", "fleetMaxErrors"] as const;
+    const keys = ["fleetSchedule", "fleetMaxConcurrency", "fleetMaxErrors", "fleetRunsExpireDays"] as const;
     if (delivery === "ssh") {
         const set = keys.find((k) => raw[k] !== undefined);
         if (set !== undefined) {
@@ -425,6 +427,7 @@ function fleetSettings(raw: RawConfig, delivery: "ssh" | "ssm"): FleetSettings |
         }
         return undefined;
     }
+    const daysRow = stackKeyRow("fleetRunsExpireDays");
     const schedule = text(raw, "fleetSchedule") ?? DEFAULT_FLEET.schedule;
     const rate = /^rate\((\d+) minutes\)$/.exec(schedule);
     if (rate && Number(rate[1]) < 30) {
@@ -434,6 +437,8 @@ function fleetSettings(raw: RawConfig, delivery: "ssh" | "ssm"): FleetSettings |
         schedule,
         maxConcurrency: text(raw, "fleetMaxConcurrency") ?? DEFAULT_FLEET.maxConcurrency,
         maxErrors: text(raw, "fleetMaxErrors") ?? DEFAULT_FLEET.maxErrors,
+        runsExpireDays: raw.fleetRunsExpireDays === undefined ? DEFAULT_FLEET.runsExpireDays
+            : intValue("fleetRunsExpireDays", scalar(raw, "fleetRunsExpireDays"), daysRow.min!, daysRow.max!),
     };
 }
 

@@ -12,7 +12,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { sha256, tarFiles, type PartBundle } from "./bundles";
 import { type FleetSettings } from "./config";
 import {
-    associationParameters, bundleKey, bundlesValue, EC2_TRUST, FLEET_TAG, fleetNames, hostPolicy, renderDocument,
+    associationParameters, bucketPolicy, bundleKey, bundlesValue, EC2_TRUST, FLEET_TAG, fleetNames, hostPolicy, lifecycleRules, renderDocument, RUNS_PREFIX,
 } from "./ssmDocument";
 
 export interface FleetDeliveryArgs {
@@ -50,6 +50,8 @@ export class FleetDelivery extends pulumi.ComponentResource {
         new aws.s3.BucketServerSideEncryptionConfiguration(`${name}-bundles`, {
             bucket: bucket.id, rules: [{ applyServerSideEncryptionByDefault: { sseAlgorithm: "AES256" } }],
         }, parent);
+        new aws.s3.BucketPolicy(`${name}-bundles`, { bucket: bucket.id, policy: bucket.arn.apply(bucketPolicy) }, parent);
+        new aws.s3.BucketLifecycleConfiguration(`${name}-bundles`, { bucket: bucket.id, rules: lifecycleRules(args.fleet.runsExpireDays) }, parent);
 
         const objects = args.bundles.map((b) => {
             const tar = tarFiles(b.files);
@@ -96,7 +98,7 @@ export class FleetDelivery extends pulumi.ComponentResource {
             maxConcurrency: args.fleet.maxConcurrency,
             maxErrors: args.fleet.maxErrors,
             complianceSeverity: "HIGH",
-            outputLocation: { s3BucketName: bucket.bucket, s3KeyPrefix: "runs/" },
+            outputLocation: { s3BucketName: bucket.bucket, s3KeyPrefix: RUNS_PREFIX },
             parameters,
         }, { ...parent, dependsOn: objects.map((o) => o.object) });
 

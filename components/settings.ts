@@ -253,6 +253,10 @@ export const STACK_KEYS = [
         doc: "(`delivery: ssm`) failed instances after which a run stops sending to more: a number 0-9999 or a percentage 0%-100%",
     },
     {
+        key: "fleetRunsExpireDays", type: "integer", min: 1, max: 3650, default: "`30`",
+        doc: "(`delivery: ssm`) days after which the bucket's lifecycle rule deletes a run's output under `runs/` (every host writes two objects per run)",
+    },
+    {
         key: "cronMinute", type: "integer", min: 0, max: 9, default: "derived on each host",
         doc: "pins every host's monitors to this minute (second 0); without it each host waits its own offset (0-599 s, derived from its instance id) after each 10-minute mark",
     },

@@ -155,7 +155,7 @@ export function hostPolicy(bucketArn: string, parameterArn: string, keyArn: stri
         Statement: [
             { Sid: "SsmAgent", Effect: "Allow", Action: SSM_AGENT_ACTIONS, Resource: "*" },
             { Sid: "ReadBundles", Effect: "Allow", Action: "s3:GetObject", Resource: `${bucketArn}/bundles/*` },
-            { Sid: "WriteRunOutputs", Effect: "Allow", Action: "s3:PutObject", Resource: `${bucketArn}/runs/*` },
+            { Sid: "WriteRunOutputs", Effect: "Allow", Action: "s3:PutObject", Resource: `${bucketArn}/${RUNS_PREFIX}*` },
             { Sid: "ReadStackParameter", Effect: "Allow", Action: "ssm:GetParameter", Resource: parameterArn },
             {
                 Sid: "DecryptViaSsm", Effect: "Allow", Action: "kms:Decrypt", Resource: keyArn,
@@ -163,6 +163,33 @@ export function hostPolicy(bucketArn: string, parameterArn: string, keyArn: stri
             },
         ],
     });
+}
+
+/** Where the association's outputs go: the agent writes `runs/<instance id>/<association id>/<run>/<step>/stdout|stderr`. */
+export const RUNS_PREFIX = "runs/";
+
+/**
+ * The bucket's policy: every request over plain HTTP is refused, whoever
+ * makes it (aws:SecureTransport false), on the bucket and every object.
+ */
+export function bucketPolicy(bucketArn: string): string {
+    return JSON.stringify({
+        Version: "2012-10-17",
+        Statement: [{
+            Sid: "RefusePlainHttp", Effect: "Deny", Principal: "*", Action: "s3:*", Resource: [bucketArn, `${bucketArn}/*`],
+            Condition: { Bool: { "aws:SecureTransport": "false" } },
+        }],
+    });
+}
+
+/** The bucket's lifecycle rules (@pulumi/aws's shape): outputs under runs/ expire after `days`; an upload left half done after a day. */
+export function lifecycleRules(days: number): Array<{
+    id: string; status: "Enabled"; filter: { prefix: string }; expiration: { days: number }; abortIncompleteMultipartUpload: { daysAfterInitiation: number };
+}> {
+    return [{
+        id: "hostguard-runs-expire", status: "Enabled", filter: { prefix: RUNS_PREFIX }, expiration: { days },
+        abortIncompleteMultipartUpload: { daysAfterInitiation: 1 },
+    }];
 }
 
 /** The role's trust: EC2 instances (through their instance profile). */

@@ -19,7 +19,7 @@ import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { renderHost, sha256, tarFiles } from "../../components/bundles";
 import { DEFAULT_SETTINGS } from "../../components/config";
-import { associationParameters, bundleKey, bundlesValue, fleetNames, hostPolicy, renderDocument } from "../../components/ssmDocument";
+import { associationParameters, bundleKey, bundlesValue, fleetNames, hostPolicy, lifecycleRules, renderDocument } from "../../components/ssmDocument";
 import { MOTO_VENV } from "./moto";
 
 let dir = "";
@@ -39,6 +39,7 @@ before(async () => {
         shas[b.part] = sha256(b.tar);
     }
     fs.writeFileSync(path.join(dir, "document.json"), renderDocument());
+    fs.writeFileSync(path.join(dir, "lifecycle.json"), JSON.stringify(lifecycleRules(30)));
     fs.writeFileSync(path.join(dir, "policy.json"), hostPolicy("BUCKET_ARN", "PARAMETER_ARN", "KEY_ARN"));
     fs.writeFileSync(path.join(dir, "names.json"), JSON.stringify({
         own: fleetNames("hostguard", "test").webhookParameter, otherStack: fleetNames("hostguard", "other").webhookParameter,
@@ -61,6 +62,10 @@ describe("the fleet's calls against moto", () => {
         assert.deepEqual(out.paramsValid, { Bucket: true, Bundles: true, WebhookParameter: true, WebhookVersion: true });
         assert.deepEqual(out.badValid, { Bucket: true, Bundles: false, WebhookParameter: true, WebhookVersion: false });
 
+        assert.deepEqual(out.lifecycle, [{
+            ID: "hostguard-runs-expire", Status: "Enabled", Filter: { Prefix: "runs/" }, Expiration: { Days: 30 },
+            AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 },
+        }]);
         assert.equal(out.objects.length, 4);
         for (const o of out.objects) {
             const part = o.key.split("/")[1];

@@ -84,6 +84,15 @@ def calls():
     out["badValid"] = {k: bool(re.fullmatch(patterns[k].strip("^$"), v)) for k, v in bad.items()}
     # Bundles round-trip by key and checksum.
     s3.create_bucket(Bucket=params["Bucket"])
+    # The lifecycle rule as @pulumi/aws puts it, read back. The bucket policy is not put: moto 5.2.5
+    # evaluates its Deny without the Bool condition (moto/iam/policy_conditions.py knows StringEquals
+    # only), so over HTTPS too it would refuse every object call below.
+    rules = json.loads(read("lifecycle.json"))
+    s3.put_bucket_lifecycle_configuration(Bucket=params["Bucket"], LifecycleConfiguration={"Rules": [{
+        "ID": r["id"], "Status": r["status"], "Filter": {"Prefix": r["filter"]["prefix"]}, "Expiration": {"Days": r["expiration"]["days"]},
+        "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": r["abortIncompleteMultipartUpload"]["daysAfterInitiation"]},
+    } for r in rules]})
+    out["lifecycle"] = s3.get_bucket_lifecycle_configuration(Bucket=params["Bucket"])["Rules"]
     out["objects"] = []
     for part in parts():
         body = read(part + ".tar")

@@ -89,10 +89,12 @@ describe("delivery ssm: the fleet's resources", () => {
             "aws:iam/rolePolicy:RolePolicy hostguard-fleet-host",
             "aws:kms/key:Key hostguard-fleet-webhook",
             "aws:s3/bucket:Bucket hostguard-fleet-bundles",
+            "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration hostguard-fleet-bundles",
             "aws:s3/bucketObjectv2:BucketObjectv2 hostguard-fleet-bundle-bantool",
             "aws:s3/bucketObjectv2:BucketObjectv2 hostguard-fleet-bundle-base",
             "aws:s3/bucketObjectv2:BucketObjectv2 hostguard-fleet-bundle-monitors",
             "aws:s3/bucketObjectv2:BucketObjectv2 hostguard-fleet-bundle-web",
+            "aws:s3/bucketPolicy:BucketPolicy hostguard-fleet-bundles",
             "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock hostguard-fleet-bundles",
             "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration hostguard-fleet-bundles",
             "aws:ssm/association:Association hostguard-fleet-apply",
@@ -109,6 +111,22 @@ describe("delivery ssm: the fleet's resources", () => {
         assert.equal(one(resources, "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration").inputs.rules[0].applyServerSideEncryptionByDefault.sseAlgorithm, "AES256");
         assert.ok(!resources.some((r) => r.type.includes("Versioning")), "no versioning: a replaced bundle is really gone");
         assert.ok(!resources.some((r) => r.type.includes("rolePolicyAttachment")), "no managed policy: the role holds the stack's grants only");
+    });
+
+    it("the bucket refuses plain HTTP to everyone, and its runs/ expire after fleetRunsExpireDays (default 30)", async () => {
+        const { resources } = await build(FLEET);
+        const policy = JSON.parse(one(resources, "aws:s3/bucketPolicy:BucketPolicy").inputs.policy);
+        assert.deepEqual(policy.Statement, [{
+            Sid: "RefusePlainHttp", Effect: "Deny", Principal: "*", Action: "s3:*", Resource: [`arn:aws:s3:::${BUCKET}`, `arn:aws:s3:::${BUCKET}/*`],
+            Condition: { Bool: { "aws:SecureTransport": "false" } },
+        }]);
+        const rules = one(resources, "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration").inputs.rules;
+        assert.deepEqual(rules, [{
+            id: "hostguard-runs-expire", status: "Enabled", filter: { prefix: "runs/" }, expiration: { days: 30 }, abortIncompleteMultipartUpload: { daysAfterInitiation: 1 },
+        }]);
+        assert.equal(one(resources, "aws:ssm/association:Association").inputs.outputLocation.s3KeyPrefix, "runs/", "the rule's prefix is the outputs'");
+        const set = await build({ ...FLEET, fleetRunsExpireDays: "7" });
+        assert.equal(one(set.resources, "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration").inputs.rules[0].expiration.days, 7);
     });
 
     it("bundle objects are content-addressed: bundles/<part>/<sha256 of the tar>.tar, with S3's SHA-256 checksum", async () => {
@@ -258,7 +276,7 @@ describe("delivery ssm: the config", () => {
     });
     it("needs no hosts, SSH key or adminCidrs; aws must stay true", () => {
         const c = validateConfig(FLEET, { secretKeys: SECRET_KEYS });
-        assert.deepEqual([c.delivery, c.hosts, c.fleet], ["ssm", [], { schedule: "rate(30 minutes)", maxConcurrency: "10%", maxErrors: "0" }]);
+        assert.deepEqual([c.delivery, c.hosts, c.fleet], ["ssm", [], { schedule: "rate(30 minutes)", maxConcurrency: "10%", maxErrors: "0", runsExpireDays: 30 }]);
         refused({ ...FLEET, aws: "false" }, "aws", /must be true with hostguard:delivery ssm/);
     });
     it("no warning that the group is attached to no instance: a fleet's group goes to its launch template", () => {
@@ -269,6 +287,8 @@ describe("delivery ssm: the config", () => {
         refused({ ...FLEET, fleetSchedule: "every hour" }, "fleetSchedule", /rate\(N minutes/);
         refused({ ...FLEET, fleetMaxConcurrency: "0" }, "fleetMaxConcurrency", /1-9999/);
         refused({ ...FLEET, fleetMaxErrors: "101%" }, "fleetMaxErrors", /0%-100%/);
+        refused({ ...FLEET, fleetRunsExpireDays: "0" }, "fleetRunsExpireDays", /an integer between 1 and 3650, got "0"/);
+        refused({ ...FLEET, fleetRunsExpireDays: "3651" }, "fleetRunsExpireDays", /an integer between 1 and 3650, got "3651"/);
         refused({ ...FLEET, delivery: "scp" }, "delivery", /ssh or ssm/);
         assert.equal(validateConfig({ ...FLEET, fleetSchedule: "cron(0 */2 * * ? *)" }, { secretKeys: SECRET_KEYS }).fleet!.schedule, "cron(0 */2 * * ? *)");
         refused({ hosts: JSON.stringify([{ name: "a", host: "h", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHostKeyFake0000000000000000000000000000000A" }]),

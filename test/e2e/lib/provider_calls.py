@@ -50,6 +50,8 @@ KNOWN = {
     "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
     "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
     "aws:s3/bucketObjectv2:BucketObjectv2",
+    "aws:s3/bucketPolicy:BucketPolicy",
+    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration",
     "aws:kms/key:Key",
     "aws:ssm/parameter:Parameter",
     "aws:iam/role:Role",
@@ -61,6 +63,23 @@ KNOWN = {
     # The hosts' network is the test's own (scenario 13 proves the group against moto).
     "aws:ec2/securityGroup:SecurityGroup",
 }
+
+
+def lifecycle_rules(res: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The lifecycle rules as PutBucketLifecycleConfiguration takes them."""
+    rules = one(res, "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration")["inputs"]["rules"]
+    return [
+        {
+            "ID": r["id"],
+            "Status": r["status"],
+            "Filter": {"Prefix": r["filter"]["prefix"]},
+            "Expiration": {"Days": r["expiration"]["days"]},
+            "AbortIncompleteMultipartUpload": {
+                "DaysAfterInitiation": r["abortIncompleteMultipartUpload"]["daysAfterInitiation"]
+            },
+        }
+        for r in rules
+    ]
 
 
 def apply_bucket(res: list[dict[str, Any]]) -> str:
@@ -86,6 +105,12 @@ def apply_bucket(res: list[dict[str, Any]]) -> str:
             "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": algorithm}}]
         },
     )
+    # The policy refusing plain HTTP is checked against PutBucketPolicy's model, not put: moto evaluates its
+    # Deny without the Bool condition (it knows StringEquals only) and would refuse this test's HTTP.
+    policy = {"Bucket": bucket, "Policy": one(res, "aws:s3/bucketPolicy:BucketPolicy")["inputs"]["policy"]}
+    validate_parameters(policy, s3.meta.service_model.operation_model("PutBucketPolicy").input_shape)
+    json.loads(policy["Policy"])
+    s3.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": lifecycle_rules(res)})
     keys = set()
     for obj in by_type(res, "aws:s3/bucketObjectv2:BucketObjectv2"):
         key = obj["inputs"]["key"]
