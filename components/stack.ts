@@ -80,7 +80,35 @@ export const UNREAD_AWS_SETTINGS: Readonly<Record<string, string>> = {
     endpoints: "set AWS_ENDPOINT_URL_EC2 (or AWS_ENDPOINT_URL) in the environment",
     allowedAccountIds: "make sure the credentials are the account's (`aws sts get-caller-identity`); hostguard's EC2 calls do not check it",
     forbiddenAccountIds: "make sure the credentials are not that account's (`aws sts get-caller-identity`); hostguard's EC2 calls do not check it",
+    useFipsEndpoint: "set AWS_USE_FIPS_ENDPOINT=true in the environment (or `use_fips_endpoint = true` in the profile of `aws:profile`): the SDK reads those",
+    useDualstackEndpoint: "set AWS_USE_DUALSTACK_ENDPOINT=true in the environment (or `use_dualstack_endpoint = true` in the profile of `aws:profile`)",
+    ec2MetadataServiceEndpoint: "set AWS_EC2_METADATA_SERVICE_ENDPOINT in the environment",
+    ec2MetadataServiceEndpointMode: "set AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE in the environment",
 };
+
+/**
+ * delivery ssm: the settings that would send the stack's calls to other
+ * endpoints than the ones the fleet's instances read from. @pulumi/aws reads
+ * them, but the step on each instance (scripts/hostguard/ssmstep.py) calls S3
+ * and Parameter Store at their standard regional endpoints.
+ */
+export const FLEET_REFUSED_AWS_SETTINGS: Readonly<Record<string, string>> = {
+    useFipsEndpoint: "the fleet's instances fetch the bundles and the webhook parameter from the standard S3 and SSM endpoints, "
+        + "not the FIPS ones, so the fleet would not hold to it: use delivery ssh, or leave FIPS endpoints out of this stack",
+    endpoints: "the fleet's instances read the bucket and the parameter at the standard S3 and SSM endpoints of their region "
+        + "(a VPC endpoint with private DNS answers those names): the stack must write them there too",
+};
+
+/** Refused at preview for delivery ssm, naming the setting: also AWS_USE_FIPS_ENDPOINT, which @pulumi/aws reads as aws:useFipsEndpoint. */
+export function refuseFleetAwsSettings(awsConfig: { get(key: string): string | undefined }, env: NodeJS.ProcessEnv = process.env): void {
+    const key = Object.keys(FLEET_REFUSED_AWS_SETTINGS).find((k) => Boolean(awsConfig.get(k)) && awsConfig.get(k) !== "false");
+    if (key !== undefined) {
+        throw new Error(`aws:${key} is set, but ${FLEET_REFUSED_AWS_SETTINGS[key]}; then remove aws:${key}`);
+    }
+    if ((env.AWS_USE_FIPS_ENDPOINT ?? "").toLowerCase() === "true") {
+        throw new Error(`AWS_USE_FIPS_ENDPOINT=true is set (read as aws:useFipsEndpoint), but ${FLEET_REFUSED_AWS_SETTINGS.useFipsEndpoint}; then unset it`);
+    }
+}
 
 /**
  * Refused rather than ignored when the dynamic resources call EC2 (an
@@ -89,7 +117,7 @@ export const UNREAD_AWS_SETTINGS: Readonly<Record<string, string>> = {
  */
 export function refuseUnreadAwsSettings(config: Pick<HostguardConfig, "securityGroupId" | "hosts">, awsConfig: { get(key: string): string | undefined }): void {
     const dynamic = config.securityGroupId !== undefined || config.hosts.some((h) => h.instanceId !== undefined);
-    const key = Object.keys(UNREAD_AWS_SETTINGS).find((k) => Boolean(awsConfig.get(k)));
+    const key = Object.keys(UNREAD_AWS_SETTINGS).find((k) => Boolean(awsConfig.get(k)) && awsConfig.get(k) !== "false");
     if (dynamic && key !== undefined) {
         throw new Error(`aws:${key} is set, but hostguard's EC2 calls (the adopted group, the interfaces of hosts[].instanceId) do not read it: `
             + `${UNREAD_AWS_SETTINGS[key]}, then remove aws:${key}`);
@@ -129,8 +157,10 @@ export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): St
 
     const out: StackOutputs = { hosts: {} };
     if (config.delivery === "ssm") {
-        // A project or stack name no fleet resource can carry is refused here, before any resource exists.
+        // A project or stack name no fleet resource can carry, or an aws:* setting the fleet would not
+        // hold to, is refused here, before any resource exists.
         fleetNames(pulumi.getProject(), pulumi.getStack());
+        refuseFleetAwsSettings(new pulumi.Config("aws"));
     }
     if (config.aws && config.vpcId) {
         const awsConfig = new pulumi.Config("aws");

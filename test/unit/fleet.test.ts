@@ -11,7 +11,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { ConfigError, configWarnings, SECRET_KEYS, validateConfig, type RawConfig } from "../../components/config";
 import { sha256, type PayloadFile } from "../../components/bundles";
 import { DOCUMENT_PARAMETERS, fleetNames, SSM_AGENT_ACTIONS, STEP_SOURCE } from "../../components/ssmDocument";
-import { buildStack, type StackOutputs } from "../../components/stack";
+import { buildStack, refuseFleetAwsSettings, type StackOutputs } from "../../components/stack";
 
 const SENTINEL = "https://hooks.example.test/services/T0/B0/SENTINEL-fleet-77";
 const SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d";
@@ -60,9 +60,12 @@ function payload(): PayloadFile[] {
 
 const FLEET: RawConfig = { delivery: "ssm", vpcId: "vpc-0123456789abcdef0", webhookUrl: SENTINEL };
 
-async function build(raw: RawConfig): Promise<{ out: StackOutputs; resources: Recorded[] }> {
+async function build(raw: RawConfig, aws: Record<string, string> = {}): Promise<{ out: StackOutputs; resources: Recorded[] }> {
     recorded = [];
-    pulumi.runtime.setAllConfig(Object.fromEntries(Object.entries(raw).map(([k, v]) => [`hostguard:${k}`, String(v)])), ["hostguard:webhookUrl"]);
+    pulumi.runtime.setAllConfig({
+        ...Object.fromEntries(Object.entries(raw).map(([k, v]) => [`hostguard:${k}`, String(v)])),
+        ...Object.fromEntries(Object.entries(aws).map(([k, v]) => [`aws:${k}`, v])),
+    }, ["hostguard:webhookUrl"]);
     const out = buildStack(validateConfig(raw, { secretKeys: SECRET_KEYS }), payload());
     if (out.fleet) {
         await new Promise((r) => pulumi.all([out.fleet!.associationId, out.fleet!.hostPolicyArn]).apply(r));
@@ -262,6 +265,25 @@ describe("delivery ssm: names derived from project and stack", () => {
         } finally {
             await pulumi.runtime.setMocks(MOCKS, "hostguard", "test", false);
         }
+    });
+});
+
+describe("delivery ssm: aws:* settings that change the endpoint", () => {
+    it("aws:useFipsEndpoint and aws:endpoints are refused, naming them, before any resource; false is no setting", async () => {
+        for (const [key, value, why] of [
+            ["useFipsEndpoint", "true", /^aws:useFipsEndpoint is set, but the fleet's instances fetch .* not the FIPS ones.*then remove aws:useFipsEndpoint$/],
+            ["endpoints", '[{"ssm":"http://127.0.0.1:1"}]', /^aws:endpoints is set, but the fleet's instances read the bucket and the parameter at the standard S3 and SSM endpoints/],
+        ] as const) {
+            await assert.rejects(build(FLEET, { [key]: value }), (e: Error) => why.test(e.message), key);
+            assert.deepEqual(recorded, [], `${key}: nothing registered`);
+        }
+        const { out } = await build(FLEET, { useFipsEndpoint: "false", useDualstackEndpoint: "true" });
+        assert.ok(out.fleet, "false is no FIPS; dual-stack names reach the same service, which @pulumi/aws reads itself");
+    });
+    it("AWS_USE_FIPS_ENDPOINT in the environment, which @pulumi/aws reads the same way, is refused too", () => {
+        const none = { get: (): undefined => undefined };
+        assert.throws(() => refuseFleetAwsSettings(none, { AWS_USE_FIPS_ENDPOINT: "TRUE" }), /^Error: AWS_USE_FIPS_ENDPOINT=true is set .* then unset it$/);
+        refuseFleetAwsSettings(none, { AWS_USE_FIPS_ENDPOINT: "false" });
     });
 });
 

@@ -554,7 +554,8 @@ describe("the created group on the hosts' instances, and the adopted group's gua
         for (const [key, value] of Object.entries({
             allowedAccountIds: '["123456789012"]', forbiddenAccountIds: '["210987654321"]', accessKey: "AKIAEXAMPLE", secretKey: "x", token: "t",
             sharedConfigFiles: '["/x"]', sharedCredentialsFiles: '["/x"]', assumeRoleWithWebIdentity: '{"roleArn":"arn:aws:iam::123456789012:role/x"}',
-            endpoints: '[{"ec2":"http://127.0.0.1:1"}]',
+            endpoints: '[{"ec2":"http://127.0.0.1:1"}]', useFipsEndpoint: "true", useDualstackEndpoint: "true",
+            ec2MetadataServiceEndpoint: "http://169.254.169.254", ec2MetadataServiceEndpointMode: "IPv6",
         })) {
             await assert.rejects(build(rawConfig([], { hosts: hostsWith(["i-0123456789abcdef0"]) }), REGION, { [key]: value }),
                 new RegExp(`^Error: aws:${key} is set, but hostguard's EC2 calls .* then remove aws:${key}$`), key);
