@@ -227,6 +227,15 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
         if (!bool(raw, "aws", true)) {
             throw new ConfigError("aws", `must be true with ${NAMESPACE}:delivery ssm (the bucket, parameter, role and association are AWS resources)`);
         }
+        // The fleet's group is the created one, named by its launch template: an adopted group's instances
+        // must be hosts of the stack, which a fleet's are not (they come and go with no pulumi up).
+        for (const key of ["securityGroupId", "keepSecurityGroupIds", "sharedSecurityGroupInstances"]) {
+            if (raw[key] !== undefined) {
+                throw new ConfigError(key, `is not used with ${NAMESPACE}:delivery ssm: the fleet gets the group the stack creates in ${NAMESPACE}:vpcId `
+                    + "(the output securityGroupId, for its launch template), and preview checks every instance carrying the fleet's tag "
+                    + `(docs/fleets.md): remove ${NAMESPACE}:${key}`);
+            }
+        }
     }
     const hosts = delivery === "ssm" ? [] : hostList(raw, sshUser);
     const minuteRow = stackKeyRow("cronMinute");

@@ -10,7 +10,8 @@ import { HostDeployment, type InstalledFile } from "./hostDeployment";
 import { IngressRule, SecurityGroup } from "./securityGroup";
 import { renderHost, type PayloadFile } from "./bundles";
 import { FleetDelivery } from "./fleet";
-import { fleetNames } from "./ssmDocument";
+import { FleetExposure } from "./fleetExposure";
+import { FLEET_TAG, fleetNames } from "./ssmDocument";
 import { webhookFileText } from "./remoteCommands";
 
 /**
@@ -156,11 +157,17 @@ export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): St
     const heartbeatUrl = config.hasHeartbeatUrl ? cfg.requireSecret("heartbeatUrl") : undefined;
 
     const out: StackOutputs = { hosts: {} };
+    let fleetRegion: string | undefined;
     if (config.delivery === "ssm") {
         // A project or stack name no fleet resource can carry, or an aws:* setting the fleet would not
         // hold to, is refused here, before any resource exists.
         fleetNames(pulumi.getProject(), pulumi.getStack());
         refuseFleetAwsSettings(new pulumi.Config("aws"));
+        // The provider's region setting, else the SDK's own environment variable (the fleet's check reads EC2 there).
+        fleetRegion = new pulumi.Config("aws").get("region") || process.env.AWS_REGION;
+        if (!fleetRegion) {
+            throw new Error("the AWS region is not set: set aws:region (`pulumi config set aws:region eu-west-1`) or AWS_REGION");
+        }
     }
     if (config.aws && config.vpcId) {
         const awsConfig = new pulumi.Config("aws");
@@ -183,6 +190,14 @@ export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): St
         out.securityGroupId = sg.groupId;
         out.securityGroupIngress = sg.ingress;
         out.securityGroupInterfaceIds = sg.interfaceIds;
+        if (config.delivery === "ssm") {
+            // The whole-host check of every instance carrying the fleet's tag (read-only; at every preview and up).
+            const profile = awsConfig.get("profile");
+            new FleetExposure("hostguard-fleet-exposure", {
+                region: fleetRegion!, ...(profile ? { profile } : {}), tagKey: FLEET_TAG,
+                tagValue: fleetNames(pulumi.getProject(), pulumi.getStack()).tagValue, ingress: sg.ingress,
+            });
+        }
     }
     if (config.delivery === "ssm") {
         const bundles = renderHost(config.settings, payload, { cronMinute: config.cronMinute, adminCidrs: config.adminCidrs }).bundles;

@@ -60,7 +60,7 @@ function payload(): PayloadFile[] {
 
 const FLEET: RawConfig = { delivery: "ssm", vpcId: "vpc-0123456789abcdef0", webhookUrl: SENTINEL };
 
-async function build(raw: RawConfig, aws: Record<string, string> = {}): Promise<{ out: StackOutputs; resources: Recorded[] }> {
+async function build(raw: RawConfig, aws: Record<string, string> = { region: "eu-west-1" }): Promise<{ out: StackOutputs; resources: Recorded[] }> {
     recorded = [];
     pulumi.runtime.setAllConfig({
         ...Object.fromEntries(Object.entries(raw).map(([k, v]) => [`hostguard:${k}`, String(v)])),
@@ -105,7 +105,12 @@ describe("delivery ssm: the fleet's resources", () => {
             "aws:ssm/parameter:Parameter hostguard-fleet-webhook",
             "hostguard:aws:SecurityGroup hostguard",
             "hostguard:fleet:FleetDelivery hostguard-fleet",
+            "pulumi-nodejs:dynamic:Resource hostguard-fleet-exposure",
         ]);
+        // The whole-host check of the instances carrying the tag: read-only, on the created group's rules.
+        const exposure = one(resources, "pulumi-nodejs:dynamic:Resource").inputs;
+        assert.deepEqual([exposure.kind, exposure.region, exposure.tagKey, exposure.tagValue], ["hostguard:fleet-exposure", "eu-west-1", "hostguard-stack", "hostguard/test"]);
+        assert.deepEqual(exposure.ingress.map((r: any) => `${r.fromPort} ${r.cidrBlocks.join(",")}`), ["443 0.0.0.0/0", "8080 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16"]);
         assert.deepEqual(out.hosts, {});
         assert.equal(out.fleet!.targetTag, "hostguard-stack=hostguard/test");
         assert.ok(out.securityGroupId, "the group is exported for the launch template");
@@ -258,7 +263,9 @@ describe("delivery ssm: names derived from project and stack", () => {
         await pulumi.runtime.setMocks(MOCKS, "p".repeat(100), "s".repeat(100), false);
         try {
             recorded = [];
-            pulumi.runtime.setAllConfig(Object.fromEntries(Object.entries(FLEET).map(([k, v]) => [`hostguard:${k}`, String(v)])), ["hostguard:webhookUrl"]);
+            pulumi.runtime.setAllConfig({
+                ...Object.fromEntries(Object.entries(FLEET).map(([k, v]) => [`hostguard:${k}`, String(v)])), "aws:region": "eu-west-1",
+            }, ["hostguard:webhookUrl"]);
             assert.throws(() => buildStack(validateConfig(FLEET, { secretKeys: SECRET_KEYS }), payload()), /State Manager allows 128/);
             await new Promise((r) => setTimeout(r, 50));
             assert.deepEqual(recorded, []);
@@ -274,10 +281,10 @@ describe("delivery ssm: aws:* settings that change the endpoint", () => {
             ["useFipsEndpoint", "true", /^aws:useFipsEndpoint is set, but the fleet's instances fetch .* not the FIPS ones.*then remove aws:useFipsEndpoint$/],
             ["endpoints", '[{"ssm":"http://127.0.0.1:1"}]', /^aws:endpoints is set, but the fleet's instances read the bucket and the parameter at the standard S3 and SSM endpoints/],
         ] as const) {
-            await assert.rejects(build(FLEET, { [key]: value }), (e: Error) => why.test(e.message), key);
+            await assert.rejects(build(FLEET, { region: "eu-west-1", [key]: value }), (e: Error) => why.test(e.message), key);
             assert.deepEqual(recorded, [], `${key}: nothing registered`);
         }
-        const { out } = await build(FLEET, { useFipsEndpoint: "false", useDualstackEndpoint: "true" });
+        const { out } = await build(FLEET, { region: "eu-west-1", useFipsEndpoint: "false", useDualstackEndpoint: "true" });
         assert.ok(out.fleet, "false is no FIPS; dual-stack names reach the same service, which @pulumi/aws reads itself");
     });
     it("AWS_USE_FIPS_ENDPOINT in the environment, which @pulumi/aws reads the same way, is refused too", () => {
@@ -300,6 +307,24 @@ describe("delivery ssm: the config", () => {
         const c = validateConfig(FLEET, { secretKeys: SECRET_KEYS });
         assert.deepEqual([c.delivery, c.hosts, c.fleet], ["ssm", [], { schedule: "rate(30 minutes)", maxConcurrency: "10%", maxErrors: "0", runsExpireDays: 30 }]);
         refused({ ...FLEET, aws: "false" }, "aws", /must be true with hostguard:delivery ssm/);
+    });
+    it("refuses an adopted group (and the keys of instances carrying groups): the fleet's launch template gets the created group", () => {
+        refused({ ...FLEET, securityGroupId: "sg-0123456789abcdef0" }, "securityGroupId",
+            /is not used with hostguard:delivery ssm: the fleet gets the group the stack creates in hostguard:vpcId \(the output securityGroupId, for its launch template\).*remove hostguard:securityGroupId$/);
+        refused({ ...FLEET, keepSecurityGroupIds: '["sg-0123456789abcdef0"]' }, "keepSecurityGroupIds", /not used with hostguard:delivery ssm/);
+        refused({ ...FLEET, sharedSecurityGroupInstances: '["i-0123456789abcdef0"]' }, "sharedSecurityGroupInstances", /not used with hostguard:delivery ssm/);
+    });
+    it("a fleet without a region is refused before any resource (its check reads EC2 there)", async () => {
+        const env = process.env.AWS_REGION;
+        delete process.env.AWS_REGION;
+        try {
+            await assert.rejects(build(FLEET, {}), /the AWS region is not set: set aws:region/);
+            assert.deepEqual(recorded, []);
+        } finally {
+            if (env !== undefined) {
+                process.env.AWS_REGION = env;
+            }
+        }
     });
     it("no warning that the group is attached to no instance: a fleet's group goes to its launch template", () => {
         assert.deepEqual(configWarnings(validateConfig(FLEET, { secretKeys: SECRET_KEYS })).filter((w) => w.includes("instanceId")), []);

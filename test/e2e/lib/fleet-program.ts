@@ -76,7 +76,9 @@ async function main(argv: string[]): Promise<void> {
             config[k] = typeof v === "string" ? v : JSON.stringify(v);
         }
     }
-    Object.assign(config, { "hostguard:delivery": "ssm", "hostguard:aws": "true", "hostguard:vpcId": "vpc-0e2e0000000000001", "hostguard:webhookUrl": webhookUrl });
+    Object.assign(config, {
+        "hostguard:delivery": "ssm", "hostguard:aws": "true", "hostguard:vpcId": "vpc-0e2e0000000000001", "hostguard:webhookUrl": webhookUrl, "aws:region": "us-east-1",
+    });
     for (const kv of extra) {
         const at = kv.indexOf("=");
         config[`hostguard:${kv.slice(0, at)}`] = kv.slice(at + 1);
