@@ -11,6 +11,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { sha256, tarFiles, type PartBundle } from "./bundles";
 import { type FleetSettings } from "./config";
+import { HOSTGUARD_TAG } from "./ec2Reconcile";
 import {
     associationParameters, bucketPolicy, bundleKey, bundlesValue, EC2_TRUST, FLEET_TAG, fleetNames, hostPolicy, lifecycleRules, renderDocument, RUNS_PREFIX,
 } from "./ssmDocument";
@@ -68,6 +69,8 @@ export class FleetDelivery extends pulumi.ComponentResource {
 
         const key = new aws.kms.Key(`${name}-webhook`, {
             description: `hostguard ${names.tagValue}: the webhook's SecureString parameter`, enableKeyRotation: true, deletionWindowInDays: 7,
+            // The deployer's policy scopes every call on the key to this tag (docs/aws.md, delivery ssm).
+            tags: { [HOSTGUARD_TAG.key]: HOSTGUARD_TAG.value },
         }, parent);
         const parameter = new aws.ssm.Parameter(`${name}-webhook`, {
             name: names.webhookParameter, type: "SecureString", keyId: key.arn, value: pulumi.secret(args.webhookFile),

@@ -8,6 +8,10 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, it } from "node:test";
+import * as pulumi from "@pulumi/pulumi";
+import { SECRET_KEYS, validateConfig, type RawConfig } from "../../components/config";
+import { fleetNames } from "../../components/ssmDocument";
+import { buildStack } from "../../components/stack";
 
 const ROOT = path.resolve(__dirname, "../..");
 const README = fs.readFileSync(path.join(ROOT, "docs/aws.md"), "utf8");
@@ -48,7 +52,7 @@ describe("the README's IAM policies against the code's EC2 calls", () => {
         assert.deepEqual(code.read.sort(), ["ec2:DescribeInstances", "ec2:DescribeNetworkInterfaces", "ec2:DescribeSecurityGroups"]);
         assert.deepEqual(code.adopt.sort(), ["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress", "ec2:UpdateSecurityGroupRuleDescriptionsIngress"]);
         assert.deepEqual(code.create, ["ec2:ModifyNetworkInterfaceAttribute"]);
-        assert.deepEqual(Object.keys(p).sort(), ["hostguard-adopt", "hostguard-create"]);
+        assert.deepEqual(Object.keys(p).sort(), ["hostguard-adopt", "hostguard-create", "hostguard-fleet"]);
     });
 
     it("each path's policy holds every action that path calls, and nothing else", () => {
@@ -57,7 +61,7 @@ describe("the README's IAM policies against the code's EC2 calls", () => {
     });
 
     it("every change is scoped: the adopted group's ARN, the VPC for interfaces, the hostguard tag for the created group", () => {
-        for (const policy of Object.values(p)) {
+        for (const policy of [p["hostguard-adopt"], p["hostguard-create"]]) {
             for (const s of policy.Statement) {
                 const changes = list(s.Action).filter((a) => !a.startsWith("ec2:Describe"));
                 if (changes.length > 0) {
@@ -75,5 +79,136 @@ describe("the README's IAM policies against the code's EC2 calls", () => {
             assert.equal(s.Condition?.StringEquals?.["aws:ResourceTag/managed-by"], "hostguard", a);
         }
         assert.ok(create.some((s) => list(s.Action).includes("ec2:CreateSecurityGroup") && s.Condition?.StringEquals?.["aws:RequestTag/managed-by"] === "hostguard"));
+    });
+});
+
+// ---- delivery ssm: the fleet's deployer policy against the resources the program registers ----
+
+/**
+ * What @pulumi/aws calls for each resource type a fleet registers (create, read on every up and refresh, update,
+ * delete; terraform-provider-aws's calls as IAM actions), and what the dynamic resources call. A type the
+ * program registers without a row here fails the test: its calls must be looked up and put in the policy.
+ */
+const FLEET_PROVIDER_CALLS: Record<string, string[]> = {
+    "aws:ec2/securityGroup:SecurityGroup": [...CREATED_GROUP, "ec2:DescribeNetworkInterfaces"],
+    "aws:s3/bucket:Bucket": [
+        "s3:CreateBucket", "s3:DeleteBucket", "s3:ListBucket", "s3:ListBucketVersions", "s3:GetBucketLocation", "s3:GetBucketAcl", "s3:GetBucketCORS",
+        "s3:GetBucketWebsite", "s3:GetBucketVersioning", "s3:GetAccelerateConfiguration", "s3:GetBucketRequestPayment", "s3:GetBucketLogging",
+        "s3:GetReplicationConfiguration", "s3:GetBucketObjectLockConfiguration", "s3:GetBucketTagging", "s3:GetBucketOwnershipControls",
+        "s3:GetEncryptionConfiguration", "s3:GetBucketPolicy", "s3:GetLifecycleConfiguration",
+        // forceDestroy: every object and version goes first.
+        "s3:DeleteObject", "s3:DeleteObjectVersion",
+    ],
+    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": ["s3:GetBucketPublicAccessBlock", "s3:PutBucketPublicAccessBlock"],
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration": ["s3:GetEncryptionConfiguration", "s3:PutEncryptionConfiguration"],
+    "aws:s3/bucketPolicy:BucketPolicy": ["s3:GetBucketPolicy", "s3:PutBucketPolicy", "s3:DeleteBucketPolicy"],
+    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": ["s3:GetLifecycleConfiguration", "s3:PutLifecycleConfiguration"],
+    "aws:s3/bucketObjectv2:BucketObjectv2": ["s3:PutObject", "s3:GetObject", "s3:GetObjectTagging", "s3:DeleteObject", "s3:DeleteObjectVersion"],
+    "aws:kms/key:Key": [
+        "kms:CreateKey", "kms:TagResource", "kms:DescribeKey", "kms:GetKeyPolicy", "kms:GetKeyRotationStatus", "kms:EnableKeyRotation",
+        "kms:ListResourceTags", "kms:UpdateKeyDescription", "kms:ScheduleKeyDeletion",
+    ],
+    // A SecureString: SSM encrypts (put) and decrypts (read) with the stack's key on the caller's behalf.
+    "aws:ssm/parameter:Parameter": [
+        "ssm:PutParameter", "ssm:GetParameter", "ssm:GetParameters", "ssm:DescribeParameters", "ssm:DeleteParameter", "ssm:AddTagsToResource",
+        "ssm:ListTagsForResource", "kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey",
+    ],
+    "aws:iam/role:Role": [
+        "iam:CreateRole", "iam:GetRole", "iam:UpdateRole", "iam:UpdateAssumeRolePolicy", "iam:DeleteRole", "iam:TagRole", "iam:ListRolePolicies",
+        "iam:ListAttachedRolePolicies", "iam:ListInstanceProfilesForRole",
+    ],
+    "aws:iam/rolePolicy:RolePolicy": ["iam:PutRolePolicy", "iam:GetRolePolicy", "iam:DeleteRolePolicy"],
+    // Adding a role to a profile passes the role.
+    "aws:iam/instanceProfile:InstanceProfile": [
+        "iam:CreateInstanceProfile", "iam:GetInstanceProfile", "iam:DeleteInstanceProfile", "iam:TagInstanceProfile", "iam:AddRoleToInstanceProfile",
+        "iam:RemoveRoleFromInstanceProfile", "iam:PassRole",
+    ],
+    "aws:iam/policy:Policy": [
+        "iam:CreatePolicy", "iam:GetPolicy", "iam:GetPolicyVersion", "iam:ListPolicyVersions", "iam:CreatePolicyVersion", "iam:DeletePolicyVersion",
+        "iam:DeletePolicy", "iam:TagPolicy",
+    ],
+    "aws:ssm/document:Document": [
+        "ssm:CreateDocument", "ssm:GetDocument", "ssm:DescribeDocument", "ssm:UpdateDocument", "ssm:UpdateDocumentDefaultVersion", "ssm:DeleteDocument",
+        "ssm:DescribeDocumentPermission", "ssm:ListTagsForResource", "ssm:AddTagsToResource",
+    ],
+    "aws:ssm/association:Association": ["ssm:CreateAssociation", "ssm:DescribeAssociation", "ssm:UpdateAssociation", "ssm:DeleteAssociation"],
+    // components/fleetExposure.ts: the tagged instances, their interfaces' groups (hostExposure.ts openGroups).
+    "pulumi-nodejs:dynamic:Resource": ["ec2:DescribeInstances", "ec2:DescribeSecurityGroups"],
+};
+
+/** The resources a fleet stack registers under Pulumi's mocks (project PROJECT, stack STACK). */
+async function fleetResources(): Promise<Array<{ type: string; name: string; inputs: Record<string, any> }>> {
+    const recorded: Array<{ type: string; name: string; inputs: Record<string, any> }> = [];
+    await pulumi.runtime.setMocks({
+        newResource(args) {
+            recorded.push({ type: args.type, name: args.name, inputs: args.inputs });
+            const physical = `${args.name}-abc1234`;
+            return {
+                id: physical,
+                state: {
+                    ...args.inputs, bucket: physical, arn: `arn:aws:${args.type.split(":")[1].split("/")[0]}:REGION:ACCOUNT:${physical}`, name: physical,
+                    keyId: physical, version: 1, associationId: "a-1",
+                },
+            };
+        },
+        call(args) {
+            throw new Error(`unexpected call ${args.token}`);
+        },
+    }, "PROJECT", "STACK", false);
+    const raw: RawConfig = { delivery: "ssm", vpcId: "vpc-0123456789abcdef0", webhookUrl: "https://hooks.example.test/services/T0/B0/x" };
+    pulumi.runtime.setAllConfig({ ...Object.fromEntries(Object.entries(raw).map(([k, v]) => [`hostguard:${k}`, String(v)])), "aws:region": "eu-west-1" },
+        ["hostguard:webhookUrl"]);
+    const out = buildStack(validateConfig(raw, { secretKeys: SECRET_KEYS }));
+    await new Promise((r) => pulumi.all([out.fleet!.associationId, out.fleet!.hostPolicyArn]).apply(r));
+    await new Promise((r) => setTimeout(r, 200));
+    return recorded.filter((r) => !r.type.startsWith("hostguard:"));
+}
+
+describe("the fleet's deployer policy (delivery ssm) against the program's resources", () => {
+    const fleet = policies()["hostguard-fleet"];
+
+    it("every resource type the program registers has its calls known, and the policy holds exactly their union", async () => {
+        const types = [...new Set((await fleetResources()).map((r) => r.type))].sort();
+        assert.deepEqual(types.filter((t) => !(t in FLEET_PROVIDER_CALLS)), [], "a registered type whose calls are not in FLEET_PROVIDER_CALLS");
+        assert.deepEqual(Object.keys(FLEET_PROVIDER_CALLS).filter((t) => !types.includes(t)), [], "a row for a type the program no longer registers");
+        assert.deepEqual([...actions(fleet)].sort(), [...new Set(types.flatMap((t) => FLEET_PROVIDER_CALLS[t]))].sort());
+    });
+
+    it("the dynamic resource's EC2 calls are the ones its code makes", () => {
+        const code = fs.readFileSync(path.join(ROOT, "components/fleetExposure.ts"), "utf8");
+        const commands = [...code.matchAll(/new sdk\.([A-Za-z]+)Command/g)].map((m) => `ec2:${m[1]}`);
+        const exposure = fs.readFileSync(path.join(ROOT, "components/hostExposure.ts"), "utf8");
+        assert.deepEqual(commands, ["ec2:DescribeInstances"]);
+        // openGroups reads each instance's interfaces (DescribeInstances) and each group's rules (DescribeSecurityGroups).
+        assert.match(exposure, /ec2\.instanceInterfaces\(client, instanceId\)/);
+        assert.match(exposure, /ec2\.findIngress\(client, groupId\)/);
+        assert.match(CODE, /export async function instanceInterfaces[\s\S]*?command\("DescribeInstances"/);
+        assert.match(CODE, /export async function findIngress[\s\S]*?describeIngress/);
+    });
+
+    it("every change is scoped: the names Pulumi gives the fleet's resources, the stack's parameter path, the key's and group's tag", async () => {
+        const resources = await fleetResources();
+        const named = (type: string) => resources.find((r) => r.type === type)!.name;
+        const readOnly = new Set(["ec2:DescribeInstances", "ec2:DescribeNetworkInterfaces", "ec2:DescribeSecurityGroups", "ssm:DescribeParameters"]);
+        for (const s of fleet.Statement) {
+            const changes = list(s.Action).filter((a) => !readOnly.has(a));
+            if (changes.length > 0 && list(s.Resource).includes("*")) {
+                assert.equal(s.Condition?.StringEquals?.["aws:RequestTag/managed-by"], "hostguard", `${s.Sid}: ${changes.join(", ")} on * without the tag`);
+            }
+        }
+        const resourceOf = (action: string) => fleet.Statement.filter((s) => list(s.Action).includes(action)).flatMap((s) => list(s.Resource));
+        assert.deepEqual(resourceOf("s3:CreateBucket"), [`arn:aws:s3:::${named("aws:s3/bucket:Bucket")}-*`]);
+        assert.deepEqual(resourceOf("s3:PutObject"), [`arn:aws:s3:::${named("aws:s3/bucket:Bucket")}-*/*`]);
+        assert.deepEqual(resourceOf("ssm:PutParameter"), [`arn:aws:ssm:REGION:ACCOUNT:parameter${fleetNames("PROJECT", "STACK").parameterPrefix}*`]);
+        assert.deepEqual(resourceOf("iam:PutRolePolicy"), [`arn:aws:iam::ACCOUNT:role/${named("aws:iam/role:Role")}-*`]);
+        assert.deepEqual(resourceOf("iam:PassRole"), [`arn:aws:iam::ACCOUNT:role/${named("aws:iam/role:Role")}-*`]);
+        assert.deepEqual(resourceOf("iam:AddRoleToInstanceProfile"), [`arn:aws:iam::ACCOUNT:instance-profile/${named("aws:iam/instanceProfile:InstanceProfile")}-*`]);
+        assert.deepEqual(resourceOf("iam:CreatePolicyVersion"), [`arn:aws:iam::ACCOUNT:policy/${named("aws:iam/policy:Policy")}-*`]);
+        assert.ok(resourceOf("ssm:UpdateDocument").every((r) => r === `arn:aws:ssm:REGION:ACCOUNT:document/${named("aws:ssm/document:Document")}-*`));
+        assert.ok(resourceOf("ssm:CreateAssociation").includes(`arn:aws:ssm:REGION:ACCOUNT:document/${named("aws:ssm/document:Document")}-*`));
+        const key = fleet.Statement.find((s) => list(s.Action).includes("kms:ScheduleKeyDeletion"))!;
+        assert.equal(key.Condition?.StringEquals?.["aws:ResourceTag/managed-by"], "hostguard");
+        // The key carries that tag from its creation.
+        assert.deepEqual(resources.find((r) => r.type === "aws:kms/key:Key")!.inputs.tags, { "managed-by": "hostguard" });
     });
 });
