@@ -7,6 +7,14 @@
 // diffs this folder. A stack still holding the examples' placeholders is
 // rendered, each placeholder named, and the exit status is 1 (not deployable).
 //
+// A `delivery: ssm` stack (a fleet) has no hosts: its folder `fleet/` holds
+// what the fleet will get (components/fleet.ts): each bundle as the object of
+// its content-addressed key (bundles/<part>/<sha256>.tar) and unpacked
+// (parts/), the SSM document as registered, the association (target,
+// schedule, rate control, output location, parameters with their values: names
+// and hashes only), the webhook parameter's value (secrets redacted), the
+// hosts' policy, the bucket's policy and lifecycle rules, and a manifest.
+//
 // `--payload DIR [--cron-minute N] [key=value ...]` (tests): writes one folder
 // holding every part's bundle merged, for the stack-config settings given
 // (validated as at preview), so `DIR/install` installs exactly what a deploy
@@ -17,7 +25,10 @@ import * as yaml from "js-yaml";
 import {
     configWarnings, NAMESPACE, placeholderLines, refuseNamespaceTypos, validateConfig, type HostguardConfig, type RawConfig,
 } from "../components/config";
-import { renderHost } from "../components/bundles";
+import { renderHost, sha256, tarFiles } from "../components/bundles";
+import {
+    bucketPolicy, bundleKey, bundlesValue, DOCUMENT_PARAMETERS, FLEET_TAG, fleetNames, hostPolicy, lifecycleRules, renderDocument, RUNS_PREFIX,
+} from "../components/ssmDocument";
 import { cronSchedule, JAIL_NAME, SETTINGS_FILE } from "../components/hostFiles";
 import {
     partCreateCommand, partDeleteCommand, removeHeartbeatCommand, setHeartbeatCommand, setWebhookCommand, webhookFileText,
@@ -93,6 +104,67 @@ function write(file: string, content: string | Buffer, mode = 0o644): void {
     fs.chmodSync(file, mode);
 }
 
+/** The project's name, from Pulumi.yaml (the fleet's names derive from it). */
+export function projectName(root: string): string {
+    const doc = yaml.load(fs.readFileSync(path.join(root, "Pulumi.yaml"), "utf8")) as { name?: unknown } | undefined;
+    if (typeof doc?.name !== "string") {
+        throw new Error(`${path.join(root, "Pulumi.yaml")} has no name: the project's name is required`);
+    }
+    return doc.name;
+}
+
+/** What a fleet (delivery ssm) gets, in STACK_DIR/fleet: see the header. Async: the bundles are tars. */
+export async function renderFleet(root: string, stack: string, config: HostguardConfig, stackDir: string): Promise<string> {
+    const dir = path.join(stackDir, "fleet");
+    const names = fleetNames(projectName(root), stack);
+    const { bundles } = renderHost(config.settings, undefined, { adminCidrs: config.adminCidrs });
+    const objects: Array<{ part: typeof bundles[number]["part"]; tarSha256: string; key: string }> = [];
+    for (const b of bundles) {
+        const tar = await tarFiles(b.files);
+        const key = bundleKey(b.part, sha256(tar));
+        write(path.join(dir, key), tar);
+        for (const f of b.files) {
+            write(path.join(dir, "parts", b.part, f.path), f.content, f.mode);
+        }
+        objects.push({ part: b.part, tarSha256: sha256(tar), key });
+    }
+    const document = renderDocument();
+    write(path.join(dir, "document.json"), `${document}
+`);
+    const bucket = "hostguard-fleet-bundles-<random>";
+    const association = {
+        name: "<the document's name: hostguard-fleet-apply-<random>>",
+        associationName: names.associationName,
+        targets: [{ key: `tag:${FLEET_TAG}`, values: [names.tagValue] }],
+        scheduleExpression: config.fleet!.schedule, maxConcurrency: config.fleet!.maxConcurrency, maxErrors: config.fleet!.maxErrors,
+        complianceSeverity: "HIGH",
+        outputLocation: { s3BucketName: bucket, s3KeyPrefix: RUNS_PREFIX },
+        parameters: {
+            Bucket: bucket, Bundles: bundlesValue(objects), WebhookParameter: names.webhookParameter, WebhookVersion: "<the parameter's version at up>",
+        },
+        parameterPatterns: Object.fromEntries(Object.entries(DOCUMENT_PARAMETERS).map(([k, v]) => [k, v.allowedPattern])),
+    };
+    write(path.join(dir, "association.json"), `${JSON.stringify(association, null, 2)}
+`);
+    write(path.join(dir, "webhook-parameter.txt"), renderedWebhookFile(config), 0o600);
+    const bucketArn = `arn:aws:s3:::${bucket}`;
+    const pretty = (json: string) => `${JSON.stringify(JSON.parse(json), null, 2)}
+`;
+    write(path.join(dir, "host-policy.json"), pretty(hostPolicy(bucketArn, `arn:aws:ssm:REGION:ACCOUNT:parameter${names.webhookParameter}`, "arn:aws:kms:REGION:ACCOUNT:key/KEY_ID")));
+    write(path.join(dir, "bucket-policy.json"), pretty(bucketPolicy(bucketArn)));
+    write(path.join(dir, "lifecycle.json"), `${JSON.stringify(lifecycleRules(config.fleet!.runsExpireDays), null, 2)}
+`);
+    const manifest = {
+        stack, delivery: "ssm", targetTag: `${FLEET_TAG}=${names.tagValue}`, webhookParameter: names.webhookParameter,
+        bundles: Object.fromEntries(objects.map((o) => [o.part, { key: o.key, sha256: o.tarSha256 }])),
+        document: { file: "document.json", sha256: sha256(document) },
+        webhook: { stdin: "secret (redacted)", configured: config.hasWebhookUrl || config.hasPagerdutyRoutingKey },
+    };
+    write(path.join(dir, "manifest.json"), `${JSON.stringify(manifest, null, 2)}
+`);
+    return dir;
+}
+
 export function renderStack(root: string, stack: string, outDir: string, pinned?: number): string[] {
     const config = stackConfig(root, stack);
     const cronMinute = pinned ?? config.cronMinute;
@@ -166,7 +238,7 @@ export function renderPayload(dir: string, settings: RawConfig, cronMinute?: num
     }
 }
 
-function main(): void {
+async function main(): Promise<void> {
     const opts = parseArgs(process.argv.slice(2));
     const root = path.resolve(__dirname, "..");
     if (opts.payload !== "") {
@@ -180,6 +252,15 @@ function main(): void {
     for (const dir of renderStack(root, opts.stack, path.resolve(root, opts.out), opts.cronMinute)) {
         console.log(`rendered ${path.relative(root, dir)}`);
     }
+    if (config.delivery === "ssm") {
+        const dir = await renderFleet(root, opts.stack, config, path.join(path.resolve(root, opts.out), opts.stack));
+        for (const f of ["document.json", "association.json", "webhook-parameter.txt", "host-policy.json", "bucket-policy.json", "lifecycle.json", "manifest.json"]) {
+            console.log(`rendered ${path.relative(root, path.join(dir, f))}`);
+        }
+        for (const key of fs.readdirSync(path.join(dir, "bundles"), { recursive: true }).map(String).filter((k) => k.endsWith(".tar")).sort()) {
+            console.log(`rendered ${path.relative(root, path.join(dir, "bundles", key))}`);
+        }
+    }
     // Rendered for review, but not deployable: the exit status says so, as preview would refuse it.
     const placeholders = placeholderLines(config);
     for (const line of placeholders) {
@@ -192,10 +273,8 @@ function main(): void {
 }
 
 if (require.main === module) {
-    try {
-        main();
-    } catch (e) {
+    main().catch((e: unknown) => {
         console.error(`render: ${e instanceof Error ? e.message : String(e)}`);
         process.exit(1);
-    }
+    });
 }

@@ -6,9 +6,12 @@
 // test/aws/fleet.test.ts.
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { before, describe, it } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
-import { ConfigError, configWarnings, SECRET_KEYS, validateConfig, type RawConfig } from "../../components/config";
+import { ConfigError, configWarnings, placeholderLines, SECRET_KEYS, validateConfig, type RawConfig } from "../../components/config";
+import { renderFleet, stackConfig } from "../../tools/render";
 import { sha256, type PayloadFile } from "../../components/bundles";
 import { DOCUMENT_PARAMETERS, fleetNames, SSM_AGENT_ACTIONS, STEP_SOURCE } from "../../components/ssmDocument";
 import { buildStack, refuseFleetAwsSettings, type StackOutputs } from "../../components/stack";
@@ -291,6 +294,61 @@ describe("delivery ssm: aws:* settings that change the endpoint", () => {
         const none = { get: (): undefined => undefined };
         assert.throws(() => refuseFleetAwsSettings(none, { AWS_USE_FIPS_ENDPOINT: "TRUE" }), /^Error: AWS_USE_FIPS_ENDPOINT=true is set .* then unset it$/);
         refuseFleetAwsSettings(none, { AWS_USE_FIPS_ENDPOINT: "false" });
+    });
+});
+
+describe("npm run render on a fleet stack (tools/render.ts renderFleet)", () => {
+    it("writes the bundles, the document, the association and the policies the program registers; the webhook only redacted", async () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hg-render-fleet-"));
+        try {
+            fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: hostguard\nruntime: nodejs\n");
+            fs.writeFileSync(path.join(dir, "Pulumi.test.yaml"), [
+                "config:", "  hostguard:delivery: ssm", "  hostguard:vpcId: vpc-0123456789abcdef0", "  hostguard:fleetRunsExpireDays: 9",
+                "  hostguard:webhookUrl:", "    secure: v1:SENTINELCIPHERTEXT", "",
+            ].join("\n"));
+            const config = stackConfig(dir, "test");
+            const out = await renderFleet(dir, "test", config, path.join(dir, "out", "test"));
+            // The program under mocks, with the repository's real payload (as render uses it).
+            recorded = [];
+            pulumi.runtime.setAllConfig({ "hostguard:delivery": "ssm", "hostguard:vpcId": "vpc-0123456789abcdef0", "hostguard:fleetRunsExpireDays": "9",
+                "hostguard:webhookUrl": SENTINEL, "aws:region": "eu-west-1" }, ["hostguard:webhookUrl"]);
+            const stack = buildStack(validateConfig({ delivery: "ssm", vpcId: "vpc-0123456789abcdef0", fleetRunsExpireDays: "9", webhookUrl: SENTINEL },
+                { secretKeys: SECRET_KEYS }));
+            await new Promise((r) => pulumi.all([stack.fleet!.associationId, stack.fleet!.hostPolicyArn]).apply(r));
+            await new Promise((r) => setTimeout(r, 200));
+            const resources = [...recorded];
+
+            const objects = resources.filter((r) => r.type === "aws:s3/bucketObjectv2:BucketObjectv2");
+            assert.equal(objects.length, 4);
+            for (const o of objects) {
+                assert.deepEqual(fs.readFileSync(path.join(out, o.inputs.key)), Buffer.from(o.inputs.contentBase64, "base64"), o.inputs.key);
+            }
+            assert.equal(fs.readFileSync(path.join(out, "document.json"), "utf8"), `${one(resources, "aws:ssm/document:Document").inputs.content}\n`);
+            const association = JSON.parse(fs.readFileSync(path.join(out, "association.json"), "utf8"));
+            const registered = one(resources, "aws:ssm/association:Association").inputs;
+            assert.equal(association.parameters.Bundles, registered.parameters.Bundles);
+            assert.equal(association.parameters.WebhookParameter, registered.parameters.WebhookParameter);
+            assert.deepEqual([association.targets, association.associationName, association.scheduleExpression, association.outputLocation.s3KeyPrefix],
+                [registered.targets, registered.associationName, registered.scheduleExpression, registered.outputLocation.s3KeyPrefix]);
+            assert.deepEqual(JSON.parse(fs.readFileSync(path.join(out, "lifecycle.json"), "utf8")),
+                one(resources, "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration").inputs.rules);
+            const policy = JSON.parse(fs.readFileSync(path.join(out, "host-policy.json"), "utf8"));
+            assert.deepEqual(policy.Statement.map((x: any) => [x.Sid, x.Action]),
+                JSON.parse(one(resources, "aws:iam/rolePolicy:RolePolicy").inputs.policy).Statement.map((x: any) => [x.Sid, x.Action]));
+            assert.equal(fs.readFileSync(path.join(out, "webhook-parameter.txt"), "utf8"), 'url = "<redacted: set with pulumi config set --secret hostguard:webhookUrl>"\n');
+            assert.equal(fs.statSync(path.join(out, "webhook-parameter.txt")).mode & 0o777, 0o600);
+            const manifest = JSON.parse(fs.readFileSync(path.join(out, "manifest.json"), "utf8"));
+            assert.equal(manifest.targetTag, "hostguard-stack=hostguard/test");
+            assert.deepEqual(Object.values(manifest.bundles).map((b: any) => b.key).sort(), objects.map((o) => o.inputs.key).sort());
+            const all = fs.readdirSync(out, { recursive: true }).map(String).filter((f) => fs.statSync(path.join(out, f)).isFile());
+            assert.ok(!all.some((f) => fs.readFileSync(path.join(out, f), "latin1").includes("SENTINELCIPHERTEXT")));
+            assert.deepEqual(placeholderLines(config), []);
+            // A placeholder is named, as for an SSH stack (main exits 1 on it).
+            fs.writeFileSync(path.join(dir, "Pulumi.ph.yaml"), "config:\n  hostguard:delivery: ssm\n  hostguard:vpcId: vpc-REPLACE-ME-prod\n");
+            assert.match(placeholderLines(stackConfig(dir, "ph")).join("\n"), /vpcId/);
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
     });
 });
 
