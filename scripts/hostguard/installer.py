@@ -656,14 +656,16 @@ class Installer:
             return
         entries: list[Undo] = []
         records = []
-        for n, c in enumerate(web.changes):
-            with open(f"{self.work}/user.{n}", "wb") as f:
+        for c in web.changes:
+            self.saved += 1  # one name per copy of the run (an install may undo, then edit)
+            with open(f"{self.work}/user.{self.saved}", "wb") as f:
                 f.write(c.old)
-            entries.append(("user-file", c.real, c.label, f"{self.work}/user.{n}"))
+            entries.append(("user-file", c.real, c.label, f"{self.work}/user.{self.saved}"))
             records += [] if undoing else [(c.kind, c.real, c.extra[0], "")]
         include = any(c.kind == "include" for c in web.changes)
-        records += [("reload", "pending", "", "")] if include else []
-        self.step(add=[] if undoing else records, undo=entries)
+        # An install owes nginx its reload until done (a killed run's next one reloads), undoing included.
+        records += [("reload", "pending", "", "")] if include and self.command == "install" else []
+        self.step(add=records, undo=entries)
         self.changed = self.changed or include
         for c in web.changes:
             web.write(c.label, c.real, c.new)
@@ -672,10 +674,24 @@ class Installer:
                 added = f"added the deny include to {c.extra[1] if c.extra else 0} server and location block(s)"
                 log.info(f"removed the deny include from {c.real}" if undoing else f"{added} of {c.real}")
             else:
-                key = properties.KEY
-                log.info(f"removed the final document {key}=false from {c.real}" if undoing else
-                         f"appended a final document {key}=false to {c.real}; restart the application to apply"
-                         " it")  # fmt: skip
+                doc = f"final document {properties.KEY}=false"
+                done = f"removed the {doc} from" if undoing else f"appended a {doc} to"
+                log.info(f"{done} {c.real}; restart the application to apply it")
+
+    def web_converge(self) -> None:
+        """The users' files as the current settings edit them: an earlier install's edit they no longer make
+        (another or no NGINX_SERVER_CONF or APP_PROPERTIES, a file no longer included) is undone first, as
+        uninstall undoes it; then the edits they make are placed."""
+        web = self.web_read()
+        recs = [r for r in self.m.values() if r.kind in WEB_KINDS]
+        stale = [recs[n] for n in webedit.stale([(r.kind, r.path) for r in recs], web)]
+        if stale:
+            edit = webedit.Web(self.root, time.time() + userio.TOTAL_SECONDS)
+            for rec in stale[::-1]:
+                edit.undo(rec.kind, rec.path, [rec.a, rec.b])
+            self.web_apply(edit, undoing=True)
+            self.step(drop=[r.id for r in stale])
+        self.web_apply(web, undoing=False)
 
     def services_apply(self, part: str, undoing: bool = False) -> None:
         if self.changed and part in SERVICE:
@@ -702,8 +718,8 @@ class Installer:
         self.remove_dropped(part)
         if part == "monitors":
             self.monitor_logs()
-        if part == "web" and (self.settings.nginx_server_conf or self.settings.app_properties):
-            self.web_apply(self.web_read(), undoing=False)
+        if part == "web":
+            self.web_converge()
         self.services_apply(part)
         reload = self.find("reload", "pending")
         self.step(drop=[reload.id] if reload else [])
@@ -725,9 +741,14 @@ class Installer:
         assert self.settings is not None
         for name in MONITOR_LOGS:
             dest = f"{paths.LOG_PATH}/{name}.log"
-            if (name == "container-monitor" and not self.settings.container_monitor) or os.path.lexists(
-                self.host(dest)
-            ):
+            if name == "container-monitor" and not self.settings.container_monitor:
+                # Not scheduled any more: the empty log an earlier install made goes, as uninstall takes it.
+                rec = self.find("log", dest)
+                if rec is not None and not (is_file(self.host(dest)) and os.path.getsize(self.host(dest))):
+                    self.remove_file(dest)
+                    self.step(drop=[rec.id])
+                continue
+            if os.path.lexists(self.host(dest)):
                 continue
             self.step(add=[("log", dest, "", "")], undo=[("put-back", self.host(dest), "", "")])
             # Created 0640 at once: a run killed before a chmod would leave a 0600 log the next run keeps.

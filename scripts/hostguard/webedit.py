@@ -6,8 +6,11 @@ userio, within one budget (`deadline`: the step's end, in seconds since the
 epoch, and userio's total bytes). `nginx` and `props` refuse what cannot be
 edited (HostguardError naming the file), before any write; with `plan` they
 also collect the changes (`changes`: old and new content of each file) and
-the log lines (`notes`); `undo` plans the changes that give a manifest
-record's file back; `write` replaces a file as its controller.
+the log lines (`notes`) and the files the settings edit (`visited`,
+`props_real`); `undo` plans the changes that give a manifest record's file
+back; `stale` picks the records whose edit the settings no longer make (an
+install undoes them: the host holds what the current settings produce);
+`write` replaces a file as its controller.
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ class Web:
         self.prefix: str | None = None
         self.changes: list[Change] = []
         self.notes: list[tuple[str, str]] = []
+        # Every file the nginx walk read (where an include record may stay) and APP_PROPERTIES as resolved.
+        self.visited: set[str] = set()
+        self.props_real: str | None = None
 
     def read(self, target: safepath.Target) -> bytes:
         try:
@@ -140,6 +146,7 @@ class Web:
             )
         if self.plan and not added:
             self.notes.append(("INFO", f"every server block nginx loads from {conf} has the deny include"))
+        self.visited |= seen
 
     def props(self, path: str) -> None:
         """Plans the final document of APP_PROPERTIES; warns of a sibling file that sets the key again."""
@@ -154,6 +161,7 @@ class Web:
         except OSError:
             names = []
         real, data = target.real, self.read(target)
+        self.props_real = real
         added = properties.edit(data, real)
         if added is not None:
             new = data + added.encode("latin-1")
@@ -201,3 +209,11 @@ class Web:
             userio.replace(target, data, self.budget)
         finally:
             target.close()
+
+
+def stale(records: list[tuple[str, str]], web: Web) -> list[int]:
+    """The indexes of RECORDS (kind, path: a part's include and props records) whose edit WEB's settings no
+    longer make: an include in a file the nginx walk did not read, a document in another file than
+    APP_PROPERTIES (or none)."""
+    keep = {"include": web.visited, "props": {web.props_real} if web.props_real else set()}
+    return [n for n, (kind, path) in enumerate(records) if path not in keep.get(kind, {path})]

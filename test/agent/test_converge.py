@@ -1,0 +1,153 @@
+"""An install with changed web settings (webedit.stale): the old edits of users' files go in the same run.
+
+A real `install` process in a temporary root, part web: installed with NGINX_SERVER_CONF and APP_PROPERTIES
+set, then again with NGINX_SERVER_CONF on another file and APP_PROPERTIES empty. That second run killed
+(SIGKILL) after each step of the store, then run again, ends as the run never killed does; stopped (SIGTERM)
+after each step before its commit, it rolls back to the first install's tree, undone edits included;
+uninstall then leaves the root as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hostguard import webedit
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+RUNNER = """
+import os, sys
+sys.path.insert(0, sys.argv[1])
+from hostguard import installer, txnstore
+kill_after, sig = int(os.environ["KILL_AFTER"]), int(os.environ["KILL_SIGNAL"])
+done = [0]
+step = txnstore.Store.step
+def counted(self, *args, **kwargs):
+    out = step(self, *args, **kwargs)
+    done[0] += 1
+    if done[0] == kill_after:
+        os.kill(os.getpid(), sig)
+    return out
+txnstore.Store.step = counted
+code = installer.main(sys.argv[2:])
+sys.stderr.write(f"steps {done[0]}\\n")
+sys.exit(code)
+"""
+SITE = b"server {\n    listen 80;\n}\n\nserver {\n    listen 81;\n    location / { return 200; }\n}\n"
+OTHER = b"# another app\nserver {\n    listen 8080;\n}\n"
+PROPS = b"# Spring\nserver.port=8080\n"
+OLD = "NGINX_SERVER_CONF=/etc/nginx/sites-available/site\nAPP_PROPERTIES=/opt/app/application.properties\n"
+NEW = "NGINX_SERVER_CONF=/etc/nginx/conf.d/other.conf\n"
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("nginx"), reason="root and nginx -V")
+
+Done = subprocess.CompletedProcess[str]
+
+
+def run(bundle: Path, *args: str, kill_after: int = 0, sig: int = 9) -> Done:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "KILL_AFTER": str(kill_after), "KILL_SIGNAL": str(sig)}
+    return subprocess.run(
+        [sys.executable, "-I", "-S", "-B", "-c", RUNNER, str(bundle), *args],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def install(bundle: Path, root: Path, settings: str, kill_after: int = 0, sig: int = 9) -> Done:
+    conf = bundle / "settings.conf"
+    conf.write_text(settings)
+    return run(bundle, "install", "--root", str(root), "--part", "web", "--settings", str(conf), kill_after=kill_after,
+               sig=sig)  # fmt: skip
+
+
+def steps(result: Done) -> int:
+    return int(result.stderr.rsplit("steps ", 1)[1].split()[0])
+
+
+def listing(root: Path) -> list[tuple[str, ...]]:
+    """Every path but /run and the store's bytes (its records apart): type, mode, owner, content."""
+    out: list[tuple[str, ...]] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not (Path(folder) == root and d == "run"))
+        for name in sorted(dirs + files):
+            path = Path(folder, name)
+            st = path.lstat()
+            if name.startswith("install.db"):
+                continue
+            what = "dir" if path.is_dir() else hashlib.sha256(path.read_bytes()).hexdigest()
+            out.append((str(path.relative_to(root)), oct(st.st_mode), str(st.st_uid), what))
+    db = root / "var/lib/hostguard/install.db"
+    if db.exists():
+        with sqlite3.connect(db) as conn:
+            out += [tuple(r) for r in conn.execute("SELECT part, kind, path FROM record ORDER BY part, id")]
+    return out
+
+
+def make_bundle(where: Path) -> Path:
+    shutil.copytree(SCRIPTS / "hostguard", where / "hostguard", ignore=shutil.ignore_patterns("__pycache__"))
+    (where / "files.table").write_text("web deny.conf /etc/nginx/snippets/hostguard-deny.conf 0644\n")
+    (where / "deny.conf").write_text("location ~ /\\.env { return 403; }\n")
+    return where
+
+
+def fresh_root(where: Path) -> Path:
+    if where.exists():
+        shutil.rmtree(where)
+    for folder in ("run", "etc/nginx/sites-available", "etc/nginx/conf.d", "opt/app"):
+        (where / folder).mkdir(parents=True)
+    (where / "etc/nginx/sites-available/site").write_bytes(SITE)
+    (where / "etc/nginx/conf.d/other.conf").write_bytes(OTHER)
+    (where / "opt/app/application.properties").write_bytes(PROPS)
+    return where
+
+
+def test_stale_picks_the_records_the_settings_no_longer_edit(tmp_path: Path) -> None:
+    root = fresh_root(tmp_path / "root")
+    web = webedit.Web(str(root), 1e12)
+    web.nginx("/etc/nginx/conf.d/other.conf")
+    records = [("include", "/etc/nginx/sites-available/site"), ("include", "/etc/nginx/conf.d/other.conf"),
+               ("props", "/opt/app/application.properties")]  # fmt: skip
+    assert webedit.stale(records, web) == [0, 2]
+    web.props("/opt/app/application.properties")
+    assert webedit.stale(records, web) == [0]
+
+
+def test_a_converging_install_killed_or_stopped_after_any_step_ends_as_one_never_stopped(tmp_path: Path) -> None:
+    bundle = make_bundle(tmp_path / "bundle")
+    root = fresh_root(tmp_path / "root")
+    pristine = listing(root)
+    assert install(bundle, root, OLD).returncode == 0
+    first = listing(root)
+    assert (root / "etc/nginx/sites-available/site").read_bytes() != SITE
+    whole = install(bundle, root, NEW)
+    assert whole.returncode == 0, whole.stderr
+    assert "removed the deny include from /etc/nginx/sites-available/site" in whole.stdout
+    assert "removed the final document spring.web.resources.add-mappings=false from" in whole.stdout
+    assert (root / "etc/nginx/sites-available/site").read_bytes() == SITE
+    assert (root / "opt/app/application.properties").read_bytes() == PROPS
+    converged, total = listing(root), steps(whole)
+    assert total >= 3
+    for k in range(1, total + 1):
+        root = fresh_root(tmp_path / "root")
+        assert install(bundle, root, OLD).returncode == 0
+        killed = install(bundle, root, NEW, kill_after=k)
+        assert killed.returncode == -9, f"step {k}: {killed.stderr}"
+        again = install(bundle, root, NEW)
+        assert again.returncode == 0, f"step {k}: {again.stderr}"
+        assert listing(root) == converged, f"killed after step {k}"
+        root = fresh_root(tmp_path / "root")
+        assert install(bundle, root, OLD).returncode == 0
+        # The last step is the commit: after it there is nothing to roll back.
+        if k < total:
+            stopped = install(bundle, root, NEW, kill_after=k, sig=15)
+            assert stopped.returncode == 1 and "rolled back" in stopped.stderr, f"step {k}: {stopped.stderr}"
+            assert listing(root) == first, f"stopped after step {k}"
+        gone = run(bundle, "uninstall", "--root", str(root))
+        assert gone.returncode == 0, f"step {k}: {gone.stderr}"
+        assert listing(root) == pristine, f"step {k}"
