@@ -21,9 +21,15 @@
 # scenario failed. When this machine cannot deploy (no root, no engine, no
 # command plugin 1.2.1) it prints a loud NOT RUN banner and exits 0.
 #
+# With HG_E2E_OS=debian13 every host is a Debian 13 one (lib/os-root.sh) and
+# the default is DEBIAN13_SCENARIOS: deploy, a host alert and its recovery,
+# a ban (fail2ban's default nftables banaction there) and the unban, a
+# webhook rotation, destroy, the Quick start.
+#
 # Usage: run.sh [N...] runs only scenarios N... (default all, or HG_E2E_ONLY).
 # Reads: tools/pulumi-env.sh and the engine cache; HG_E2E_ONLY (space-separated
-# scenario numbers to run, default all); HG_KEEP_RUN_DIR=1 keeps logs;
+# scenario numbers to run, default all); HG_E2E_OS (debian12, the default, or
+# debian13); HG_KEEP_RUN_DIR=1 keeps logs;
 # scenario 13 starts moto_server from the venv of tools/setup.bash
 # (hg_setup_moto, HOSTGUARD_MOTO_VENV) and drives it with lib/moto-ec2.ts.
 set -euo pipefail
@@ -46,9 +52,10 @@ readonly FLEET_STACK=fleet
 readonly AWS_STACK=aws
 readonly BANTIME_S=20
 readonly INSTALL_DIR=/usr/local/lib/hostguard
+readonly DEBIAN13_SCENARIOS="1 5 2 3 7 17"
 E2E_TITLES=(
   [1]="preview shows the plan; up installs files, cron, jail, deny rule; start message"
-  "thresholds 0: a monitor run delivers the three host alerts"
+  "thresholds 0: a monitor run delivers the three host alerts; at 100, the next one their recoveries"
   "10 denied requests in a minute: ban message, dropped, unban message, back"
   "second up changes nothing and runs no remote command"
   "webhook rotation: only the webhook resource changes; alerts go to the new URL only"
@@ -224,6 +231,7 @@ s2_thresholds() {
   for kind in "${keys[@]}"; do
     e2e_pulumi "02-set-${kind}" config set --stack "${STACK}" "hostguard:${kind}" 0 || fail "config set ${kind}"
   done
+  e2e_pulumi 02-set-resolved config set --stack "${STACK}" hostguard:alertSendResolved true || fail "config set alertSendResolved"
   assert_plan 02-preview "update h1-base"
   up 02-up
   host_exec h1 grep -qx 'CPU_THRESHOLD=0' /etc/hostguard/hostguard.conf || fail "threshold not on h1"
@@ -238,8 +246,19 @@ s2_thresholds() {
   e2e_wait_message "${since}" 30 '^url[12]	\[Server Alert\] \\nHigh CPU Usage Detected: [0-9.]+%\\nLoad Average: ' >/dev/null
   e2e_wait_message "${since}" 30 '^url[12]	\[Server Alert\] \\nHigh Memory Usage Detected: [0-9.]+%\\nActive Processes: [0-9]+$' >/dev/null
   e2e_wait_message "${since}" 30 '^url[12]	\[Server Alert\] \\nHigh Disk Usage Detected: [0-9.]+%\\nSystem Uptime: ' >/dev/null
-  # Back to the SPEC's thresholds, so cron's own runs stay quiet.
+  # At 100 no measure can be over its threshold: the next run resolves all three.
   for kind in "${keys[@]}"; do
+    e2e_pulumi "02-set-${kind}-100" config set --stack "${STACK}" "hostguard:${kind}" 100 || fail "config set ${kind} 100"
+  done
+  up 02-up-100
+  since="$(date +%s.%N)"
+  host_exec h1 "${INSTALL_DIR}/host-monitor" >"${E2E_LOG_DIR}/02-host-monitor-resolved.log" 2>&1 ||
+    fail "host-monitor exited non-zero: $(cat "${E2E_LOG_DIR}/02-host-monitor-resolved.log")"
+  e2e_wait_message "${since}" 30 '^url[12]	\[Server Alert\] \\nCPU Usage Back to Normal: [0-9.]+%\\nLoad Average: ' >/dev/null
+  e2e_wait_message "${since}" 30 '^url[12]	\[Server Alert\] \\nMemory Usage Back to Normal: [0-9.]+%\\nActive Processes: [0-9]+$' >/dev/null
+  e2e_wait_message "${since}" 30 '^url[12]	\[Server Alert\] \\nDisk Usage Back to Normal: [0-9.]+%\\nSystem Uptime: ' >/dev/null
+  # Back to the SPEC's thresholds, so cron's own runs stay quiet.
+  for kind in "${keys[@]}" alertSendResolved; do
     e2e_pulumi "02-rm-${kind}" config rm --stack "${STACK}" "hostguard:${kind}" || fail "config rm ${kind}"
   done
   up 02-up-restore
@@ -282,9 +301,25 @@ s3_ban() {
   printf '  %s\n' "${ban#*	}"
   code="$(client_curl c1 -o /dev/null -w '%{http_code}' "http://${addr}/" 2>/dev/null || true)"
   expect_eq "c1 while banned" "${code}" 000
+  assert_firewall_ban h1 "${client}"
   e2e_wait_message "${since}" $((BANTIME_S + 30)) "^url[12]	Ban Alert\(${JAIL}\)\\\\n Unbanned IP: \*${client//./\\.}\*$" >/dev/null
   code="$(client_curl c1 -o /dev/null -w '%{http_code}' "http://${addr}/" 2>/dev/null || true)"
   expect_eq "c1 after the unban" "${code}" 200
+}
+
+# The ban is in the firewall of the banaction the host's fail2ban has by
+# default: iptables-multiport on Debian 12, nftables on Debian 13.
+assert_firewall_ban() {
+  local name="$1" client="$2" actions rules
+  actions="$(host_exec "${name}" fail2ban-client get "${JAIL}" actions 2>&1)" || fail "${name}: the jail's actions: ${actions}"
+  if [[ "$(host_os "${name}")" == debian13 ]]; then
+    grep -qw nftables <<<"${actions}" || fail "${name}: no nftables action in the jail: ${actions}"
+    rules="$(host_exec "${name}" nft list ruleset 2>&1)" || fail "${name}: nft list ruleset: ${rules}"
+  else
+    grep -qw iptables-multiport <<<"${actions}" || fail "${name}: no iptables-multiport action in the jail: ${actions}"
+    rules="$(host_exec "${name}" iptables -S 2>&1)" || fail "${name}: iptables -S: ${rules}"
+  fi
+  grep -qF "${client}" <<<"${rules}" || fail "${name}: ${client} is not in the firewall: ${rules}"
 }
 
 s10_sshd_killed() {
@@ -909,6 +944,9 @@ setup() {
 
 main() {
   E2E_ONLY="${*:-${HG_E2E_ONLY:-}}"
+  if [[ "$(hg_e2e_os)" == debian13 ]]; then
+    E2E_ONLY="${E2E_ONLY:-${DEBIAN13_SCENARIOS}}"
+  fi
   e2e_require_root "npm run test:e2e" "the test hosts need network and mount namespaces"
   e2e_require_engine "npm run test:e2e"
   setup

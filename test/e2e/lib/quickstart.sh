@@ -63,8 +63,11 @@ qs_prepare_host() {
   host_exec "${QS_HOST}" install -d -m 0700 -o "${QS_USER}" -g "${QS_USER}" "${home}/.ssh"
   printf '%s\n' "${pub}" | host_exec "${QS_HOST}" install -m 0600 -o "${QS_USER}" -g "${QS_USER}" /dev/stdin "${home}/.ssh/authorized_keys"
   printf '%s ALL=(ALL) NOPASSWD: ALL\n' "${QS_USER}" | host_exec "${QS_HOST}" install -m 0440 /dev/stdin /etc/sudoers.d/qs-admin
-  host_exec "${QS_HOST}" sh -c 'mkdir -p /etc/ssl/qs && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-    -days 2 -subj /CN=dev-web1 -keyout /etc/ssl/qs/key.pem -out /etc/ssl/qs/cert.pem 2>/dev/null'
+  # The site's certificate, made here: a Debian 13 host has no openssl program.
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=dev-web1 \
+    -keyout "${E2E_WORK}/qs-key.pem" -out "${E2E_WORK}/qs-cert.pem" 2>/dev/null || fail "openssl req failed"
+  host_exec "${QS_HOST}" install -D -m 0600 /dev/stdin /etc/ssl/qs/key.pem <"${E2E_WORK}/qs-key.pem"
+  host_exec "${QS_HOST}" install -D -m 0644 /dev/stdin /etc/ssl/qs/cert.pem <"${E2E_WORK}/qs-cert.pem"
   host_exec "${QS_HOST}" tee /etc/nginx/sites-available/default >/dev/null <<'EOF'
 server {
     listen 443 ssl default_server;
