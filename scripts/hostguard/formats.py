@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from functools import partial
 from typing import TYPE_CHECKING, Callable, NamedTuple
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -82,6 +83,31 @@ def _with_query(url: str, **params: str) -> str:
     parts = urlsplit(url)
     kept = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in params]
     return urlunsplit(parts._replace(query=urlencode(kept + list(params.items()))))
+
+
+# Text inert in each format: whoever names a container or writes its error (docker's .State.Error)
+# writes into the message, and must not ping a channel nor disguise a link. Slack's own escapes (the
+# three it names), a word joiner after an @ that starts a word (Mattermost's and Rocket.Chat's @here,
+# @channel, @all, @user), after the < of Google Chat's <users/all> and <url|label>, and between the ]( of
+# a Markdown link. Text without these characters (every text of the SPEC) is sent byte for byte.
+_JOINER = "\u2060"
+_SLACK_ESCAPES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"))
+_AT_WORD = re.compile(r"(?<!\w)@(?=\w)")
+_MARKDOWN_LINK = "]("
+
+
+def inert(fmt: str, text: str) -> str:
+    """TEXT with no mention or link syntax of FMT left working (see _JOINER's comment)."""
+    if fmt in ("slack", "mattermost", "rocketchat"):
+        for raw, escaped in _SLACK_ESCAPES:
+            text = text.replace(raw, escaped)
+    if fmt in ("mattermost", "rocketchat"):
+        text = _AT_WORD.sub("@" + _JOINER, text)
+    if fmt == "googlechat":
+        text = text.replace("<", "<" + _JOINER)
+    if fmt in ("mattermost", "rocketchat", "teams", "googlechat", "discord"):
+        text = text.replace(_MARKDOWN_LINK, "]" + _JOINER + "(")
+    return text
 
 
 def natural_key(identity: Identity) -> str:
@@ -291,7 +317,7 @@ def request(fmt: str, url: str, key: str, message: Message) -> Request:
     row = FORMATS[fmt]
     if not row.has_channel:
         message = message._replace(channel=None)
-    return row.request(url, key, message)
+    return row.request(url, key, message._replace(text=inert(fmt, message.text)))
 
 
 def _matches(host: str, suffix: bool, name: str) -> bool:

@@ -10,12 +10,13 @@ import json
 import os
 import time
 from pathlib import Path
+from urllib.parse import parse_qs
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hostguard import alert_state, container_monitor, delivery, settings
+from hostguard import alert_state, container_monitor, delivery, formats, settings
 from hostguard.message import Identity
 from hostguard.runtime import KILL_AFTER, OUTPUT_MAX, Answer, Container, RuntimeFailed, call, json_string, quoted
 
@@ -274,3 +275,19 @@ def test_old_state_files_only_forget(root: Path, docker: Path, posts: Posts) -> 
     assert container_monitor.main([]) == 0
     assert posts.take() == []
     assert not (state_dir / "container-monitor.alerts").exists()
+
+
+def test_a_containers_own_error_text_reaches_slack_escaped(root: Path, docker: Path, posts: Posts) -> None:
+    """Issue 43 item 9: the image's .State.Error is its author's text; in Slack's body it is inert."""
+    error = "<!channel> boom <https://evil.example|runbook> & @here"
+    found = [{"name": "web", "state": "exited", "cpu": "0%", "mem": "0%", "exit_code": 1, "error": error}]
+    docker.write_text(json.dumps({"containers": found}))
+    (root / "etc/hostguard/hostguard.conf").write_text("CONTAINER_WATCH=web\n")
+    assert container_monitor.main([]) == 0
+    (text,) = posts.take()
+    assert text == f"{P}Container stopped: web (Status: exited)\nExit Code: 1\nError: {error}"
+    message = formats.Message(text, None, posts.identities[-1], 1000)
+    body = formats.request("slack", "https://hooks.slack.com/services/T/B/x", "", message).body
+    shown = json.loads(parse_qs(body.decode("ascii"))["payload"][0])["text"]
+    assert "<!channel>" not in shown and "<https://" not in shown
+    assert "&lt;!channel&gt; boom &lt;https://evil.example|runbook&gt; &amp; @here" in shown

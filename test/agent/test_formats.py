@@ -67,7 +67,7 @@ def test_slack_like_bodies_are_slacks_form_body(msg: Message) -> None:
         req = post(fmt, msg)
         form = parse_qs(req.body.decode("ascii"), keep_blank_values=True, strict_parsing=True)
         assert list(form) == ["payload"]
-        sent = {"text": formats.cut(msg.text, FACTS[fmt][1])}
+        sent = {"text": formats.cut(formats.inert(fmt, msg.text), FACTS[fmt][1])}
         if msg.channel:
             sent["channel"] = "#" + msg.channel.lstrip("#")
         assert json.loads(form["payload"][0]) == sent
@@ -86,7 +86,7 @@ def test_teams_sends_an_adaptive_card_in_the_workflows_envelope(msg: Message) ->
     content = attachment["content"]
     assert content["type"] == "AdaptiveCard" and content["version"] == "1.2"
     (block,) = content["body"]
-    assert block["type"] == "TextBlock" and block["wrap"] is True and block["text"] == msg.text
+    assert block["type"] == "TextBlock" and block["wrap"] is True and block["text"] == formats.inert("teams", msg.text)
     colour = {FIRING: "Attention", RESOLVED: "Good"}.get(msg.identity.state)
     assert block.get("color") == colour
     assert "channel" not in req.body.decode("utf-8") or "channel" in msg.text
@@ -99,7 +99,7 @@ def test_google_chat_threads_an_episode(msg: Message) -> None:
     body = body_json(req)
     query = parse_qs(urlsplit(req.url).query)
     assert query["key"] == ["KEYKEY"] and query["token"] == ["TOKENTOKEN"]
-    assert body["text"] == msg.text
+    assert body["text"] == formats.inert("googlechat", msg.text)
     assert header(req, "Content-Type") == "application/json; charset=UTF-8"
     if msg.identity.state == NOTICE:
         assert "thread" not in body and "messageReplyOption" not in query
@@ -122,7 +122,7 @@ def test_thread_key_is_one_per_episode_of_a_key(a: Identity, b: Identity) -> Non
 @given(messages)
 def test_discord_waits_and_mentions_no_one(msg: Message) -> None:
     req = post("discord", msg)
-    assert body_json(req) == {"content": msg.text, "allowed_mentions": {"parse": []}}
+    assert body_json(req) == {"content": formats.inert("discord", msg.text), "allowed_mentions": {"parse": []}}
     assert urlsplit(req.url).query == "wait=true"
     assert urlsplit(req.url).path == urlsplit(URLS["discord"]).path
 
@@ -451,3 +451,52 @@ def test_pagerduty_severity_by_what_fired() -> None:
 
     assert severity("container", "stopped web") == "error" and severity("host", "cpu") == "warning"
     assert severity("hostguard", "connectivity-test") == "info" and severity("hostguard", "merged") == "warning"
+
+
+# ---- text a container or image controls --------------------------------------
+
+HOSTILE_ERROR = (
+    "<!channel> <!here> <!everyone> @here @channel @all @everyone @admin <users/all> <@U123>"
+    " <https://evil.example/x|the runbook> [the runbook](https://evil.example/y) &lt;!channel&gt;"
+)
+MENTIONS = {
+    "slack": ("<!", "<@", "<http"),
+    "mattermost": ("<!", "<http", "@here", "@channel", "@all", "@everyone", "@admin", "](http"),
+    "rocketchat": ("<!", "<http", "@here", "@all", "@admin", "](http"),
+    "googlechat": ("<users/all>", "<http", "](http"),
+    "teams": ("](http",),
+    "discord": ("](http",),
+}
+
+
+def shown_text(fmt: str, req: formats.Request) -> str:
+    """The text field of a request body as sent on the wire (Slack's form decoded, JSON decoded)."""
+    if fmt in ("slack", "mattermost", "rocketchat"):
+        return str(json.loads(parse_qs(req.body.decode("ascii"))["payload"][0])["text"])
+    body = body_json(req)
+    if fmt == "teams":
+        return str(body["attachments"][0]["content"]["body"][0]["text"])
+    return str(body["content" if fmt == "discord" else "text"])
+
+
+@pytest.mark.parametrize("fmt", sorted(MENTIONS))
+def test_no_mention_or_disguised_link_of_a_container_error_passes(fmt: str) -> None:
+    """Issue 43 item 9: docker's .State.Error reached Slack, Mattermost and Rocket.Chat as markup."""
+    text = f"[Container Alert] \nContainer stopped: web (Status: exited)\nExit Code: 1\nError: {HOSTILE_ERROR}"
+    sent = shown_text(fmt, post(fmt, Message(text, None, Identity("h", "container", "stopped", 1, FIRING))))
+    for syntax in MENTIONS[fmt]:
+        assert syntax not in sent, (syntax, sent)
+    shown = sent.replace("\u2060", "")
+    if fmt in ("slack", "mattermost", "rocketchat"):
+        assert "&lt;!channel&gt;" in sent and "&amp;lt;!channel&amp;gt;" in sent
+        shown = shown.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    assert shown == text, "the text reads as it was, only inert"
+
+
+spec_texts = st.text(st.characters(blacklist_characters="&<>@]", blacklist_categories=("Cs",)), max_size=300)
+
+
+@given(spec_texts, st.sampled_from(sorted(FACTS)))
+def test_text_without_markup_characters_is_sent_byte_for_byte(text: str, fmt: str) -> None:
+    """Every text of the SPEC (no & < > @ or ]) is untouched by the escaping, in every format."""
+    assert formats.inert(fmt, text) == text

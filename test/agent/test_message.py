@@ -54,6 +54,8 @@ def decoded(body: bytes) -> dict[str, object]:
     assert list(form) == ["payload"] and len(form["payload"]) == 1
     value = json.loads(form["payload"][0])
     assert isinstance(value, dict)
+    # Slack shows its three escapes as the characters they stand for (formats.inert).
+    value["text"] = value["text"].replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
     return value
 
 

@@ -11,6 +11,8 @@ MONITOR="${REPO}/scripts/container-monitor"
 # Names real Docker would refuse, on purpose: the monitor must not trust them.
 NAME_QUOTES='we"b \ $(touch x) `id` '"'q'"
 NAME_UTF8='ünïcødé 名前 🐳 | &amp; <b>'
+# As Slack's body carries it: its three escapes (formats.inert), which Slack shows as NAME_UTF8.
+SENT_UTF8='ünïcødé 名前 🐳 | &amp;amp; &lt;b&gt;'
 NAME_CTRL=$'tab\there\u2028sep'
 
 setup() {
@@ -95,7 +97,7 @@ P="[Container Alert] "$'\n'
   run_monitor
   [[ "${status}" -eq 0 ]]
   [[ "$(calls)" == "ps inspect stats" ]]
-  receiver_expect_texts "${P}High CPU usage detected: ${NAME_UTF8} - 350.25%" \
+  receiver_expect_texts "${P}High CPU usage detected: ${SENT_UTF8} - 350.25%" \
     "${P}High memory usage detected: ${NAME_CTRL} - 90.01%"
   # Log lines stay one line each, names shown as JSON strings.
   [[ "${output}" == *'running "tab\there'$'\u2028''sep" cpu=1.00% memory=90.01%'* ]]
@@ -113,7 +115,7 @@ P="[Container Alert] "$'\n'
   run_monitor
   [[ "${status}" -eq 0 ]]
   [[ "$(calls)" == "ps inspect stats" ]]
-  receiver_expect_texts "${P}Container stopped: ${NAME_UTF8} (Status: exited)"$'\n'"Exit Code: 137"$'\n'"Error: ${error}"
+  receiver_expect_texts "${P}Container stopped: ${SENT_UTF8} (Status: exited)"$'\n'"Exit Code: 137"$'\n'"Error: ${error}"
   # Check 3: it was not running at check 2, so no second alert.
   clear_received
   run_monitor
@@ -326,7 +328,7 @@ run_at() {
   run_at 2800
   receiver_expect_texts \
     "${P}Container running again: db (Status: running)" \
-    "${P}Container running again: ${NAME_UTF8} (Status: running)" \
+    "${P}Container running again: ${SENT_UTF8} (Status: running)" \
     "${P}CPU usage back to normal: hot - 12.00%" \
     "${P}Memory usage back to normal: hot - 40.00%"
   [[ "${output}" == *"alerts=0 resolved=4"* ]]
