@@ -6,8 +6,12 @@ transient failure stops the run (order kept), a message refused for good
 goes to the dead letters, a refused webhook keeps everything and is probed
 with a back-off until its file changes.
 
-Exactly once but for one case: a process killed between the service's 2xx
-and the commit that removes the message posts it again in the next run.
+Exactly once but for two cases (README: "An alert arrived twice"): a
+process killed between the service's 2xx and the commit that removes the
+message posts it again in the next run; a request the service took whole
+but did not answer within NOTIFY_MAX_TIME (or a connection broken before
+the status line) is a copy at each further attempt, within the run (up to
+NOTIFY_ATTEMPTS) and in later runs.
 Exit codes: 0 nothing left, 75 something left (transient, budget spent,
 lock held), 77 the webhook refused (messages kept), 78 a bad webhook or CA file.
 """
