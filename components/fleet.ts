@@ -11,6 +11,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { sha256, tarFiles, type PartBundle } from "./bundles";
 import { type FleetSettings } from "./config";
+import { FleetUninstall } from "./fleetUninstall";
 import { HOSTGUARD_TAG } from "./ec2Reconcile";
 import {
     associationParameters, bucketPolicy, bundleKey, bundlesValue, EC2_TRUST, FLEET_TAG, fleetNames, hostPolicy, lifecycleRules, renderDocument, RUNS_PREFIX,
@@ -24,7 +25,13 @@ export interface FleetDeliveryArgs {
     /** Secret: the webhook file's text (components/remoteCommands.ts webhookFileText). */
     webhookFile: pulumi.Input<string>;
     fleet: FleetSettings;
+    /** Where the destroy's uninstall finds the tagged instances (aws:region, aws:profile). */
+    region: string;
+    profile?: string;
 }
+
+/** How long `pulumi destroy` waits for the tagged instances' uninstall (components/fleetUninstall.ts). */
+export const UNINSTALL_WAIT_SECONDS = 300;
 
 export class FleetDelivery extends pulumi.ComponentResource {
     public readonly bucketName: pulumi.Output<string>;
@@ -79,7 +86,7 @@ export class FleetDelivery extends pulumi.ComponentResource {
 
         const policy = pulumi.all([bucket.arn, parameter.arn, key.arn]).apply(([b, p, k]) => hostPolicy(b, p, k));
         const role = new aws.iam.Role(`${name}-host`, { assumeRolePolicy: EC2_TRUST, description: `hostguard ${names.tagValue}: the fleet's instances` }, parent);
-        new aws.iam.RolePolicy(`${name}-host`, { role: role.id, policy }, parent);
+        const rolePolicy = new aws.iam.RolePolicy(`${name}-host`, { role: role.id, policy }, parent);
         const profile = new aws.iam.InstanceProfile(`${name}-host`, { role: role.name }, parent);
         const standalone = new aws.iam.Policy(`${name}-host-grants`, {
             policy, description: `hostguard ${names.tagValue}: everything a fleet instance needs (the SSM agent's calls included), for a role of your own`,
@@ -93,6 +100,11 @@ export class FleetDelivery extends pulumi.ComponentResource {
                 bucket: b, bundles: bundlesValue(objects.map((o, i) => ({ part: o.part, tarSha256: shas[i] }))),
                 webhookParameter: names.webhookParameter, webhookVersion: String(version),
             }));
+        // Destroy deletes it after the association and before what it names or needs: it uninstalls the fleet.
+        const uninstall = new FleetUninstall(`${name}-uninstall`, {
+            region: args.region, ...(args.profile ? { profile: args.profile } : {}), tagKey: FLEET_TAG, tagValue: names.tagValue,
+            waitSeconds: UNINSTALL_WAIT_SECONDS,
+        }, { ...parent, dependsOn: [document, parameter, key, role, rolePolicy, profile, ...objects.map((o) => o.object)] });
         const association = new aws.ssm.Association(`${name}-apply`, {
             name: document.name,
             associationName: names.associationName,
@@ -103,7 +115,7 @@ export class FleetDelivery extends pulumi.ComponentResource {
             complianceSeverity: "HIGH",
             outputLocation: { s3BucketName: bucket.bucket, s3KeyPrefix: RUNS_PREFIX },
             parameters,
-        }, { ...parent, dependsOn: objects.map((o) => o.object) });
+        }, { ...parent, dependsOn: [uninstall, ...objects.map((o) => o.object)] });
 
         this.bucketName = bucket.bucket;
         this.documentName = document.name;

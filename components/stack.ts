@@ -203,6 +203,7 @@ export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): St
         const bundles = renderHost(config.settings, payload, { cronMinute: config.cronMinute, adminCidrs: config.adminCidrs }).bundles;
         const f = new FleetDelivery("hostguard-fleet", {
             project: pulumi.getProject(), stack: pulumi.getStack(), bundles, fleet: config.fleet!,
+            region: fleetRegion!, ...(new pulumi.Config("aws").get("profile") ? { profile: new pulumi.Config("aws").get("profile") } : {}),
             webhookFile: pulumi.secret(pulumi.all([webhookUrl, chatFormat ?? "slack", pagerdutyRoutingKey])
                 .apply(([url, format, key]) => webhookFileText(url, format, key))),
         });

@@ -109,9 +109,10 @@ describe("delivery ssm: the fleet's resources", () => {
             "hostguard:aws:SecurityGroup hostguard",
             "hostguard:fleet:FleetDelivery hostguard-fleet",
             "pulumi-nodejs:dynamic:Resource hostguard-fleet-exposure",
+            "pulumi-nodejs:dynamic:Resource hostguard-fleet-uninstall",
         ]);
         // The whole-host check of the instances carrying the tag: read-only, on the created group's rules.
-        const exposure = one(resources, "pulumi-nodejs:dynamic:Resource").inputs;
+        const exposure = resources.find((r) => r.name === "hostguard-fleet-exposure")!.inputs;
         assert.deepEqual([exposure.kind, exposure.region, exposure.tagKey, exposure.tagValue], ["hostguard:fleet-exposure", "eu-west-1", "hostguard-stack", "hostguard/test"]);
         assert.deepEqual(exposure.ingress.map((r: any) => `${r.fromPort} ${r.cidrBlocks.join(",")}`), ["443 0.0.0.0/0", "8080 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16"]);
         assert.deepEqual(out.hosts, {});
@@ -221,6 +222,18 @@ describe("delivery ssm: the fleet's resources", () => {
         assert.ok(SSM_AGENT_ACTIONS.every((a) => !/^ssm:GetParameters?$|^s3:|^kms:/.test(a)), SSM_AGENT_ACTIONS.join(" "));
         assert.deepEqual(inline.Statement[4].Condition, { StringLike: { "kms:ViaService": "ssm.*.amazonaws.com" } });
         assert.deepEqual(JSON.parse(one(resources, "aws:iam/role:Role").inputs.assumeRolePolicy).Statement[0].Principal, { Service: "ec2.amazonaws.com" });
+    });
+});
+
+describe("delivery ssm: destroy uninstalls the fleet", () => {
+    it("the uninstall resource: the tag, the region, a bounded wait; after the association, before what it needs or names", async () => {
+        const { resources } = await build(FLEET);
+        const u = resources.find((r) => r.name === "hostguard-fleet-uninstall")!.inputs;
+        assert.deepEqual([u.kind, u.region, u.tagKey, u.tagValue, u.waitSeconds], ["hostguard:fleet-uninstall", "eu-west-1", "hostguard-stack", "hostguard/test", 300]);
+        // Pulumi's mocks do not report dependsOn: the order is read from the wiring itself.
+        const src = fs.readFileSync(path.join(__dirname, "../../components/fleet.ts"), "utf8");
+        assert.match(src, /new FleetUninstall\([^;]*dependsOn: \[document, parameter, key, role, rolePolicy, profile, \.\.\.objects/);
+        assert.match(src, /new aws\.ssm\.Association\([\s\S]*?dependsOn: \[uninstall,/);
     });
 });
 

@@ -132,8 +132,9 @@ const FLEET_PROVIDER_CALLS: Record<string, string[]> = {
         "ssm:DescribeDocumentPermission", "ssm:ListTagsForResource", "ssm:AddTagsToResource",
     ],
     "aws:ssm/association:Association": ["ssm:CreateAssociation", "ssm:DescribeAssociation", "ssm:UpdateAssociation", "ssm:DeleteAssociation"],
-    // components/fleetExposure.ts: the tagged instances, their interfaces' groups (hostExposure.ts openGroups).
-    "pulumi-nodejs:dynamic:Resource": ["ec2:DescribeInstances", "ec2:DescribeSecurityGroups"],
+    // components/fleetExposure.ts: the tagged instances, their interfaces' groups (hostExposure.ts openGroups);
+    // components/fleetUninstall.ts: the tagged instances, one Run Command, its invocations.
+    "pulumi-nodejs:dynamic:Resource": ["ec2:DescribeInstances", "ec2:DescribeSecurityGroups", "ssm:SendCommand", "ssm:GetCommandInvocation"],
 };
 
 /** The resources a fleet stack registers under Pulumi's mocks (project PROJECT, stack STACK). */
@@ -179,6 +180,9 @@ describe("the fleet's deployer policy (delivery ssm) against the program's resou
         const commands = [...code.matchAll(/new sdk\.([A-Za-z]+)Command/g)].map((m) => `ec2:${m[1]}`);
         const exposure = fs.readFileSync(path.join(ROOT, "components/hostExposure.ts"), "utf8");
         assert.deepEqual(commands, ["ec2:DescribeInstances"]);
+        const uninstall = fs.readFileSync(path.join(ROOT, "components/fleetUninstall.ts"), "utf8");
+        assert.deepEqual([...uninstall.matchAll(/ssmCall\([^,]+, [^,]+, "([A-Za-z]+)"/g)].map((m) => `ssm:${m[1]}`), ["ssm:SendCommand", "ssm:GetCommandInvocation"]);
+        assert.match(uninstall, /taggedInstances\(/);
         // openGroups reads each instance's interfaces (DescribeInstances) and each group's rules (DescribeSecurityGroups).
         assert.match(exposure, /ec2\.instanceInterfaces\(client, instanceId\)/);
         assert.match(exposure, /ec2\.findIngress\(client, groupId\)/);
@@ -189,7 +193,7 @@ describe("the fleet's deployer policy (delivery ssm) against the program's resou
     it("every change is scoped: the names Pulumi gives the fleet's resources, the stack's parameter path, the key's and group's tag", async () => {
         const resources = await fleetResources();
         const named = (type: string) => resources.find((r) => r.type === type)!.name;
-        const readOnly = new Set(["ec2:DescribeInstances", "ec2:DescribeNetworkInterfaces", "ec2:DescribeSecurityGroups", "ssm:DescribeParameters"]);
+        const readOnly = new Set(["ec2:DescribeInstances", "ec2:DescribeNetworkInterfaces", "ec2:DescribeSecurityGroups", "ssm:DescribeParameters", "ssm:GetCommandInvocation"]);
         for (const s of fleet.Statement) {
             const changes = list(s.Action).filter((a) => !readOnly.has(a));
             if (changes.length > 0 && list(s.Resource).includes("*")) {
@@ -206,6 +210,10 @@ describe("the fleet's deployer policy (delivery ssm) against the program's resou
         assert.deepEqual(resourceOf("iam:CreatePolicyVersion"), [`arn:aws:iam::ACCOUNT:policy/${named("aws:iam/policy:Policy")}-*`]);
         assert.ok(resourceOf("ssm:UpdateDocument").every((r) => r === `arn:aws:ssm:REGION:ACCOUNT:document/${named("aws:ssm/document:Document")}-*`));
         assert.ok(resourceOf("ssm:CreateAssociation").includes(`arn:aws:ssm:REGION:ACCOUNT:document/${named("aws:ssm/document:Document")}-*`));
+        // The uninstall's command: AWS's shell document, on the instances carrying this stack's tag only.
+        assert.deepEqual(resourceOf("ssm:SendCommand"), ["arn:aws:ssm:REGION::document/AWS-RunShellScript", "arn:aws:ec2:REGION:ACCOUNT:instance/*"]);
+        const onInstances = fleet.Statement.find((s) => list(s.Resource).includes("arn:aws:ec2:REGION:ACCOUNT:instance/*") && list(s.Action).includes("ssm:SendCommand"))!;
+        assert.equal(onInstances.Condition?.StringEquals?.["ssm:resourceTag/hostguard-stack"], fleetNames("PROJECT", "STACK").tagValue);
         const key = fleet.Statement.find((s) => list(s.Action).includes("kms:ScheduleKeyDeletion"))!;
         assert.equal(key.Condition?.StringEquals?.["aws:ResourceTag/managed-by"], "hostguard");
         // The key carries that tag from its creation.

@@ -1,0 +1,82 @@
+// delivery ssm against moto: `pulumi destroy` uninstalls the fleet (components/fleetUninstall.ts, issue 41 item 6).
+// The delete sends one Run Command (AWS-RunShellScript, the installed
+// `install uninstall`) to exactly the instances carrying the stack's tag, and
+// reads each invocation's status; the SSM calls are SigV4-signed by the code
+// itself (moto verifies the signature only with IAM enforcement, which the
+// fleet's contract test turns on; here the request's shape is what is shown).
+// moto runs nothing on an instance (every invocation says Success), so an
+// instance that did not answer is shown through unreachedRefusal; the run
+// on real hosts is scenario 16's destroy (test/e2e/lib/fleet.sh).
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { CreateTagsCommand, StopInstancesCommand } from "@aws-sdk/client-ec2";
+import { FLEET_UNINSTALL_KIND, fleetUninstallProvider, ssmCall, UNINSTALL_COMMAND, uninstallFleet, unreachedRefusal, type FleetUninstallState } from "../../components/fleetUninstall";
+import { FLEET_TAG, fleetNames } from "../../components/ssmDocument";
+import { Account } from "./fixtures";
+import { REGION, startMoto, type Moto } from "./moto";
+
+let moto: Moto;
+let account: Account;
+
+before(async () => {
+    moto = await startMoto();
+    account = await Account.create(moto.client);
+});
+after(async () => {
+    await moto?.stop();
+});
+
+function state(tagValue: string): FleetUninstallState {
+    return { kind: FLEET_UNINSTALL_KIND, region: REGION, tagKey: FLEET_TAG, tagValue, waitSeconds: 30 };
+}
+
+async function launch(tagValue?: string): Promise<string> {
+    const { instanceId } = await account.instance([await account.group([], "fleet")]);
+    if (tagValue !== undefined) {
+        await account.client.send(new CreateTagsCommand({ Resources: [instanceId], Tags: [{ Key: FLEET_TAG, Value: tagValue }] }));
+    }
+    return instanceId;
+}
+
+describe("fleet destroy uninstalls (delivery ssm)", () => {
+    it("one Run Command of the installed uninstall to exactly the tagged instances; each answered", async () => {
+        const tag = fleetNames("shop", "prod").tagValue;
+        const a = await launch(tag);
+        const b = await launch(tag);
+        await launch();
+        await launch(fleetNames("blog", "prod").tagValue);
+        const status = await uninstallFleet(state(tag), 100);
+        assert.deepEqual(status, { [a]: "Success", [b]: "Success" });
+        const commands = (await ssmCall(REGION, undefined, "ListCommands", {})).Commands;
+        assert.equal(commands.length, 1);
+        const c = commands[0];
+        assert.deepEqual([c.DocumentName, c.Parameters.commands], ["AWS-RunShellScript", [UNINSTALL_COMMAND]]);
+        assert.equal(UNINSTALL_COMMAND, "if [ -x /usr/local/lib/hostguard/install ]; then exec /usr/local/lib/hostguard/install uninstall; fi");
+        // moto adds every instance of the account to a command sent without Targets (its _get_instance_ids_from_targets
+        // with no filter); the request named the tagged ones, and only theirs are read (status above).
+        assert.ok([a, b].every((i) => c.InstanceIds.includes(i)));
+        assert.match(c.Comment, /^hostguard: pulumi destroy of hostguard-stack=shop\/prod$/);
+        // The provider's delete: no refusal when every instance answered Success.
+        await (fleetUninstallProvider as Required<typeof fleetUninstallProvider>).delete("fleet-uninstall/shop/prod", state(tag));
+    });
+
+    it("a fleet with no tagged instance sends nothing", async () => {
+        const before = (await ssmCall(REGION, undefined, "ListCommands", {})).Commands.length;
+        assert.deepEqual(await uninstallFleet(state(fleetNames("empty", "prod").tagValue), 100), {});
+        assert.equal((await ssmCall(REGION, undefined, "ListCommands", {})).Commands.length, before);
+    });
+
+    it("an instance not reached is named with its status and the way on; a terminated one is not a target", async () => {
+        const s = state("shop/stage");
+        const reason = unreachedRefusal(s, { "i-0aaa": "Success", "i-0bbb": "InProgress", "i-0ccc": "Undeliverable" });
+        assert.match(reason, /^hostguard was not uninstalled from 2 instance\(s\) tagged hostguard-stack=shop\/stage within 30 s: i-0bbb \(InProgress\), i-0ccc \(Undeliverable\)\. /);
+        assert.match(reason, /The stack's resources stay: .* run pulumi destroy again/);
+        assert.equal(unreachedRefusal(s, { "i-0aaa": "Success" }), "");
+        const stopped = await launch("shop/stage");
+        await account.client.send(new StopInstancesCommand({ InstanceIds: [stopped] }));
+        const gone = await launch("shop/stage");
+        await account.terminate(gone);
+        const status = await uninstallFleet(s, 100);
+        assert.deepEqual(Object.keys(status), [stopped], "a stopped instance is a target (it keeps the payload), a terminated one is not");
+    });
+});
