@@ -4,7 +4,8 @@ The ban tool's chat action is a fail2ban Python action
 (fail2ban/action.d/slack-notify.py), loaded into fail2ban's own process: it
 calls `BanNotices` here, so a ban starts no process. Each message is one
 short SQLite transaction in the spool (queue EVENTS, bounded there), then,
-when the action's own last flush has ended, one detached
+when the delivery lock is free and a run could post (FlushGate: a usable
+webhook file, not refused or its next probe due), one detached
 `hostguard-notify flush --detached` (subprocess, in a session of its own:
 never os.fork in fail2ban's threaded process). Nothing waits for the chat
 service: when another run holds the delivery lock, it looks at the spool
@@ -30,6 +31,8 @@ from .message import BANTOOL, as_posted, notice
 from .settings import Settings, load
 from .settings_table import PATTERNS
 from .spool import EVENTS, Spool, SpoolFull, spool_dir
+from .urlfile import webhook_path
+from .webhook import Hook, check_webhook, progress
 
 _IP_CHARS = frozenset("0123456789abcdefABCDEF.:/")
 _OPTIONS = ("--jail", "--ip", "--failures", "--time", "--channel")
@@ -147,6 +150,42 @@ def start_flush() -> subprocess.Popen[bytes]:
             os.close(out)
 
 
+class FlushGate:
+    """Whether a flush started now can make progress (webhook.progress): the webhook file checked once per
+    change of it (its identity, with the CA file's), the refusal read from the spool at each ban. A closed
+    gate is logged once; the messages wait in the spool for the next ban, monitor run or `flush`."""
+
+    def __init__(self) -> None:
+        self._key: tuple[str, ...] | None = None
+        self._hook: Hook | None = None
+        self._why = ""
+
+    def _current(self, settings: Settings) -> Hook | None:
+        key = tuple(_stamp(path) for path in (webhook_path(), settings.notify_ca_file) if path)
+        if key != self._key:
+            try:
+                self._hook = check_webhook(settings)
+            except (HostguardError, OSError, ValueError):
+                self._hook = None
+            self._key = key
+        return self._hook
+
+    def open(self, settings: Settings, spool: Spool) -> bool:
+        why = progress(settings, spool, self._current(settings))
+        if why and why != self._why:
+            log.warn(f"ban-tool messages wait in the spool, no delivery run started: {why}")
+        self._why = why
+        return not why
+
+
+def _stamp(path: str) -> str:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return f"{path}:missing"
+    return f"{path}:{info.st_ino}:{info.st_mtime_ns}:{info.st_size}"
+
+
 class BanNotices:
     """The ban tool's four messages, spooled from inside fail2ban's process (slack-notify.py).
 
@@ -160,6 +199,7 @@ class BanNotices:
         # One connection for the action's life (fail2ban may call from its command thread too: the lock).
         self._box = Spool(0, busy=BAN_BUSY_SECONDS, long_lived=True)
         self._lock = threading.Lock()
+        self._gate = FlushGate()
 
     def start(self, jail: str) -> None:
         self._spool("start", {"jail": jail, "channel": self.channel})
@@ -201,5 +241,6 @@ class BanNotices:
 
     def _spool(self, kind: str, found: dict[str, str]) -> None:
         with self._lock:
-            if spool_event(load(), self._box, kind, found):
+            settings = load()
+            if spool_event(settings, self._box, kind, found) and self._gate.open(settings, self._box):
                 self._flush = start_flush()

@@ -120,6 +120,25 @@ def clear_refusal(spool: Spool) -> None:
 DELIVER, PROBE, WAIT = "deliver", "probe", "wait"
 
 
+def probe_due(state: Refusal, hook: Hook) -> bool:
+    """Whether the refused HOOK is probed now: its next probe is due (one further away than an interval
+    means the clock went back: now), unless the service asked clients to stop (stopped)."""
+    now = int(time.time())
+    due = now >= state.next_probe or state.next_probe - now > state.interval
+    return due and not stopped(hook, state.why)
+
+
+def progress(settings: Settings, spool: Spool, hook: Hook | None) -> str:
+    """Why a delivery run started now could post nothing ("" when it could): no usable webhook file (HOOK
+    None), or the chat service refuses this webhook and its next probe is not due."""
+    if hook is None:
+        return f"no usable webhook file {urlfile.webhook_path()}"
+    state = spool.refusal()
+    if state is None or state.identity != hook.identity or probe_due(state, hook):
+        return ""
+    return f"the chat service refuses the webhook ({state.why}) and its next probe is not due"
+
+
 def webhook_plan(spool: Spool, hook: Hook) -> str:
     """What this run does with the webhook: deliver (not refused, or rotated), probe it once, or wait."""
     state = spool.refusal()
@@ -130,9 +149,7 @@ def webhook_plan(spool: Spool, hook: Hook) -> str:
         clear_refusal(spool)
         return DELIVER
     now = int(time.time())
-    # A next probe further away than one interval means the clock went back: probe now.
-    due = now >= state.next_probe or state.next_probe - now > state.interval
-    if due and not stopped(hook, state.why):
+    if probe_due(state, hook):
         log.info(f"probing the refused webhook ({state.why}) with the oldest message")
         return PROBE
     log.error(

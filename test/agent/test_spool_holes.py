@@ -10,6 +10,7 @@ import json
 import os
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 from urllib.parse import parse_qs
 
@@ -17,7 +18,7 @@ import pytest
 
 from hostguard import chat, delivery, events, formats, nginxban, notify, settings, spoolbound, webhook
 from hostguard.message import BANTOOL, FIRING, NOTICE, RESOLVED, Identity
-from hostguard.spool import ALERTS, EVENTS, Spool
+from hostguard.spool import ALERTS, EVENTS, Refusal, Spool
 from hostguard.spooldb import SCHEMA_VERSION
 
 
@@ -267,3 +268,35 @@ def json_text(body: str) -> str:
 
     walk(json.loads(body))
     return "\n".join(found)
+
+
+def test_a_ban_starts_a_flush_only_when_one_can_make_progress(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 43 item 6: with the webhook refused or missing, every ban started a flush from fail2ban's
+    process (483 of 500 refused, 500 without a file). Now none while nothing can be posted."""
+    started: list[int] = []
+    monkeypatch.setattr(events, "start_flush", lambda: started.append(1))
+    notices = events.BanNotices("ops")
+
+    def bans(count: int) -> int:
+        started.clear()
+        for i in range(count):
+            notices.ban("j", f"192.0.2.{i % 250 + 1}", "10", "1700000000")
+        return len(started)
+
+    assert bans(50) == 0, "no webhook file (a new fleet host before its first step)"
+    hook_file = root / "etc/hostguard/webhook.curlrc"
+    hook_file.parent.mkdir(parents=True, exist_ok=True)
+    hook_file.write_text('url = "ftp://not.a.webhook/x"\n')
+    hook_file.chmod(0o600)
+    assert bans(20) == 0, "a webhook file that cannot be used"
+    hook_file.write_text('url = "https://hooks.slack.com/services/T0/B0/SECRETSECRETSECRET"\n')
+    assert bans(3) == 3, "usable and not refused: each ban with the lock free starts one"
+    box = Spool(100, str(spool_dir(root)))
+    identity = webhook.check_webhook(settings.parse("", "hostguard.conf")).identity
+    now = int(time.time())
+    box.set_refusal(Refusal(identity, now - 60, now + 600, 600, "HTTP 403 invalid_token"))
+    assert bans(50) == 0, "refused, the next probe not due"
+    box.set_refusal(Refusal(identity, now - 700, now - 1, 600, "HTTP 403 invalid_token"))
+    assert bans(1) == 1, "refused, the next probe due"
+    box.set_refusal(Refusal("another file", now - 60, now + 600, 600, "HTTP 403 invalid_token"))
+    assert bans(1) == 1, "the webhook file changed since the refusal"
