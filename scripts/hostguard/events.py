@@ -19,6 +19,7 @@ failed.
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 import re
 import subprocess
@@ -193,7 +194,10 @@ class BanNotices:
     not be kept, so fail2ban logs the action as failed.
     """
 
-    def __init__(self, channel: str) -> None:
+    def __init__(self, channel: str, logger: logging.Logger | None = None) -> None:
+        """LOGGER: fail2ban's, which then gets every line hostguard's code writes in this process."""
+        if logger is not None:
+            log.to_logger(logger)
         self.channel = channel
         self._flush: subprocess.Popen[bytes] | None = None
         # One connection for the action's life (fail2ban may call from its command thread too: the lock).

@@ -5,11 +5,24 @@ written (the log's disk is full) never ends the program: what it was doing
 (delivering an alert) matters more.
 """
 
+from __future__ import annotations
+
+import logging
 import os
 import sys
 import time
 
 from .redact import redact
+
+# Set inside fail2ban's process (the ban tool's Python actions): lines go to fail2ban's log instead.
+_logger: logging.Logger | None = None
+_LEVELS = {"INFO": logging.INFO, "WARN": logging.WARNING, "ERROR": logging.ERROR}
+
+
+def to_logger(logger: logging.Logger) -> None:
+    """From now on, this process's lines go to LOGGER (fail2ban's), not to stdout or stderr."""
+    global _logger
+    _logger = logger
 
 
 def line(level: str, text: str) -> str:
@@ -18,7 +31,10 @@ def line(level: str, text: str) -> str:
 
 
 def log(level: str, text: str, err: bool = False) -> None:
-    """Writes one line to stdout (stderr when ERR); never raises."""
+    """Writes one line to stdout (stderr when ERR), or to the logger of to_logger; never raises."""
+    if _logger is not None:
+        _logger.log(_LEVELS.get(level, logging.ERROR), "%s", redact(text))
+        return
     stream = sys.stderr if err else sys.stdout
     try:
         stream.write(line(level, text) + "\n")

@@ -33,7 +33,8 @@ class Action(ActionBase):
             sys.path.insert(0, lib)
         from hostguard.events import BanNotices
 
-        self.notices = BanNotices(slack_channel)
+        # fail2ban's logger: a message LOST (the disk full) is said in fail2ban's log.
+        self.notices = BanNotices(slack_channel, self._logSys)
 
     # fail2ban (1.0, server/actions.py) keeps a Python action across
     # `fail2ban-client reload` (every deploy of the jail) only when it has

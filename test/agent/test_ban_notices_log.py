@@ -1,0 +1,45 @@
+"""The ban tool's chat action inside fail2ban: what hostguard's code logs there reaches fail2ban's log."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from hostguard import events, log
+from hostguard.spool import Spool, SpoolFull
+
+
+class Keep(logging.Handler):
+    def __init__(self, records: list[logging.LogRecord]) -> None:
+        super().__init__()
+        self.records = records
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_the_ban_actions_lines_go_to_fail2bans_log(
+    root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """slack-notify.py hands BanNotices fail2ban's logger: a message LOST is in fail2ban.log, not on the
+    server's stderr (issue 45)."""
+    monkeypatch.setattr(log, "_logger", None)
+    records: list[logging.LogRecord] = []
+    logger = logging.getLogger("fail2ban.test-action")
+    handler = Keep(records)
+    logger.addHandler(handler)
+    monkeypatch.setattr(events, "start_flush", lambda: None)
+
+    def full(*_args: object, **_kwargs: object) -> None:
+        raise SpoolFull("disk full")
+
+    notices = events.BanNotices("ops", logger)
+    monkeypatch.setattr(Spool, "enqueue", full)
+    with pytest.raises(SpoolFull):
+        notices.ban("j", "192.0.2.1", "3", "1700000000")
+    logger.removeHandler(handler)
+    assert [r.levelno for r in records] == [logging.ERROR]
+    assert "this ban-tool message is LOST" in records[0].getMessage()
+    assert "LOST" not in capsys.readouterr().err
