@@ -2,29 +2,35 @@
 
 A client behind a load balancer cannot be stopped by the firewall (its
 packets come from the balancer), so its ban must reach nginx: this keeps one
-`ADDRESS 1;` line per banned address in /var/lib/hostguard/nginx-bans.map,
-which the `map` of part web's drop-in (/etc/nginx/conf.d/hostguard-realip.conf)
-reads, and reloads nginx. `BanList` is used by the fail2ban Python action
-hostguard-nginx-ban (fail2ban/action.d/hostguard-nginx-ban.py), inside
-fail2ban's process, modelled on fail2ban's own nginx-block-map action.
+`ADDRESS 1;` line per spelling of each banned address in
+/var/lib/hostguard/nginx-bans.map, which the `map` of part web's drop-in
+(/etc/nginx/conf.d/hostguard-realip.conf) reads, and reloads nginx. An IPv4
+address is listed as `a.b.c.d` and as `::ffff:a.b.c.d`: a dual-stack proxy
+forwards an IPv4 client in the second form, which nginx then logs and maps
+(fail2ban hands over the first). `BanList` is used by the fail2ban Python
+action hostguard-nginx-ban (fail2ban/action.d/hostguard-nginx-ban.py),
+inside fail2ban's process, modelled on fail2ban's own nginx-block-map action.
 
 An address is checked with `ipaddress` when fail2ban bans it (a refusal
 raises: fail2ban's log says so), so the list never holds what nginx could
 not read. The map matches `$remote_addr` exactly, so a network fail2ban bans
 (`192.0.2.0/24`) or a scoped address cannot be listed: refused, and the ban
-holds at the firewall only. A ban never waits for nginx: it is queued, and
-one writer thread applies what was queued since its last pass as one list
-write, one `nginx -t` and one reload, so a burst of bans costs a few
-reloads, not one each. Fail safe and bounded: the list is root's, replaced
-atomically under a lock on the state directory (waited for at most 10 s);
-nginx is reloaded (SIGHUP to its master: graceful) only after `nginx -t`
-passed within 20 s; a failure is logged to fail2ban's log and the firewall
-ban of the same jail is not affected.
+holds at the firewall only. A ban never waits for nginx: the set of banned
+addresses is kept in memory, and one writer thread brings the list and nginx
+up to it in one pass (one whole-list write, one `nginx -t`, one reload),
+COALESCE after the first change and at most one pass per RELOAD_GAP: a
+burst costs one reload per RELOAD_GAP, whoever triggers the bans. A failed
+pass (the disk full, nginx -t failing, the lock held) leaves the list
+pending: tried again after 2, 4, 8 ... RETRY_MAX seconds for as long as it
+takes, so no ban fail2ban holds is dropped. Fail safe and bounded: the list
+is root's, replaced atomically under a lock on the state directory (waited
+for at most 10 s); nginx is reloaded (SIGHUP to its master: graceful) only
+after `nginx -t` passed within 20 s; a failure is logged to fail2ban's log
+and the firewall ban of the same jail is not affected.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import logging
 import os
@@ -41,10 +47,12 @@ LIST_NAME = "nginx-bans.map"
 TMP_NAME = f".{LIST_NAME}.tmp"
 LOCK_WAIT = 10.0
 TEST_TIMEOUT = 20.0
-# A ban waits this long in the queue, so that the rest of a burst goes in the same write and reload.
+# A change waits this long, so that the rest of a burst goes in the same write and reload.
 COALESCE = 0.2
-# A failed pass (nginx -t failing, the lock held) is tried again this many times, a pass apart.
-RETRIES = 3
+# Passes (each at most one reload) start at least this far apart.
+RELOAD_GAP = 2.0
+# A failed pass is tried again after RELOAD_GAP, then twice as long each time, at most this.
+RETRY_MAX = 16.0
 LIST_HEADER = "# hostguard: addresses the nginx-bad-request jail bans (its hostguard-nginx-ban action keeps this file)"
 
 
@@ -73,26 +81,19 @@ def entry(text: str) -> str:
     return str(address)
 
 
-def read_list(state: str) -> list[str]:
-    """The entries now in the list, in order (lines it did not write are dropped)."""
-    try:
-        fd = os.open(os.path.join(state, LIST_NAME), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return []
-    with os.fdopen(fd, encoding="utf-8", errors="replace") as handle:
-        lines = handle.read(64 << 20).splitlines()
-    found: list[str] = []
-    for line in lines:
-        address, _, value = line.partition(" ")
-        if value == "1;":
-            with contextlib.suppress(Refused):
-                found.append(entry(address))
-    return found
+def spellings(item: str) -> list[str]:
+    """Every form in which nginx's $remote_addr can hold the client of ITEM (an entry)."""
+    if item.startswith("::ffff:") and "." in item:
+        return [item[len("::ffff:") :], item]
+    if "." in item:
+        return [item, f"::ffff:{item}"]
+    return [item]
 
 
 def write_list(state: str, entries: list[str]) -> None:
-    """Replaces the list with ENTRIES (atomically)."""
-    text = "".join(f"{item} 1;\n" for item in entries)
+    """Replaces the list with ENTRIES, each in every spelling, once (atomically)."""
+    lines = dict.fromkeys(form for item in entries for form in spellings(item))
+    text = "".join(f"{form} 1;\n" for form in lines)
     try:
         data = (LIST_HEADER + "\n" + text).encode("utf-8")
         write_atomic(os.path.join(state, LIST_NAME), data, os.path.join(state, TMP_NAME))
@@ -162,21 +163,12 @@ def locked_state() -> tuple[str, int]:
     raise Refused(f"another run held {paths.STATE_PATH} for over {int(LOCK_WAIT)} s: the ban list is unchanged")
 
 
-def apply(changes: dict[str, bool] | None, pid_file: str, nginx_opts: list[str]) -> None:
-    """Applies CHANGES (entry: banned or not; None: empty the list) in one write and one reload, under the lock."""
+def apply(entries: list[str], pid_file: str, nginx_opts: list[str]) -> None:
+    """Writes the whole list of ENTRIES and reloads nginx, under the lock; Refused when either failed."""
     state, fd = locked_state()
     try:
-        listed = read_list(state)
-        if changes is None:
-            wanted: list[str] = []
-        else:
-            wanted = [item for item in listed if changes.get(item, True)]
-            wanted += [item for item, banned in changes.items() if banned and item not in wanted]
-        if wanted != listed:
-            write_list(state, wanted)
-            added = len([item for item in wanted if item not in listed])
-            removed = len(listed) + added - len(wanted)
-            reload_nginx(f"the ban list ({added} added, {removed} removed)", pid_file, nginx_opts)
+        write_list(state, entries)
+        reload_nginx(f"the ban list ({len(entries)} address(es))", pid_file, nginx_opts)
     finally:
         os.close(fd)
 
@@ -184,70 +176,95 @@ def apply(changes: dict[str, bool] | None, pid_file: str, nginx_opts: list[str])
 class BanList:
     """nginx's ban list kept from inside fail2ban's process (the Python action hostguard-nginx-ban).
 
-    `ban` and `unban` check the address (Refused raises) and queue the change;
-    one writer thread waits COALESCE seconds, then applies everything queued
-    meanwhile, and goes on while more comes. `clear` empties the list at once.
-    Failures go to LOG (fail2ban's logger).
+    `ban` and `unban` check the address (Refused raises) and change the set
+    in memory; one writer thread applies the whole set when it changed
+    (`_pass`), no sooner than COALESCE after the change and RELOAD_GAP after
+    the previous pass, and tries a failed pass again until it succeeds.
+    `clear` empties the list at once. Failures go to LOG (fail2ban's logger).
     """
 
     def __init__(self, pid_file: str, nginx_opts: list[str], log: logging.Logger) -> None:
         self.pid_file = pid_file
         self.nginx_opts = nginx_opts
         self.log = log
-        self._lock = threading.Lock()
-        self._changes: dict[str, bool] = {}
+        self._lock = threading.Lock()  # guards the fields below
+        self._banned: dict[str, None] = {}  # in the order fail2ban banned them
+        self._pending = False  # the set changed, or a pass failed, since the last pass that applied it
         self._writer: threading.Thread | None = None
+        self._next = 0.0  # monotonic time before which no pass starts
         self._failures = 0
+        self._applying = threading.Lock()  # one pass or clear at a time
 
     def ban(self, ip: str) -> None:
-        self._queue(entry(ip), True)
+        item = entry(ip)
+        with self._lock:
+            self._banned[item] = None
+            self._changed()
 
     def unban(self, ip: str) -> None:
-        self._queue(entry(ip), False)
+        item = entry(ip)
+        with self._lock:
+            self._banned.pop(item, None)
+            self._changed()
 
     def clear(self) -> None:
-        """Empties the list now (start, stop, flush), dropping what was queued; a failure raises."""
-        with self._lock:
-            self._changes = {}
-            writer = self._writer
-        if writer is not None:
-            writer.join(LOCK_WAIT + TEST_TIMEOUT + COALESCE + 1)
-        apply(None, self.pid_file, self.nginx_opts)
+        """Empties the list now (start, stop, flush); a failure raises, and the writer tries it again."""
+        with self._applying:
+            with self._lock:
+                self._banned = {}
+                self._pending = False
+            try:
+                apply([], self.pid_file, self.nginx_opts)
+            except Refused:
+                with self._lock:
+                    self._changed()
+                raise
 
-    def _queue(self, item: str, banned: bool) -> None:
-        with self._lock:
-            self._changes[item] = banned
-            if self._writer is None:
-                self._writer = threading.Thread(target=self._write_all, name="hostguard-nginx-ban", daemon=True)
-                self._writer.start()
+    def _changed(self) -> None:
+        """Marks the list pending and starts the writer when none runs (called holding _lock)."""
+        self._pending = True
+        if self._writer is None:
+            self._writer = threading.Thread(target=self._write_all, name="hostguard-nginx-ban", daemon=True)
+            self._writer.start()
 
     def _write_all(self) -> None:
         try:
             while True:
-                time.sleep(COALESCE)
+                time.sleep(max(COALESCE, self._next - time.monotonic()))
                 with self._lock:
-                    changes, self._changes = self._changes, {}
-                    if not changes:
-                        self._writer = None  # under the lock: a change queued after this starts a new writer
+                    if not self._pending:
+                        self._writer = None  # under the lock: a change after this starts a new writer
                         return
-                try:
-                    apply(changes, self.pid_file, self.nginx_opts)
-                except Exception as error:  # the writer must go on whatever failed: later bans depend on it
-                    self.log.error(
-                        "hostguard-nginx-ban: %s", error if isinstance(error, HostguardError) else repr(error)
-                    )
-                    self._retry(changes)
+                self._pass()
         finally:
             with self._lock:
                 if self._writer is threading.current_thread():
                     self._writer = None
 
-    def _retry(self, changes: dict[str, bool]) -> None:
-        """Queues a failed pass's changes again, under newer ones, at most RETRIES times in a row."""
-        self._failures += 1
-        if self._failures > RETRIES:
-            self.log.error("hostguard-nginx-ban: %d change(s) given up after %d failed passes", len(changes), RETRIES)
+    def _pass(self) -> None:
+        """Applies the whole set once; on a failure the list stays pending, tried again later."""
+        with self._applying:
+            with self._lock:
+                wanted, self._pending = list(self._banned), False
+            try:
+                apply(wanted, self.pid_file, self.nginx_opts)
+            except Exception as error:  # the writer must go on whatever failed: later bans depend on it
+                with self._lock:
+                    self._pending = True
+                self._failures += 1
+                delay = min(RETRY_MAX, RELOAD_GAP * 2 ** min(self._failures - 1, 8))
+                # The first failures, then one in each doubling: a broken nginx -t does not flood the log.
+                if self._failures & (self._failures - 1) == 0:
+                    text = error if isinstance(error, HostguardError) else repr(error)
+                    self.log.error(
+                        "hostguard-nginx-ban: %s (failed pass %d; tried again in %d s until it succeeds)",
+                        text,
+                        self._failures,
+                        delay,
+                    )
+                self._next = time.monotonic() + delay
+                return
+            if self._failures:
+                self.log.warning("hostguard-nginx-ban: the ban list applied after %d failed pass(es)", self._failures)
             self._failures = 0
-            return
-        with self._lock:
-            self._changes = {**changes, **self._changes}
+            self._next = time.monotonic() + RELOAD_GAP

@@ -31,7 +31,7 @@ RUNS = [
         [
             "-c",
             f"import sys; sys.path.insert(0, {str(SCRIPTS)!r}); from hostguard import nginxban; "
-            "nginxban.apply({'192.0.2.1': True}, '/nonexistent.pid', [])",
+            "nginxban.apply(['192.0.2.1'], '/nonexistent.pid', [])",
         ],
     ),
 ]

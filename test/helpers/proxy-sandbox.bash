@@ -11,7 +11,9 @@
 #       http context, its ban list moved under ROOT; the deny snippet at the
 #       top of the server and of its location, as install's include puts
 #       it), its access log the jail's (F2B_ACCESS_LOG); PRX/nginx.conf: the
-#       proxy on PROXY:8080 adding X-Forwarded-For, connecting from PROXY
+#       proxy on PROXY:8080 adding X-Forwarded-For, connecting from PROXY;
+#       with PROXY_DUAL_STACK=1 it listens on [::]:8080 with ipv6only=off,
+#       so an IPv4 client reaches the server as ::ffff:a.b.c.d
 #   proxy_sandbox_install_action PAYLOAD ROOT SRV
 #       the rendered hostguard-nginx-ban Python action (its package under
 #       ROOT, as fail2ban_notifier_in placed it), the jail's action line given
@@ -53,12 +55,14 @@ $(nginx_sandbox_http_head "${srv}" "${srv}/logs/access.log")
     }
 }
 CONF
+  local listen="${proxy}:8080"
+  [[ "${PROXY_DUAL_STACK:-}" != 1 ]] || listen="[::]:8080 ipv6only=off"
   cat >"${prx}/nginx.conf" <<CONF
 $(nginx_sandbox_main "${prx}")
 http {
 $(nginx_sandbox_http_head "${prx}" "${prx}/logs/access.log")
     server {
-        listen ${proxy}:8080;
+        listen ${listen};
         location / {
             proxy_pass http://${server}:80;
             proxy_bind ${proxy};

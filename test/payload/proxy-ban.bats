@@ -39,9 +39,14 @@ setup() {
   SRV="${BATS_TEST_TMPDIR}/server"
   PRX="${BATS_TEST_TMPDIR}/proxy"
   LIST="${ROOT}/var/lib/hostguard/nginx-bans.map"
+  SLOW_READERS=()
 }
 
 teardown() {
+  local pid
+  for pid in "${SLOW_READERS[@]}"; do
+    kill "${pid}" 2>/dev/null || true
+  done
   fail2ban_stop
   receiver_stop
   local dir
@@ -209,11 +214,53 @@ scan_through_proxy() {
   # fail2ban still answers and bans.
   fail2ban_client set "${JAIL}" banip 192.0.2.99 >/dev/null
   fail2ban_wait_for 10 is_banned 192.0.2.99
-  # Once the config is good again, the next ban reloads nginx with the whole list.
+  # Once the config is good again, the pending list is tried again and nginx
+  # reloaded with it, without another ban (retries 2, 4, 8, 16 s apart).
   rm "${SRV}/conf.d/broken.conf"
-  fail2ban_client set "${JAIL}" banip 192.0.2.98 >/dev/null
+  fail2ban_wait_for 40 status_is 403 via_proxy "${SCANNER}" /
+  [[ "$(via_proxy "${CLIENT}" /)" == 200 ]]
+  fail2ban_wait_for 10 grep -q 'hostguard-nginx-ban: the ban list applied after' "${F2B_LOG}"
+}
+
+@test "trustedProxies: a dual-stack proxy forwards an IPv4 scanner as ::ffff:a.b.c.d; its ban is refused at nginx all the same" {
+  PROXY_DUAL_STACK=1 start_all "${PROXIES}"
+  [[ "$(via_proxy "${SCANNER}" /)" == 200 ]]
+  grep -q "^::ffff:${SCANNER} - " "${F2B_ACCESS_LOG}"
+  scan_through_proxy
+  # fail2ban bans the address as IPv4; nginx sees the client IPv4-mapped.
+  fail2ban_wait_for 20 is_banned "${SCANNER}"
   fail2ban_wait_for 10 status_is 403 via_proxy "${SCANNER}" /
   [[ "$(via_proxy "${CLIENT}" /)" == 200 ]]
+  grep -qx "::ffff:${SCANNER} 1;" "${LIST}"
+  fail2ban_client set "${JAIL}" unbanip "${SCANNER}" >/dev/null
+  fail2ban_wait_for 10 status_is 200 via_proxy "${SCANNER}" /
+  ! grep -q "${SCANNER} " "${LIST}" || false
+}
+
+@test "trustedProxies: bans from many addresses reload nginx at most once per 2 s; slow readers pin no more worker generations than that" {
+  start_all "${PROXIES}"
+  head -c 4000000 /dev/zero >"${SRV}/www/big"
+  local master i start reloads seconds workers
+  master="$(<"${SRV}/nginx.pid")"
+  reloads="$(grep -c 'SIGHUP' "${SRV}/logs/error.log" || true)"
+  start="$(date +%s%N)"
+  SLOW_READERS=()
+  for ((i = 1; i <= 20; i++)); do
+    # A download held open (1 KB/s) before each ban: each reload leaves a worker generation serving it.
+    ip netns exec "${F2B_NS}" curl -s -o /dev/null --limit-rate 1k --max-time 120 \
+      --interface "${CLIENT}" "http://${SERVER}:80/big" &
+    SLOW_READERS+=("$!")
+    fail2ban_client set "${JAIL}" banip "198.18.6.${i}" >/dev/null
+  done
+  fail2ban_wait_for 10 grep -qx "198.18.6.20 1;" "${LIST}"
+  sleep 2.5 # a reload the last pass started is logged
+  seconds="$((($(date +%s%N) - start) / 1000000000))"
+  reloads="$(($(grep -c 'SIGHUP' "${SRV}/logs/error.log") - reloads))"
+  workers="$(pgrep -c -P "${master}" || true)"
+  echo "# 20 bans in ${seconds} s: ${reloads} reload(s), ${workers} worker process(es)" >&3
+  ((reloads >= 1 && reloads <= seconds / 2 + 2))
+  ((workers <= reloads + 2))
+  [[ "$(wc -l <"${LIST}")" -eq 41 ]]
 }
 
 @test "hostguard-nginx-ban: the Python action, loaded by fail2ban, refuses what is not an address, keeps the list atomic and unique; flush empties it; a held lock is waited for boundedly, then the pass tried again" {
@@ -253,8 +300,12 @@ for ip in ("192.0.2.1", "2001:DB8::1", "192.0.2.1", "::ffff:192.0.2.2", "192.0.2
     ban(ip)
 settled()
 lines = open(listed).read().splitlines()[1:]
-# As nginx writes $remote_addr: an IPv4-mapped client in dotted form, a /32 as the address; no duplicate.
-assert lines == ["192.0.2.1 1;", "2001:db8::1 1;", "::ffff:192.0.2.2 1;", "192.0.2.9 1;"], lines
+# As nginx writes $remote_addr, in each form it can: an IPv4 client also IPv4-mapped, a /32 as the
+# address; no duplicate.
+assert lines == [
+    "192.0.2.1 1;", "::ffff:192.0.2.1 1;", "2001:db8::1 1;", "192.0.2.2 1;", "::ffff:192.0.2.2 1;",
+    "192.0.2.9 1;", "::ffff:192.0.2.9 1;",
+], lines
 assert oct(os.stat(listed).st_mode & 0o777) == "0o600"
 action.unban({"ip": "192.0.2.1", "failures": 10, "time": 1700000000.0})
 settled()
@@ -271,7 +322,7 @@ ban("192.0.2.4")
 time.sleep(8)
 assert open(listed).read() == before, "written while another held the lock"
 holder.wait()
-for _ in range(600):
+for _ in range(800):
     if action.bans._writer is None:
         break
     time.sleep(0.05)

@@ -7,8 +7,10 @@
 # client's address. This Python action (loaded into fail2ban's process)
 # keeps nginx's ban list (/var/lib/hostguard/nginx-bans.map, read by the map
 # of /etc/nginx/conf.d/hostguard-realip.conf) through hostguard/nginxban.py,
-# and nginx answers a listed client 403. A burst of bans is one list write,
-# one `nginx -t` and one reload. Start, stop and flush empty the list, as the
+# and nginx answers a listed client 403 (an IPv4 client listed also as
+# ::ffff:a.b.c.d, as a dual-stack proxy forwards it). Reloads are at most one
+# per 2 s, whatever bans; a failed write or `nginx -t` stays pending and is
+# tried again until applied. Start, stop and flush empty the list, as the
 # firewall actions empty their chain: fail2ban restores its current bans
 # after a restart through ban, and a list left by a killed server does not
 # outlive the bans it held.
