@@ -39,6 +39,8 @@ _IP_CHARS = frozenset("0123456789abcdefABCDEF.:/")
 _OPTIONS = ("--jail", "--ip", "--failures", "--time", "--channel")
 # A ban waits at most this long for another process's spool transaction (they take milliseconds).
 BAN_BUSY_SECONDS = 2.0
+# fail2ban's stop waits at most this long for the stop message (its bans are lifted meanwhile).
+STOP_SECONDS = 5.0
 FLUSH_LOG = ".flush.log"
 # The notifier beside this package (as installed: /usr/local/lib/hostguard/hostguard-notify).
 NOTIFIER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "hostguard-notify")
@@ -208,16 +210,16 @@ class BanNotices:
     def start(self, jail: str) -> None:
         self._spool("start", {"jail": jail, "channel": self.channel})
 
-    def stop(self, jail: str, budget: float | None = None) -> None:
+    def stop(self, jail: str, budget: float = STOP_SECONDS) -> None:
         """The stop message, delivered before fail2ban ends: its service manager kills every process
-        fail2ban started when it stops (setsid or not), so this waits, within BUDGET seconds (default:
-        NOTIFY_BUDGET and 5 s), for the flush it started last (it takes the message: the hand-off),
-        then runs one in the foreground."""
+        fail2ban started when it stops (setsid or not), so this waits, within BUDGET seconds in all, for
+        the flush it started last (it takes the message: the hand-off), then runs one in the foreground.
+        A chat service that hangs holds fail2ban's stop no longer: the message then waits in the spool."""
         settings = load()
         with self._lock:
             spool_event(settings, self._box, "stop", {"jail": jail, "channel": self.channel})
             self._box.close()
-        seconds = budget if budget is not None else settings.notify_budget + 5.0
+        seconds = budget
         deadline = time.monotonic() + seconds
         if self._flush is not None and self._flush.poll() is None:
             try:

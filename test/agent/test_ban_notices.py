@@ -1,8 +1,11 @@
-"""The ban tool's chat action inside fail2ban: what hostguard's code logs there reaches fail2ban's log."""
+"""The ban tool's chat action inside fail2ban: what hostguard's code logs there reaches fail2ban's log, and
+a chat service that hangs does not hold fail2ban's stop."""
 
 from __future__ import annotations
 
 import logging
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -43,3 +46,27 @@ def test_the_ban_actions_lines_go_to_fail2bans_log(
     assert [r.levelno for r in records] == [logging.ERROR]
     assert "this ban-tool message is LOST" in records[0].getMessage()
     assert "LOST" not in capsys.readouterr().err
+
+
+def test_stop_holds_fail2ban_at_most_a_few_seconds_while_the_chat_service_hangs(
+    root: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 43: fail2ban's stop waited NOTIFY_BUDGET + 5 s (46 s) with its firewall bans already lifted."""
+    monkeypatch.setattr(log, "_logger", None)
+    timeouts: list[float] = []
+
+    def hung(argv: list[str], **kwargs: float) -> None:
+        timeouts.append(kwargs["timeout"])
+        raise subprocess.TimeoutExpired(argv, kwargs["timeout"])
+
+    notices = events.BanNotices("ops", logging.getLogger("fail2ban.test-stop"))
+    notices.ban("j", "192.0.2.1", "3", "1700000000")
+    # The flush a ban started, hung on the chat service.
+    flush = notices._flush = subprocess.Popen(["sleep", "120"])
+    monkeypatch.setattr(subprocess, "run", hung)
+    began = time.monotonic()
+    notices.stop("j")
+    assert time.monotonic() - began < events.STOP_SECONDS + 2
+    assert flush.poll() is not None  # killed: what it had claimed goes back at the next run
+    assert len(timeouts) == 1 and timeouts[0] <= 1
+    assert "stop message was not delivered within 5 s: it waits in the spool" in caplog.text
