@@ -130,7 +130,7 @@ def block(texts: list[str], bans: list[tuple[str, str | None]]) -> str:
     for title, (text, channel) in zip(titles, messages):
         out += [f"**{title}**: as Slack shows it, then the Slack and Discord bodies", "", FENCE + "text", text, FENCE]
         out += [FENCE + "json", rendered("slack", text, channel), rendered("discord", text, channel), FENCE, ""]
-    return "\n".join(out + [END])
+    return "\n".join([*out, END])
 
 
 def test_docs_show_the_messages_as_the_agent_posts_them(
