@@ -15,10 +15,11 @@
 #
 # What cannot run here verbatim, and what the test does instead (QS_SUBST,
 # each entry must match a README line, else the table is stale and it fails):
-#   - the first block's values: run as written, then HOST and WEBHOOK are the
-#     test host's address and the receiver's URL (the README: "replace the
-#     values of the first block with yours"); the rest keep the README's
-#     example values, which only AWS reads;
+#   - the first block's values: run as written, then HOST is the test host's
+#     address (the README: "replace the values of the first block with
+#     yours"), and the block's last line, which reads the webhook URL from the
+#     terminal without echo, gets the receiver's URL instead; the rest keep
+#     the README's example values, which only AWS reads;
 #   - installing the Pulumi CLI (get.pulumi.com) and `npm ci`: the engine of
 #     tools/pulumi-env.sh and the repository's node_modules are on PATH;
 #   - AWS: `aws sts get-caller-identity` is not run, and the stack gets
@@ -130,6 +131,12 @@ qs_section_script() {
   local title="$1" line text
   while IFS=$'\t' read -r line text; do
     printf 'echo %q\n' "+ README:${line} ${text}"
+    # The first block's last line reads the webhook URL typed without echo: the values instead.
+    if [[ "${line}" == "${QS_FIRST_BLOCK}" && -z "${QS_VALUES_DONE:-}" && "${text}" == "read -rsp "*" WEBHOOK "* ]]; then
+      QS_VALUES_DONE=1
+      printf '%s\n' "${QS_VALUES}"
+      continue
+    fi
     if [[ -v "QS_SUBST[${text}]" ]]; then
       QS_USED["${text}"]=1
       text="${QS_SUBST[${text}]}"
@@ -140,11 +147,6 @@ qs_section_script() {
       printf '%s\n' "${QS_TEST_SETTINGS}"
     fi
     printf '%s\n' "${text}"
-    # After the first block, the values a user replaces with theirs.
-    if [[ "${line}" == "${QS_FIRST_BLOCK}" && -z "${QS_VALUES_DONE:-}" && "${text}" == "WEBHOOK="* ]]; then
-      QS_VALUES_DONE=1
-      printf '%s\n' "${QS_VALUES}"
-    fi
   done < <(python3 "${E2E_LIB_DIR}/readme_blocks.py" "${E2E_REPO_ROOT}/README.md" "${title}")
 }
 
@@ -167,7 +169,7 @@ print(re.sub(r"[0-9]+", "[0-9]+([.][0-9]+)?", s))
 }
 
 qs_scenario() {
-  local dir="${E2E_WORK}/qs" since script cron_cmd sample connectivity out key
+  local dir="${E2E_WORK}/qs" since script cron_cmd sample connectivity out key first mine
   declare -gA QS_USED=()
   QS_SETTINGS_DONE="" QS_VALUES_DONE=""
   mkdir -p "${dir}"
@@ -197,7 +199,7 @@ pulumi config set --stack \"\$STACK\" hostguard:notifyBudget 20"
   for key in "${!QS_SUBST[@]}"; do
     [[ -n "${QS_USED[${key}]:-}" ]] || fail "the substitution table names a line the Quick start no longer has: ${key}"
   done
-  [[ -n "${QS_VALUES_DONE}" ]] || fail "the Quick start's first block does not end with WEBHOOK=..."
+  [[ -n "${QS_VALUES_DONE}" ]] || fail "the Quick start's first block does not end with read -rsp ... WEBHOOK"
   [[ -n "${QS_SETTINGS_DONE}" ]] || fail "the Quick start has no pulumi preview"
   since="$(date +%s.%N)"
   qs_run qs-quickstart "${script}" || { e2e_show_log qs-quickstart 60; fail "the Quick start failed at the step above"; }
@@ -219,11 +221,16 @@ pulumi config set --stack \"\$STACK\" hostguard:notifyBudget 20"
   [[ -n "${cron_cmd}" ]] || fail "no host-monitor line in /etc/cron.d/hostguard"
   host_exec "${QS_HOST}" sh -c "${cron_cmd}" ||
     fail "the cron command failed: ${cron_cmd}: $(host_exec "${QS_HOST}" tail -n 5 /var/log/hostguard/host-monitor.log)"
-  script="$(qs_section_script Verify | grep -v '^echo ')"
-  qs_run qs-verify "ssh -i ~/.ssh/hostguard_deploy \"\$SSH_USER@\$HOST\" \"HOST=\$HOST bash -euo pipefail\" <<'VERIFY'
-${script}
+  # Verify's first block runs on the host (over the README's ssh, nothing of the terminal's
+  # environment passed), the others in the terminal, as the README shows them.
+  script="$(python3 "${E2E_LIB_DIR}/readme_blocks.py" "${E2E_REPO_ROOT}/README.md" Verify)"
+  first="$(cut -f1 <<<"${script}" | sed -n 1p)"
+  mine="$(awk -F'\t' -v first="${first}" '$1 != first { print $2 }' <<<"${script}")"
+  [[ -n "${mine}" ]] || fail "Verify has no block for the user's machine after the host's"
+  qs_run qs-verify "ssh -i ~/.ssh/hostguard_deploy \"\$SSH_USER@\$HOST\" \"bash -euo pipefail\" <<'VERIFY'
+$(awk -F'\t' -v first="${first}" '$1 == first { print $2 }' <<<"${script}")
 VERIFY
-pulumi stack output --stack \"\$STACK\"" || { e2e_show_log qs-verify 60; fail "Verify's block failed on the host"; }
+${mine}" || { e2e_show_log qs-verify 60; fail "Verify's blocks failed"; }
   sample="$(sed -n '/^## Verify/,/^## /p' "${E2E_REPO_ROOT}/README.md" | grep -m1 -E '^ *# [0-9]{4}-[0-9]{2}-[0-9]{2} ' | sed 's/^ *# //')" ||
     fail "Verify shows no sample log line"
   e2e_log_has qs-verify -E "^$(qs_sample_regex "${sample}")\$" "the monitor's log line is not as Verify shows it: ${sample}"
