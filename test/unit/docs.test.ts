@@ -7,6 +7,7 @@ import * as path from "node:path";
 import { describe, it } from "node:test";
 
 const ROOT = path.resolve(__dirname, "../..");
+const README = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
 const READMES = ["README.md", "scripts/README.md", "tools/README.md", "docs/configuration.md", "docs/aws.md", "docs/development.md", "docs/fleets.md", "docs/host.md"];
 
 /** Backquoted file paths (a folder and a known extension) a README names. */
@@ -46,5 +47,48 @@ describe("the READMEs", () => {
         ];
         assert.deepEqual(wanted.filter((p) => !layout.includes(p)), []);
         assert.deepEqual(layout.filter((p) => !fs.existsSync(path.join(ROOT, p))), []);
+    });
+});
+
+/** Every doc a user reads: the README and docs/. */
+function userDocs(): Array<[string, string]> {
+    const names = ["README.md", "CHANGELOG.md", ...fs.readdirSync(path.join(ROOT, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
+    return names.map((n) => [n, fs.readFileSync(path.join(ROOT, n), "utf8")]);
+}
+
+describe("what the docs claim (issue 44)", () => {
+    it("the README lists every ending the deny snippet refuses", () => {
+        const snippet = fs.readFileSync(path.join(ROOT, "scripts/nginx/hostguard-deny.conf"), "utf8");
+        const rule = /^if \(\$uri ~\* "(.*)"\) \{$/m.exec(snippet);
+        assert.ok(rule, "the snippet's if ($uri ~* ...) line");
+        const endings = [...rule[1].matchAll(/\\\.([a-z]+)(?=\||\))/g)].map((m) => `.${m[1]}`);
+        assert.ok(endings.length >= 7, `endings read from the rule: ${endings}`);
+        assert.ok(rule[1].includes("\\.aws") && rule[1].includes("credentials"), "the rule has .aws/credentials");
+        const intro = README.split(/^## /m)[0];
+        for (const ending of [...new Set(endings), ".aws/credentials", ".config.env"]) {
+            assert.ok(intro.includes(`\`${ending}\``), `the README's first lines name ${ending}`);
+        }
+    });
+
+    it("every supported chat service is named in the README's Does it fit", () => {
+        const fit = README.split(/^## /m).find((p) => p.startsWith("Does it fit")) ?? "";
+        for (const name of ["Slack", "Mattermost", "Rocket.Chat", "Teams", "Google Chat", "Discord", "PagerDuty", "generic"]) {
+            assert.ok(fit.includes(name), `Does it fit names ${name}`);
+        }
+    });
+
+    it("no doc names an image the defaults do not fit, nor a claim found false", () => {
+        const FALSE = [
+            [/Amazon Linux/, "Amazon Linux: the defaults assume Debian's paths and packages"],
+            [/before anything changes/, "a missing program leaves the other parts and the group changed"],
+            [/the host's `name` in `hosts`/, "alertHostLabel uses the kernel's host name"],
+            [/^\| `slack` \|[^|]*\|[^|]*\| yes \|/m, "only Slack's legacy webhooks honour a channel override"],
+            [/CPU 93% over 90%/, "not a text the monitors produce"],
+            [/export [^\n]*WEBHOOK=/, "the webhook URL is exported to every command"],
+            [/WEBHOOK='https:/, "the webhook URL typed into shell history"],
+            [/run as written/, "the Quick start test substitutes the AWS steps"],
+        ] as const;
+        const found = userDocs().flatMap(([name, text]) => FALSE.filter(([re]) => re.test(text)).map(([, why]) => `${name}: ${why}`));
+        assert.deepEqual(found, []);
     });
 });
