@@ -16,6 +16,9 @@
 //                           [allow-all, web] on a secondary one (create path): prints
 //                           "VPC GROUP ADOPT_HOST ADOPT_HOST2 HOSTGUARD CREATE_HOST ENI1 ENI2"
 //   groups ENI              the interface's groups, sorted, on one line
+//   setup-one               VPC, subnet, one instance whose only group (allow-all, 80 and SSH from
+//                           anywhere) is its own, as a server launched from the console has:
+//                           prints "VPC GROUP HOST" (the README's Quick start, scenario 17)
 //   close-host HOST GROUP   every interface of HOST carries GROUP only (the user's fix)
 //   terminate INSTANCE      terminates it
 //   fault-proxy TARGET AFTER FAIL
@@ -27,6 +30,7 @@
 //   snapshot GROUP          the whole group (name, description, inbound, outbound) as JSON lines
 //   ingress GROUP           its inbound rules, one line per source, sorted
 //   wanted ADMIN_CIDR...    hostguard's inbound rules in the same form (default private networks)
+//   wanted-for PRIVATE ADMIN...  the same for one private network PRIVATE
 //   add-rule GROUP          a rule added by hand: tcp 3306 from 0.0.0.0/0, "added by hand"
 import {
     AuthorizeSecurityGroupIngressCommand, CreateTagsCommand, DescribeInstancesCommand, EC2Client, ModifyNetworkInterfaceAttributeCommand, TerminateInstancesCommand,
@@ -72,6 +76,17 @@ async function main(argv: string[]): Promise<void> {
         case "groups":
             console.log((await new Account(client, "", "", "").groupsOn(args[0])).join(" "));
             return;
+        case "setup-one": {
+            const account = await Account.create(client);
+            const groupId = await account.group([
+                { IpProtocol: "-1", IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "allow all" }] },
+                { IpProtocol: "tcp", FromPort: 80, ToPort: 80, IpRanges: [{ CidrIp: "0.0.0.0/0" }] },
+                { IpProtocol: "tcp", FromPort: 22, ToPort: 22, IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "SSH from anywhere" }] },
+            ], "launch-wizard-1");
+            const host = await account.instance([groupId]);
+            console.log(`${account.vpcId} ${groupId} ${host.instanceId}`);
+            return;
+        }
         case "close-host": {
             const out = await client.send(new DescribeInstancesCommand({ InstanceIds: [args[0]] }));
             for (const n of out.Reservations![0].Instances![0].NetworkInterfaces ?? []) {
@@ -115,13 +130,16 @@ async function main(argv: string[]): Promise<void> {
         case "wanted":
             console.log(wantedLines(ingressRules({ privateCidrs: [...DEFAULT_PRIVATE_CIDRS], adminCidrs: args })).join("\n"));
             return;
+        case "wanted-for":
+            console.log(wantedLines(ingressRules({ privateCidrs: [args[0]], adminCidrs: args.slice(1) })).join("\n"));
+            return;
         case "add-rule":
             await client.send(new AuthorizeSecurityGroupIngressCommand({
                 GroupId: args[0], IpPermissions: [{ IpProtocol: "tcp", FromPort: 3306, ToPort: 3306, IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "added by hand" }] }],
             }));
             return;
         default:
-            throw new Error(`usage: moto-ec2.ts setup | setup-killed | groups ENI | snapshot GROUP | ingress GROUP | wanted ADMIN_CIDR... | add-rule GROUP | close-host HOST GROUP | terminate INSTANCE | fault-proxy TARGET AFTER FAIL (got ${cmd})`);
+            throw new Error(`usage: moto-ec2.ts setup | setup-one | setup-killed | groups ENI | snapshot GROUP | ingress GROUP | wanted ADMIN_CIDR... | wanted-for PRIVATE ADMIN... | add-rule GROUP | close-host HOST GROUP | terminate INSTANCE | fault-proxy TARGET AFTER FAIL (got ${cmd})`);
     }
 }
 

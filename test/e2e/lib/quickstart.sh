@@ -22,10 +22,13 @@
 #     the README's example values, which only AWS reads;
 #   - installing the Pulumi CLI (get.pulumi.com) and `npm ci`: the engine of
 #     tools/pulumi-env.sh and the repository's node_modules are on PATH;
-#   - AWS: `aws sts get-caller-identity` is not run, and the stack gets
-#     hostguard:aws false, as in every e2e scenario without moto (scenario 13
-#     deploys the adopted group against moto), without the instanceId that
-#     hostguard:aws false refuses;
+#   - AWS is moto's EC2 API (moto_start): an instance whose own group opens
+#     everything, as a console launch leaves it (moto-ec2.ts setup-one), whose
+#     ids are the first block's INSTANCE, VPC and GROUP; the terminal has
+#     moto's endpoint and dummy credentials where `aws configure sso` would
+#     have put real ones; `aws sts get-caller-identity` is not run (no AWS CLI
+#     on every machine). The adopt path runs as written: the group's rules
+#     become exactly hostguard's, and Uninstall's destroy brings the old back;
 #   - before the first `pulumi preview`, the test's settings: the receiver's
 #     CA (hostguard:notifyCaFile, a private CA), a cron minute whose next run
 #     is far off, short notify timeouts;
@@ -37,7 +40,8 @@
 #   - Verify's "every 10 minutes": the host monitor's cron line is run once
 #     on the host, as cron would run it (not the container monitor's: no
 #     Docker engine runs here);
-# Not run: step 8 (prod: prose, the same commands with STACK=prod).
+# Not run: the README's "prod through a bastion" (no bastion here; its commands
+# are a `text` block, the Quick start's own with -J and STACK=prod).
 
 readonly QS_HOST=dev-web1
 readonly QS_INDEX=40
@@ -150,6 +154,11 @@ qs_section_script() {
   done < <(python3 "${E2E_LIB_DIR}/readme_blocks.py" "${E2E_REPO_ROOT}/README.md" "${title}")
 }
 
+# qs_first_value NAME: NAME's value as the Quick start's first block sets it (`NAME=value`).
+qs_first_value() {
+  sed -n '/^## Quick start/,/^## /p' "${E2E_REPO_ROOT}/README.md" | grep -m1 -oE "\b$1=[^ ]+" | cut -d= -f2-
+}
+
 # qs_readme_quote SECTION REGEX: the first `code` span of SECTION matching REGEX.
 qs_readme_quote() {
   # shellcheck disable=SC2016 # backquotes of Markdown, not of the shell
@@ -169,10 +178,14 @@ print(re.sub(r"[0-9]+", "[0-9]+([.][0-9]+)?", s))
 }
 
 qs_scenario() {
-  local dir="${E2E_WORK}/qs" since script cron_cmd sample connectivity out key first mine
+  local dir="${E2E_WORK}/qs" since script cron_cmd sample connectivity out key first mine vpc group instance group_before
   declare -gA QS_USED=()
   QS_SETTINGS_DONE="" QS_VALUES_DONE=""
   mkdir -p "${dir}"
+  trap moto_stop EXIT
+  moto_start
+  read -r vpc group instance <<<"$(moto_ec2 setup-one)"
+  group_before="$(moto_ec2 snapshot "${group}")"
   host_up "${QS_HOST}" "${QS_INDEX}"
   qs_prepare_host
   host_snapshot "${QS_HOST}" >"${dir}/before"
@@ -181,13 +194,14 @@ qs_scenario() {
   # A new terminal: the machine's PATH and PULUMI_HOME (the engine of
   # tools/pulumi-env.sh, Node 22), HOME /root (qs_run's overlay), no backend, no passphrase.
   printf 'export PATH=%q HOME=/root PULUMI_HOME=%q LANG=C.UTF-8\n' "${PATH}" "${PULUMI_HOME}" >"${dir}/env"
+  # The AWS credentials the user configured (here: moto's endpoint and dummy keys).
+  printf 'export AWS_ENDPOINT_URL=%q AWS_ACCESS_KEY_ID=%q AWS_SECRET_ACCESS_KEY=%q AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null\n' \
+    "${AWS_ENDPOINT_URL}" "${AWS_ACCESS_KEY_ID}" "${AWS_SECRET_ACCESS_KEY}" >>"${dir}/env"
   QS_FIRST_BLOCK="$(python3 "${E2E_LIB_DIR}/readme_blocks.py" "${E2E_REPO_ROOT}/README.md" "Quick start" | cut -f1 | sed -n 1p)"
   QS_VALUES="# The test's values (the receiver's URL only in this 0600 file and the stack's secret)
-export HOST=$(host_addr "${QS_HOST}")
+export HOST=$(host_addr "${QS_HOST}") INSTANCE=${instance} VPC=${vpc} GROUP=${group} AWS_REGION=${AWS_REGION}
 WEBHOOK=$(printf '%q' "${E2E_URL1}")"
-  QS_TEST_SETTINGS="# The test's settings (tests/e2e/lib/quickstart.sh: no AWS, the receiver's CA, a far cron minute)
-pulumi config set --stack \"\$STACK\" hostguard:aws false
-pulumi config rm --stack \"\$STACK\" --path 'hostguard:hosts[0].instanceId'
+  QS_TEST_SETTINGS="# The test's settings (tests/e2e/lib/quickstart.sh: the receiver's CA, a far cron minute)
 pulumi config set --stack \"\$STACK\" hostguard:notifyCaFile ${E2E_HOST_CA}
 pulumi config set --stack \"\$STACK\" hostguard:cronMinute $(e2e_quiet_minute)
 pulumi config set --stack \"\$STACK\" hostguard:notifyMaxTime 5
@@ -242,6 +256,10 @@ ${mine}" || { e2e_show_log qs-verify 60; fail "Verify's blocks failed"; }
   e2e_log_has qs-verify -F "\"destination\":\"/usr/local/lib/hostguard/install\",\"part\":\"base\",\"path\":\"install\",\"sha256\":\"${out}\"" \
     "pulumi stack output does not show the installer with the hash it has on the host"
 
+  # The adopt path: the host's own group holds exactly hostguard's rules.
+  out="$(moto_ec2 wanted-for "$(qs_first_value PRIVATE_CIDR)" "$(qs_first_value ADMIN_CIDR)")"
+  expect_eq "the adopted group's inbound rules after the Quick start" "$(moto_ec2 ingress "${group}")" "${out}"
+
   # Rotate: the runbook's block with run.sh's second receiver URL; its connectivity test arrives there.
   since="$(date +%s.%N)"
   qs_run qs-rotate "NEW_WEBHOOK=$(printf '%q' "${E2E_URL2}")
@@ -253,6 +271,7 @@ $(qs_section_script Rotate)" || { e2e_show_log qs-rotate 60; fail "the Rotate ru
   qs_run qs-uninstall "$(qs_section_script Uninstall)" || { e2e_show_log qs-uninstall 60; fail "Uninstall's commands failed"; }
   [[ ! -e "${dir}/clone/Pulumi.dev.yaml" ]] || fail "Uninstall: stack rm kept Pulumi.dev.yaml, which the README says it deletes"
   host_exec "${QS_HOST}" test -s /var/log/hostguard/host-monitor.log || fail "Uninstall: the monitor's log did not stay"
+  expect_eq "the adopted group after Uninstall" "$(moto_ec2 snapshot "${group}")" "${group_before}"
   out="$(diff <(grep -v '^/var/log/hostguard' "${dir}/before") <(host_snapshot "${QS_HOST}" | grep -v '^/var/log/hostguard'))" ||
     fail "after Uninstall the host differs from before the Quick start:
 ${out}"
