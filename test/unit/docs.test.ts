@@ -8,7 +8,7 @@ import { describe, it } from "node:test";
 
 const ROOT = path.resolve(__dirname, "../..");
 const README = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
-const READMES = ["README.md", "scripts/README.md", "tools/README.md", "docs/configuration.md", "docs/aws.md", "docs/development.md", "docs/fleets.md", "docs/host.md"];
+const READMES = ["README.md", "scripts/README.md", "tools/README.md", "docs/configuration.md", "docs/aws.md", "docs/development.md", "docs/fleets.md", "docs/host.md", "docs/ci.md"];
 
 /** Backquoted file paths (a folder and a known extension) a README names. */
 function namedPaths(text: string): string[] {
