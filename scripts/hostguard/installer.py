@@ -28,6 +28,7 @@ import time
 from types import FrameType
 
 from . import (
+    f2bcode,
     formats,
     log,
     paths,
@@ -696,6 +697,16 @@ class Installer:
     def services_apply(self, part: str, undoing: bool = False) -> None:
         if self.changed and part in SERVICE:
             services.apply(SERVICE[part], self.root, undoing)
+        elif not undoing and not self.root and self.code_moved(part):
+            services.apply("fail2ban", self.root)  # restarts it: the code it runs is not what is installed
+
+    def code_moved(self, part: str) -> bool:
+        """hostguard's code on disk is not what fail2ban-server loaded (f2bcode.py): after part bantool,
+        or after part base once install started fail2ban with its actions."""
+        if part not in ("base", "bantool") or not services.run_quiet("fail2ban-client", "ping"):
+            return False
+        loaded = f2bcode.recorded()
+        return (part == "bantool" or loaded is not None) and loaded != f2bcode.digest()
 
     def install_part(self, part: str) -> None:
         assert self.settings is not None

@@ -38,7 +38,10 @@ TABLE: dict[str, list[tuple[str, str]]] = {
         *[("state", f"{STATE_PATH}/container-monitor.{tail}") for tail in ("lock", "stuck")],
         *_alerts("container-monitor"),
     ],
-    # hostguard-nginx-ban (with trustedProxies).
-    "bantool": [("state", f"{STATE_PATH}/nginx-bans.map"), ("state", f"{STATE_PATH}/.nginx-bans.map.tmp")],
+    # hostguard-nginx-ban (with trustedProxies); install: the code fail2ban runs (f2bcode.py).
+    "bantool": [
+        *[("state", f"{STATE_PATH}/{name}") for name in ("nginx-bans.map", ".nginx-bans.map.tmp")],
+        *[("state", f"{STATE_PATH}/{name}") for name in ("fail2ban.code", ".fail2ban.code.tmp")],
+    ],
     "web": [],
 }

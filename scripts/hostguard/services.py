@@ -4,7 +4,8 @@
 the part (install rolls it back). Every call is bounded in time, and none
 gets a descriptor of the installer's (the install lock stays root's run's:
 a fail2ban server this starts lives on without it). `apply`: test, then
-reload (or start fail2ban); `reload_if_running`: set-webhook's (the action
+reload (or start fail2ban; restart it when hostguard's code it runs changed,
+f2bcode.py); `reload_if_running`: set-webhook's (the action
 reads the new file). A failed `fail2ban-client -t` prints fail2ban's own
 lines, then what to do; after an uninstall it only warns (the configuration
 is the user's again, and fail2ban runs on with the jails it has).
@@ -17,7 +18,7 @@ import re
 import shutil
 import subprocess
 
-from . import log
+from . import f2bcode, log
 from .errors import HostguardError
 
 TIMEOUT = 120
@@ -116,6 +117,11 @@ def _fail2ban_running() -> bool:
     return _run("fail2ban-client", "ping", quiet=True)
 
 
+def _systemctl_or_client(verb: str) -> bool:
+    """fail2ban started or restarted (VERB) by its service manager, or by fail2ban-client without one."""
+    return _run("systemctl", verb, "fail2ban") if _systemd() else _run("fail2ban-client", verb, quiet=True)
+
+
 def apply(service: str, root: str, undoing: bool = False) -> None:
     """Tests SERVICE's configuration, then reloads it; HostguardError when the test fails (fail2ban after
     an uninstall, UNDOING: a warning, and no reload)."""
@@ -135,13 +141,19 @@ def apply(service: str, root: str, undoing: bool = False) -> None:
         return
     if not _fail2ban_checked(undoing):
         return
-    if _fail2ban_running():
-        _run("fail2ban-client", "reload", quiet=True)
-    elif _systemd():
-        _run("systemctl", "start", "fail2ban")
+    code = f2bcode.digest()
+    if _fail2ban_running() and f2bcode.recorded() == code:
+        done = _run("fail2ban-client", "reload", quiet=True)
+        log.info("fail2ban configuration tested and reloaded")
+    elif _fail2ban_running():
+        # A reload keeps hostguard's modules in fail2ban-server: only a new process runs the new code.
+        done = _systemctl_or_client("restart")
+        log.info("fail2ban configuration tested and fail2ban restarted: hostguard's code in it changed")
     else:
-        _run("fail2ban-client", "start", quiet=True)
-    log.info("fail2ban configuration tested and reloaded")
+        done = _systemctl_or_client("start")
+        log.info("fail2ban configuration tested and reloaded")
+    if done:
+        f2bcode.record(code)
 
 
 def reload_if_running(root: str) -> None:

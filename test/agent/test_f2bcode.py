@@ -1,0 +1,75 @@
+"""A deploy that changes hostguard's code reaches fail2ban's process (issue 43, item 5).
+
+fail2ban keeps the `hostguard` package in fail2ban-server's sys.modules across `fail2ban-client reload`, so
+install restarts a running fail2ban when the package or an action file differs from what it recorded at the
+last start or restart, and reloads it otherwise.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hostguard import f2bcode, paths, services
+
+
+@pytest.fixture
+def calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """services.apply on the live root of a fake host (paths under TMP_PATH), fail2ban running."""
+    monkeypatch.setattr(paths, "ROOT", str(tmp_path))
+    (tmp_path / "var/lib/hostguard").mkdir(parents=True)
+    package = tmp_path / f2bcode.PACKAGE.lstrip("/")
+    package.mkdir(parents=True)
+    (package / "spool.py").write_text("SCHEMA = 1\n")
+    actions = tmp_path / "etc/fail2ban/action.d"
+    actions.mkdir(parents=True)
+    (actions / "slack-notify.py").write_text("# action\n")
+    made: list[tuple[str, ...]] = []
+
+    def run(*argv: str, quiet: bool = False) -> bool:
+        made.append(argv)
+        return True
+
+    monkeypatch.setattr(services, "_run", run)
+    monkeypatch.setattr(services, "fail2ban_test", lambda: (True, ""))
+    monkeypatch.setattr(services, "_systemd", lambda: False)
+    monkeypatch.setattr(services, "allowed", lambda tool, root: True)
+    return made
+
+
+def verbs(calls: list[tuple[str, ...]]) -> list[str]:
+    return [argv[1] for argv in calls if argv[0] == "fail2ban-client" and argv[1] != "ping"]
+
+
+def test_a_changed_package_or_action_restarts_fail2ban_and_the_same_code_reloads_it(
+    tmp_path: Path, calls: list[tuple[str, ...]]
+) -> None:
+    # Installed by an earlier payload, nothing recorded: the running server may hold any code.
+    services.apply("fail2ban", "")
+    assert verbs(calls) == ["restart"]
+    assert f2bcode.recorded() == f2bcode.digest()
+    calls.clear()
+    services.apply("fail2ban", "")
+    assert verbs(calls) == ["reload"]
+    calls.clear()
+    (tmp_path / f2bcode.PACKAGE.lstrip("/") / "spool.py").write_text("SCHEMA = 2\n")
+    services.apply("fail2ban", "")
+    assert verbs(calls) == ["restart"]
+    calls.clear()
+    (tmp_path / "etc/fail2ban/action.d/hostguard-nginx-ban.py").write_text("# a new action\n")
+    services.apply("fail2ban", "")
+    assert verbs(calls) == ["restart"]
+    assert f2bcode.recorded() == f2bcode.digest()
+
+
+def test_a_failed_restart_records_nothing(calls: list[tuple[str, ...]], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(services, "_run", lambda *argv, quiet=False: argv[1] == "ping")
+    services.apply("fail2ban", "")
+    assert f2bcode.recorded() is None
+
+
+def test_systemd_restarts_the_service(calls: list[tuple[str, ...]], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(services, "_systemd", lambda: True)
+    services.apply("fail2ban", "")
+    assert ("systemctl", "restart", "fail2ban") in calls
