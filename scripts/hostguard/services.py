@@ -142,17 +142,19 @@ def apply(service: str, root: str, undoing: bool = False) -> None:
     if not _fail2ban_checked(undoing):
         return
     code = f2bcode.digest()
-    if _fail2ban_running() and f2bcode.recorded() == code:
-        done = _run("fail2ban-client", "reload", quiet=True)
+    running = _fail2ban_running()
+    if running and (undoing or f2bcode.recorded() == code):
+        _run("fail2ban-client", "reload", quiet=True)
         log.info("fail2ban configuration tested and reloaded")
-    elif _fail2ban_running():
+        return
+    if running:
         # A reload keeps hostguard's modules in fail2ban-server: only a new process runs the new code.
         done = _systemctl_or_client("restart")
         log.info("fail2ban configuration tested and fail2ban restarted: hostguard's code in it changed")
     else:
         done = _systemctl_or_client("start")
         log.info("fail2ban configuration tested and reloaded")
-    if done:
+    if done and not undoing:
         f2bcode.record(code)
 
 

@@ -73,3 +73,10 @@ def test_systemd_restarts_the_service(calls: list[tuple[str, ...]], monkeypatch:
     monkeypatch.setattr(services, "_systemd", lambda: True)
     services.apply("fail2ban", "")
     assert ("systemctl", "restart", "fail2ban") in calls
+
+
+def test_after_an_uninstall_it_reloads_and_records_nothing(calls: list[tuple[str, ...]]) -> None:
+    """Uninstall removes the record with part bantool: nothing may write it again after."""
+    services.apply("fail2ban", "", undoing=True)
+    assert verbs(calls) == ["reload"]
+    assert f2bcode.recorded() is None
