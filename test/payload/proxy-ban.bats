@@ -92,7 +92,7 @@ start_all() {
   RECEIVER_WRAP=()
   receiver_make_root "${ROOT}"
   fail2ban_start
-  fail2ban_wait_for 10 [ "$(via_proxy "${CLIENT}" /)" = 200 ]
+  fail2ban_wait_for 10 status_is 200 via_proxy "${CLIENT}" /
 }
 
 # HTTP status of a request from ADDRESS through the proxy ("000": no answer).
@@ -160,8 +160,9 @@ scan_through_proxy() {
   [[ "$(via_proxy "${CLIENT}" /)" == 200 ]]
   grep -qx "${SCANNER} 1;" "${LIST}"
   [[ "$(stat -c '%a %U' "${LIST}")" == "600 root" ]]
-  # The scanner's own connections are dropped by the firewall.
-  ip netns exec "${F2B_NS}" iptables -S "f2b-${JAIL}" | grep -q -- "-s ${SCANNER}/32 -j REJECT"
+  # The scanner's own connections are dropped by the firewall (its action
+  # may run after nginx's: waited for).
+  fail2ban_wait_for 10 bash -c "ip netns exec '${F2B_NS}' iptables -S 'f2b-${JAIL}' | grep -q -- '-s ${SCANNER}/32 -j REJECT'"
   [[ "$(direct "${SCANNER}" /)" == 000 ]]
   [[ "$(direct "${CLIENT}" /)" == 200 ]]
   # The proxy is never banned; only the scanner is.
@@ -210,7 +211,7 @@ scan_through_proxy() {
   # running nginx still serves with its old configuration.
   grep -qx "${SCANNER} 1;" "${LIST}"
   [[ "$(via_proxy "${CLIENT}" /)" == 200 ]]
-  [[ "$(direct "${SCANNER}" /)" == 000 ]]
+  fail2ban_wait_for 10 status_is 000 direct "${SCANNER}" /
   # fail2ban still answers and bans.
   fail2ban_client set "${JAIL}" banip 192.0.2.99 >/dev/null
   fail2ban_wait_for 10 is_banned 192.0.2.99
