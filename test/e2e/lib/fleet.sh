@@ -180,7 +180,9 @@ fleet_setup() {
     # shellcheck disable=SC2034
     HOST_MINUTE["${name}"]=0
   done
-  host_snapshot "${FLEET_LATE}" >"${FLEET_DIR}/${FLEET_LATE}.before"
+  for name in "${FLEET_HOSTS[@]}" "${FLEET_LATE}"; do
+    host_snapshot "${name}" >"${FLEET_DIR}/${name}.before"
+  done
 }
 
 # Three tagged hosts get the SSH deploy's payload, the untagged one nothing; the
@@ -322,6 +324,27 @@ fleet_tagged_later() {
     "$(host_exec f1 cat /var/lib/hostguard/fleet.applied)"
 }
 
+# pulumi destroy's uninstall (components/fleetUninstall.ts): its command, as one Run
+# Command on every tagged host, leaves each host as it was before the first run.
+fleet_destroy() {
+  local name
+  (cd "${E2E_REPO_ROOT}" && node --import tsx -e \
+    'process.stdout.write(require("./components/fleetUninstall.ts").UNINSTALL_COMMAND)') \
+    >"${FLEET_DIR}/uninstall.sh" || fail "could not read the uninstall command"
+  local -a agents=()
+  for name in "${FLEET_HOSTS[@]}" "${FLEET_LATE}"; do
+    agents+=("${FLEET_ID[${name}]}=$(host_pid "${name}")")
+  done
+  sm uninstall "${FLEET_DIR}" "${FLEET_DIR}/uninstall.sh" "${agents[@]}" >"${FLEET_DIR}/uninstall.json" ||
+    fail "the uninstall's Run Command failed to run"
+  expect_eq "uninstall: targets and statuses" \
+    "$(jq -r '.targets | to_entries[] | "\(.key) \(.value.status)"' "${FLEET_DIR}/uninstall.json" | sort)" \
+    "$(for name in "${FLEET_HOSTS[@]}" "${FLEET_LATE}"; do echo "${FLEET_ID[${name}]} Success"; done | sort)"
+  for name in "${FLEET_HOSTS[@]}" "${FLEET_LATE}"; do
+    expect_eq "${name}: as before the first run" "$(host_snapshot "${name}")" "$(cat "${FLEET_DIR}/${name}.before")"
+  done
+}
+
 s16_fleet_ssm() {
   local name
   trap 'fleet_moto_stop' EXIT
@@ -336,6 +359,8 @@ s16_fleet_ssm() {
   fleet_rotation
   echo "  a host tagged later"
   fleet_tagged_later
+  echo "  destroy uninstalls every tagged host"
+  fleet_destroy
   fleet_moto_stop
   for name in fref "${FLEET_HOSTS[@]}" "${FLEET_LATE}"; do
     host_down "${name}"

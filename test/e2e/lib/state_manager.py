@@ -26,6 +26,11 @@ metadata) plays AWS; this plays the two parts moto has not:
                   new target once more than maxErrors failed; stdout and stderr
                   uploaded under the association's S3 output location as the
                   agent lays them out. Prints one JSON object.
+  uninstall DIR FILE INSTANCE=PID...  the Run Command of `pulumi destroy`
+                  (components/fleetUninstall.ts): AWS-RunShellScript with
+                  FILE's command, on each instance the association's tag
+                  targets, one after the other, as the agent runs it (above).
+                  Prints {"targets": {INSTANCE: {status, exit, stdout, stderr}}}.
 
 What it cannot show: the real SSM agent (its registration, its environment,
 its own credentials and upload; here the stand-in uploads the outputs with
@@ -214,6 +219,24 @@ def run(state: str, pairs: list[str]) -> None:
     print(json.dumps(out))
 
 
+def uninstall(state: str, command_file: str, pairs: list[str]) -> None:
+    with open(os.path.join(state, "association.json"), encoding="utf-8") as f:
+        request = json.load(f)["request"]
+    with open(command_file, encoding="utf-8") as f:
+        text = f.read()
+    agents = dict(p.split("=", 1) for p in pairs)
+    command = str(uuid.uuid4())
+    results: dict[str, dict[str, Any]] = {}
+    for instance in targets(request):
+        if instance not in agents:
+            results[instance] = {"status": "Undeliverable", "exit": None, "stdout": "", "stderr": ""}
+            continue
+        code, out, err = invoke(agents[instance], instance, command, "0.awsrunShellScript", text, 600)
+        status = "Success" if code == 0 else "Failed"
+        results[instance] = {"status": status, "exit": code, "stdout": out.decode(), "stderr": err.decode()}
+    print(json.dumps({"commandId": command, "targets": results}))
+
+
 def dump(state: str) -> None:
     """What a reviewer of the account sees: the document, the association, every run output."""
     with open(os.path.join(state, "association.json"), encoding="utf-8") as f:
@@ -258,6 +281,8 @@ def main(argv: list[str]) -> int:
         tamper(argv[1], argv[2])
     elif argv[:1] == ["run"] and len(argv) >= 2:
         run(argv[1], argv[2:])
+    elif argv[:1] == ["uninstall"] and len(argv) >= 3:
+        uninstall(argv[1], argv[2], argv[3:])
     else:
         print(__doc__, file=sys.stderr)
         return 2
