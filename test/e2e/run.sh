@@ -69,7 +69,7 @@ E2E_TITLES=(
   "AWS adopt mode against moto: shared guard, every group of the host, an up killed with SIGKILL after its first change and a throttled up keep the original, exact rules, drift removed, terminated instance, destroy restores the group"
   [14]="a host without fail2ban: up fails naming it; no jail; with it back, up installs"
   [15]="trustedProxies: a scanner behind a proxy is banned, refused at nginx, named; the other client is served"
-  [16]="delivery ssm, State Manager played over moto (lib/fleet.sh): 3 tagged hosts get the SSH deploy's payload, the untagged none; a second run changes nothing; a tampered object is refused everywhere; a rotation and a host tagged later arrive at the next run"
+  [16]="delivery ssm, State Manager played over moto (lib/fleet.sh): 3 tagged hosts get the SSH deploy's payload, the untagged none; a second run changes nothing; a tampered object is refused everywhere; a rotation and a host tagged later arrive at the next run; destroy's uninstall leaves every tagged host as before"
   [17]="the README's Quick start as written, on a host reached as admin with sudo; then its Verify, Rotate and Uninstall"
   [18]="AWS against moto, no host: a first up killed after its first EC2 change, then cancel and destroy (no up between), on the adopt and create paths: every original rule and group back; one adopted host of two removed: a warning, not a refusal"
 )
