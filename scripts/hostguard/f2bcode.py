@@ -16,7 +16,7 @@ import glob
 import hashlib
 import os
 
-from . import paths
+from . import log, paths
 from .atomicfile import write_atomic
 
 PACKAGE = "/usr/local/lib/hostguard/hostguard"
@@ -50,4 +50,8 @@ def recorded() -> str | None:
 
 
 def record(value: str) -> None:
-    write_atomic(paths.under(RECORD), f"{value}\n".encode())
+    """Records VALUE; a failure is said, not raised: the next install restarts fail2ban once more."""
+    try:
+        write_atomic(paths.under(RECORD), f"{value}\n".encode())
+    except OSError as error:
+        log.warn(f"cannot write {RECORD} ({error.strerror}): the next install restarts fail2ban again")

@@ -80,3 +80,12 @@ def test_after_an_uninstall_it_reloads_and_records_nothing(calls: list[tuple[str
     services.apply("fail2ban", "", undoing=True)
     assert verbs(calls) == ["reload"]
     assert f2bcode.recorded() is None
+
+
+def test_a_record_that_cannot_be_written_is_said_not_raised(
+    tmp_path: Path, calls: list[tuple[str, ...]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "var/lib/hostguard").rmdir()
+    services.apply("fail2ban", "")
+    assert verbs(calls) == ["restart"]
+    assert "the next install restarts fail2ban again" in capsys.readouterr().err
