@@ -461,8 +461,13 @@ PY
   local lock="${HOSTGUARD_ROOT}/var/lib/hostguard/container-monitor.lock"
   # A run that took the lock 20 minutes ago and never finished.
   flock "${lock}" sleep 60 &
-  local holder=$!
-  sleep 0.5
+  local holder=$! i
+  # Waited for, not slept for: the holder has the lock.
+  for ((i = 0; i < 100; i++)); do
+    flock --nonblock "${lock}" true 2>/dev/null || break
+    sleep 0.1
+  done
+  ! flock --nonblock "${lock}" true || false
   touch -d '-20 min' "${lock}"
   run_monitor
   [[ "${status}" -eq 1 ]]

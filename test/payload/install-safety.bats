@@ -339,8 +339,13 @@ for line in ids:
 @test "issue 18: no local user can hold the install lock: flock on the root changes nothing, the lock file is root's 0600" {
   # The old lock: flock on the root directory, which any user can open.
   as_app flock "${ROOT}" sleep 60 &
-  local holder=$!
-  sleep 0.5
+  local holder=$! i
+  # Waited for, not slept for: the user holds the old lock.
+  for ((i = 0; i < 100; i++)); do
+    flock --nonblock "${ROOT}" true 2>/dev/null || break
+    sleep 0.1
+  done
+  ! flock --nonblock "${ROOT}" true || false
   run timeout 30 "${PAYLOAD}/install" install --part base --root "${ROOT}" --settings "${SETTINGS}"
   echo "${output}"
   [[ "${status}" -eq 0 ]]
