@@ -4,7 +4,7 @@
 # and an HTTPS webhook receiver in the test's lan namespace. The program is the
 # repository's own, copied to a temp project and switched by config
 # (hostguard:aws false, hosts from the harness, fixed cronMinute).
-# Scenarios run in the order 1 4 5 6 2 3 10 11 12 7, then 8 (a 3-host fleet),
+# Scenarios run in the order 1 4 5 6 2 3 10 11 12 19 7, then 8 (a 3-host fleet),
 # 13 (hostguard:aws true, adopting a group in moto's EC2 API through the
 # stack's dynamic resources), 9 (no webhook in any CLI output or the
 # exported state), 14 (a host without fail2ban, a stack of its own) and 15
@@ -70,6 +70,7 @@ E2E_TITLES=(
   [14]="a host without fail2ban: up fails naming it; no jail; with it back, up installs"
   [15]="trustedProxies: a scanner behind a proxy is banned, refused at nginx, named; the other client is served"
   [16]="delivery ssm, State Manager played over moto (lib/fleet.sh): 3 tagged hosts get the SSH deploy's payload, the untagged none; a second run changes nothing; a tampered object is refused everywhere; a rotation and a host tagged later arrive at the next run; destroy's uninstall leaves every tagged host as before"
+  [19]="appProperties emptied and nginxServerConf moved in one up: old edits out, old files as before, the host as a fresh install of the new settings"
   [17]="the README's Quick start as written, on a host reached as admin with sudo; then its Verify, Rotate and Uninstall"
   [18]="AWS against moto, no host: a first up killed after its first EC2 change, then cancel and destroy (no up between), on the adopt and create paths: every original rule and group back; one adopted host of two removed: a warning, not a refusal"
 )
@@ -502,6 +503,58 @@ s11_probe() {
   host_exec h1 "${INSTALL_DIR}/hostguard-notify" text "${probe}" >"${E2E_LOG_DIR}/11-notify.log" 2>&1 ||
     fail "hostguard-notify ${2}: $(cat "${E2E_LOG_DIR}/11-notify.log")"
   e2e_wait_message "${since}" 20 "^$1	${probe}$" >/dev/null || fail "the alert ${2} did not reach ${1}"
+}
+
+# Host settings converge (issue 41): the stack's appProperties emptied and nginxServerConf moved to another
+# file in one up take the old edits out (nginx tested and reloaded), leave the old files as before hostguard,
+# and the host as a fresh install of the new settings leaves it. Adds, and removes at its end, a Spring
+# file /opt/app/config/application.properties and a second site /etc/nginx/conf.d/hg-e2e-other.conf (port 8081).
+s19_settings_converge() {
+  local addr props=/opt/app/config/application.properties other=/etc/nginx/conf.d/hg-e2e-other.conf
+  local site=/etc/nginx/sites-available/default props_before other_before site_before converged
+  local -a paths=(/etc/nginx /etc/hostguard /etc/cron.d /etc/fail2ban /etc/logrotate.d /opt/app)
+  addr="$(host_addr h1)"
+  host_exec h1 install -D -m 0644 /dev/stdin "${props}" <<<"server.port=8080"
+  host_exec h1 install -m 0644 /dev/stdin "${other}" <<<'server { listen 8081; location / { return 200 "other\n"; } }'
+  props_before="$(host_exec h1 sha256sum "${props}")"
+  other_before="$(host_exec h1 sha256sum "${other}")"
+  site_before="$(awk -v p="${site}" '$1 == p { print $6 }' "${E2E_WORK}/h1.before")"
+  [[ -n "${site_before}" ]] || fail "no ${site} in the snapshot before the first up"
+  e2e_pulumi 19-set-props config set --stack "${STACK}" hostguard:appProperties "${props}" || fail "config set appProperties"
+  up 19-up-props
+  host_exec h1 grep -qx -- '#---' "${props}" || fail "h1: no Spring document in ${props}"
+  # One up: appProperties emptied, nginxServerConf moved.
+  e2e_pulumi 19-rm-props config rm --stack "${STACK}" hostguard:appProperties || fail "config rm appProperties"
+  e2e_pulumi 19-set-conf config set --stack "${STACK}" hostguard:nginxServerConf "${other}" || fail "config set nginxServerConf"
+  assert_plan 19-preview "update h1-base,update h1-web"
+  up 19-up-moved
+  expect_eq "h1: ${props} after appProperties was emptied" "$(host_exec h1 sha256sum "${props}")" "${props_before}"
+  expect_eq "h1: ${site} after nginxServerConf moved" "$(host_exec h1 sha256sum "${site}" | cut -d' ' -f1)" "${site_before}"
+  host_exec h1 grep -q 'hostguard-deny.conf; # hostguard' "${other}" || fail "h1: no deny include in ${other}"
+  # nginx was tested and reloaded: the deny rule moved from the default site to the other one.
+  expect_eq "h1: GET :8081/.env" "$(http_code "http://${addr}:8081/.env")" 403
+  expect_eq "h1: GET :80/.env" "$(http_code "http://${addr}/.env")" 404
+  # Python's bytecode (fail2ban compiles the action) records its source's mtime: left out.
+  converged="$(host_snapshot h1 "${paths[@]}" | grep -vF /__pycache__/)"
+  # A fresh install of the new settings: destroy (the host as before, but the two files the scenario added),
+  # then up.
+  e2e_pulumi 19-destroy destroy --stack "${STACK}" --yes || { e2e_show_log 19-destroy; fail "destroy failed"; }
+  expect_eq "h1: ${other} after destroy" "$(host_exec h1 sha256sum "${other}")" "${other_before}"
+  expect_eq "h1 after destroy, but the two added files" "$(host_snapshot h1 | grep -vF "${other} ")" \
+    "$(cat "${E2E_WORK}/h1.before")"
+  up 19-up-fresh
+  if [[ "$(host_snapshot h1 "${paths[@]}" | grep -vF /__pycache__/)" != "${converged}" ]]; then
+    diff <(echo "${converged}") <(host_snapshot h1 "${paths[@]}" | grep -vF /__pycache__/) | sed 's/^/    /' >&2 || true
+    fail "h1 after the converging up differs from a fresh install of the same settings"
+  fi
+  # Back to the stack's settings of the other scenarios; the added files go.
+  e2e_pulumi 19-set-back config set --stack "${STACK}" hostguard:nginxServerConf "${site/sites-available/sites-enabled}" ||
+    fail "config set nginxServerConf back"
+  up 19-up-back
+  expect_eq "h1: ${other} with nginxServerConf set back" "$(host_exec h1 sha256sum "${other}")" "${other_before}"
+  host_exec h1 rm -rf /opt/app/config "${other}"
+  host_exec h1 service nginx reload >/dev/null
+  assert_deny h1
 }
 
 # Each monitor run that completed pings the heartbeat URL once (a GET the
@@ -959,6 +1012,7 @@ main() {
   scenario 10 s10_sshd_killed 1
   scenario 11 s11_verify_webhook 1
   scenario 12 s12_heartbeat 1
+  scenario 19 s19_settings_converge 1
   scenario 7 s7_destroy 1
   scenario 8 s8_fleet
   scenario 13 s13_aws_adopt
