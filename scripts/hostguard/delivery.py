@@ -27,7 +27,7 @@ from . import chat, formats, log
 from .errors import EX_CONFIG, EX_NOPERM, EX_OK, EX_TEMPFAIL
 from .message import Identity, as_posted, host_name
 from .settings import Settings
-from .spool import ALERTS, MERGE_CHARS, Message, Spool, SpoolFull, name_of
+from .spool import ALERTS, MERGE_CHARS, STARTING, Message, Spool, SpoolFull, name_of
 from .webhook import PROBE, WAIT, Hook, clear_refusal, load_hook, refuse_webhook, send, webhook_plan
 
 # How long a foreground run waits for another run's lock before leaving its
@@ -291,6 +291,8 @@ def flush(settings: Settings, spool: Spool, *, wait: bool = True) -> int:
     if fd is None:
         log.warn(f"another delivery run holds the spool lock; {spool.pending()} message(s) left to it or the next run")
         return EX_TEMPFAIL
+    if spool.get(STARTING) == str(os.getpid()):
+        note(spool, STARTING, None)  # the ban action's detached flush holds the lock: it may start another
     while True:
         try:
             rc = _flush_locked(settings, spool, hook, deadline)

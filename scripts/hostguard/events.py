@@ -18,10 +18,12 @@ failed.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import os
 import re
+import sqlite3
 import subprocess
 import threading
 import time
@@ -31,7 +33,7 @@ from .errors import HostguardError, UsageError
 from .message import BANTOOL, as_posted, notice
 from .settings import Settings, load
 from .settings_table import PATTERNS
-from .spool import EVENTS, Spool, SpoolFull, spool_dir
+from .spool import EVENTS, STARTING, Spool, SpoolFull, spool_dir
 from .urlfile import webhook_path
 from .webhook import Hook, check_webhook, progress
 
@@ -248,5 +250,17 @@ class BanNotices:
     def _spool(self, kind: str, found: dict[str, str]) -> None:
         with self._lock:
             settings = load()
-            if spool_event(settings, self._box, kind, found) and self._gate.open(settings, self._box):
+            if (
+                spool_event(settings, self._box, kind, found)
+                and not self._starting()
+                and self._gate.open(settings, self._box)
+            ):
                 self._flush = start_flush()
+                with contextlib.suppress(sqlite3.Error, OSError):  # not written: the next ban may start one more
+                    self._box.put(STARTING, str(self._flush.pid))
+
+    def _starting(self) -> bool:
+        """Whether the flush this action started last is alive and has not yet taken the delivery lock
+        (it clears STARTING when it has): it delivers what is spooled now, so no other is started."""
+        flush = self._flush
+        return flush is not None and flush.poll() is None and self._box.get(STARTING) == str(flush.pid)

@@ -40,6 +40,8 @@ ASIDE_LOCK_NAME = ".aside.lock"
 BUSY_SECONDS = 10.0
 # Delivered ids are kept this long for `outcome` (hostguard-notify text).
 DELIVERED_KEEP = 86400.0
+# State key: the pid of a detached flush the ban action started that has not yet taken the lock.
+STARTING = "flush_starting"
 __all__ = ["ALERTS", "EVENTS", "MERGE_CHARS", "MERGE_MAX", "Spool", "SpoolFull"]
 
 

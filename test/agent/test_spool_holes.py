@@ -18,7 +18,7 @@ import pytest
 
 from hostguard import chat, delivery, events, formats, nginxban, notify, settings, spoolbound, webhook
 from hostguard.message import BANTOOL, FIRING, NOTICE, RESOLVED, Identity
-from hostguard.spool import ALERTS, EVENTS, Refusal, Spool
+from hostguard.spool import ALERTS, EVENTS, STARTING, Refusal, Spool
 from hostguard.spooldb import SCHEMA_VERSION
 
 
@@ -147,7 +147,7 @@ def test_the_stop_message_is_delivered_before_stop_returns(root: Path, monkeypat
 def test_the_ban_actions_connection_follows_a_database_set_aside_by_another_process(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(events, "start_flush", lambda: None)
+    monkeypatch.setattr(events, "start_flush", lambda: subprocess.Popen(["true"]))
     notices = events.BanNotices("ops")
     notices.unban("j", "192.0.2.1")
     directory = spool_dir(root)
@@ -274,12 +274,19 @@ def test_a_ban_starts_a_flush_only_when_one_can_make_progress(root: Path, monkey
     """Issue 43 item 6: with the webhook refused or missing, every ban started a flush from fail2ban's
     process (483 of 500 refused, 500 without a file). Now none while nothing can be posted."""
     started: list[int] = []
-    monkeypatch.setattr(events, "start_flush", lambda: started.append(1))
+
+    def start_flush() -> subprocess.Popen[bytes]:
+        started.append(1)
+        return subprocess.Popen(["true"])  # ended at once: the next ban may start another
+
+    monkeypatch.setattr(events, "start_flush", start_flush)
     notices = events.BanNotices("ops")
 
     def bans(count: int) -> int:
         started.clear()
         for i in range(count):
+            if notices._flush is not None:
+                notices._flush.wait()
             notices.ban("j", f"192.0.2.{i % 250 + 1}", "10", "1700000000")
         return len(started)
 
@@ -300,3 +307,51 @@ def test_a_ban_starts_a_flush_only_when_one_can_make_progress(root: Path, monkey
     assert bans(1) == 1, "refused, the next probe due"
     box.set_refusal(Refusal("another file", now - 60, now + 600, 600, "HTTP 403 invalid_token"))
     assert bans(1) == 1, "the webhook file changed since the refusal"
+
+
+def test_no_second_flush_while_the_first_has_not_yet_taken_the_lock(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bench counted 4 flush processes for a burst of 10 bans: the lock stays free while the first
+    starts up. Now the next start waits until the flush the action started took the lock (or died)."""
+    children: list[subprocess.Popen[bytes]] = []
+
+    def start_flush() -> subprocess.Popen[bytes]:
+        children.append(subprocess.Popen(["sleep", "30"]))  # starting up: it has not taken the lock
+        return children[-1]
+
+    monkeypatch.setattr(events, "start_flush", start_flush)
+    hook_file = root / "etc/hostguard/webhook.curlrc"
+    hook_file.parent.mkdir(parents=True, exist_ok=True)
+    hook_file.write_text('url = "https://hooks.slack.com/services/T0/B0/SECRETSECRETSECRET"\n')
+    hook_file.chmod(0o600)
+    notices = events.BanNotices("ops")
+    try:
+        for i in range(10):
+            notices.ban("j", f"192.0.2.{i + 1}", "10", "1700000000")
+        assert len(children) == 1
+        box = Spool(100, str(spool_dir(root)))
+        assert box.get(STARTING) == str(children[0].pid)
+        box.put(STARTING, None)  # as delivery.flush does once the detached run holds the lock
+        notices.ban("j", "192.0.2.99", "10", "1700000000")
+        assert len(children) == 2, "it took the lock and may be past its last look: another is started"
+        children[1].kill()
+        children[1].wait()
+        notices.ban("j", "192.0.2.100", "10", "1700000000")
+        assert len(children) == 3, "the one started died before taking the lock"
+    finally:
+        for child in children:
+            child.kill()
+            child.wait()
+
+
+def test_the_detached_flush_clears_its_starting_mark_once_it_holds_the_lock(root: Path, posted: list[str]) -> None:
+    box = Spool(100)
+    box.enqueue("ban", None, EVENTS)
+    box.put(STARTING, str(os.getpid()))
+    assert delivery.flush(settings.parse("", "hostguard.conf"), box, wait=False) == 0
+    assert box.get(STARTING) is None and posted == ["ban"]
+    box.put(STARTING, "1")  # another's mark stays
+    box.enqueue("ban 2", None, EVENTS)
+    assert delivery.flush(settings.parse("", "hostguard.conf"), box, wait=False) == 0
+    assert box.get(STARTING) == "1"
