@@ -18,6 +18,8 @@
 //                sshPrivateKey, cronMinute, aws; delivery ssm and aws true set)
 //   STACK        the stack's name (the tag's value, the parameter prefix)
 //   KEY=VALUE    more hostguard:KEY settings (fleetMaxErrors=100%, ...)
+// Also writes PROGRAM_DIR/Pulumi.<STACK>.yaml with the same settings but the
+// webhook (the copy's stack file, for `npm run render` on the fleet: lib/fleet.sh).
 // Stdin: the webhook URL (one line; it never reaches argv). Stdout: one JSON
 // array of {type, name, inputs}; nothing else goes there.
 import * as fs from "node:fs";
@@ -68,12 +70,14 @@ async function main(argv: string[]): Promise<void> {
     const webhookUrl = fs.readFileSync(0, "utf8").trim();
     const doc = yaml.load(fs.readFileSync(stackFile, "utf8")) as { config?: Record<string, unknown> };
     const config: Record<string, string> = {};
+    const fileConfig: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(doc.config ?? {})) {
         const key = k.replace(/^hostguard:/, "");
         // A `secure:` value is the SSH stack's own secret (its key); the webhook comes on stdin.
         const secure = typeof v === "object" && v !== null && "secure" in v;
         if (k.startsWith("hostguard:") && !SSH_ONLY.has(key) && !secure) {
             config[k] = typeof v === "string" ? v : JSON.stringify(v);
+            fileConfig[k] = v;
         }
     }
     Object.assign(config, {
@@ -83,6 +87,12 @@ async function main(argv: string[]): Promise<void> {
         const at = kv.indexOf("=");
         config[`hostguard:${kv.slice(0, at)}`] = kv.slice(at + 1);
     }
+    for (const [k, v] of Object.entries(config)) {
+        if (!(k in fileConfig) && k !== "hostguard:webhookUrl") {
+            fileConfig[k] = v;
+        }
+    }
+    fs.writeFileSync(path.join(programDir, `Pulumi.${stack}.yaml`), yaml.dump({ config: fileConfig }));
 
     const recorded: Recorded[] = [];
     await pulumi.runtime.setMocks({

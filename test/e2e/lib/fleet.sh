@@ -185,10 +185,28 @@ fleet_setup() {
   done
 }
 
+# `npm run render` on the fleet's stack (the program copy's stack file, fleet-program.ts)
+# writes the bundles the association names and the document as moto holds it.
+fleet_render_matches() {
+  local out="${FLEET_DIR}/render" want got part
+  (cd "${FLEET_PROGRAM}" && node --import tsx tools/render.ts --stack "${FLEET_SSM_STACK}" --out "${out}") \
+    >"${FLEET_DIR}/render.log" 2>&1 || fail "npm run render on the fleet's stack failed: $(cat "${FLEET_DIR}/render.log")"
+  want="$(jq -r '.request.Parameters.Bundles[0] | split(" ")[]' "${FLEET_DIR}/association.json")"
+  got="$(jq -r '.bundles | to_entries[] | "\(.key):\(.value.sha256)"' "${out}/${FLEET_SSM_STACK}/fleet/manifest.json")"
+  expect_eq "render: the bundles the association names" "$(sort <<<"${got}")" "$(sort <<<"${want}")"
+  for part in $(jq -r '.bundles | keys[]' "${out}/${FLEET_SSM_STACK}/fleet/manifest.json"); do
+    [[ -f "${out}/${FLEET_SSM_STACK}/fleet/bundles/${part}/$(grep "^${part}:" <<<"${want}" | cut -d: -f2).tar" ]] ||
+      fail "render: no object for ${part} at the key the association names"
+  done
+  sm dump "${FLEET_DIR}" | jq -r .document >"${FLEET_DIR}/document.registered"
+  expect_eq "render: the document as registered" "$(cat "${out}/${FLEET_SSM_STACK}/fleet/document.json")" "$(cat "${FLEET_DIR}/document.registered")"
+}
+
 # Three tagged hosts get the SSH deploy's payload, the untagged one nothing; the
 # webhook is only in the root-only file, never in the document, the association or an output.
 fleet_first_run() {
   local name want applied hits request
+  fleet_render_matches
   fleet_run 1
   expect_eq "run 1: status" "$(run_field 1 .status)" Success
   expect_targets 1 f1=Success f2=Success f3=Success
