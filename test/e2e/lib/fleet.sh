@@ -189,6 +189,9 @@ fleet_setup() {
 # writes the bundles the association names and the document as moto holds it.
 fleet_render_matches() {
   local out="${FLEET_DIR}/render" want got part
+  # The copy holds the program, not the tools: render's own file beside it (it renders the folder above it).
+  mkdir -p "${FLEET_PROGRAM}/tools"
+  cp "${E2E_REPO_ROOT}/tools/render.ts" "${FLEET_PROGRAM}/tools/"
   (cd "${FLEET_PROGRAM}" && node --import tsx tools/render.ts --stack "${FLEET_SSM_STACK}" --out "${out}") \
     >"${FLEET_DIR}/render.log" 2>&1 || fail "npm run render on the fleet's stack failed: $(cat "${FLEET_DIR}/render.log")"
   want="$(jq -r '.request.Parameters.Bundles[0] | split(" ")[]' "${FLEET_DIR}/association.json")"
