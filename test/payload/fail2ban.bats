@@ -70,13 +70,6 @@ firewall() {
   ip netns exec "${F2B_NS}" ip6tables -S
 }
 
-has_jump_rule() {
-  firewall | grep -qF -- "-A INPUT -p tcp -m multiport --dports 80,443 -j f2b-${JAIL}" || {
-    firewall >&2
-    return 1
-  }
-}
-
 has_reject_rule() {
   firewall | grep -Eq -- "^-A f2b-${JAIL} -s $1(/32|/128) -j REJECT"
 }
@@ -164,9 +157,9 @@ assert_ban_message() {
   from="$(date +%s)"
   fail2ban_log_lines "${ip}" 1
   fail2ban_wait_for 10 is_banned "${ip}"
-  # fail2ban lists a ban before its actions ran (the first ban also makes the
-  # chain and its jump): each rule is waited for.
-  fail2ban_wait_for 10 has_jump_rule
+  run firewall
+  printf '%s\n' "${output}" >&2
+  [[ "${output}" == *"-A INPUT -p tcp -m multiport --dports 80,443 -j f2b-${JAIL}"* ]]
   fail2ban_wait_for 10 has_reject_rule "${ip}"
   run status_report
   printf '%s\n' "${output}" >&2
@@ -271,13 +264,11 @@ assert_ban_message() {
 
 @test "fail2ban: with the webhook hung, 100 attackers at once are all firewalled without waiting for it; every ban message arrives once it answers" {
   fail2ban_sandbox_render banBanTime=10m
-  # An attempt may last 10 s and the receiver holds each request 600 s: 100
-  # bans that each waited for the chat service would take 1000 s at least,
-  # never all in place within the (generous) 120 s wait below. The budget of
-  # one attempt ends the hung delivery soon after the service answers again.
-  # How fast 100 bans are is the benchmark's (row 7, against fail2ban alone),
-  # not this test's.
-  receiver_make_root "${ROOT}" NOTIFY_MAX_TIME=10 NOTIFY_BUDGET=12
+  # An attempt may last 50 s and the receiver holds each request 600 s: bans
+  # that waited for the chat service would never all be in place within the
+  # (generous) wait below. How fast 100 bans are is the benchmark's (row 7,
+  # against fail2ban alone), not this test's.
+  receiver_make_root "${ROOT}" NOTIFY_MAX_TIME=50 NOTIFY_BUDGET=55
   fail2ban_start
   receiver_wait_count 1 15
   local -a ips=()
@@ -307,7 +298,7 @@ assert_ban_message() {
   [[ "$(receiver_count)" -eq 1 ]]
   ! grep -E 'ERROR.*(slack-notify|hostguard-notify)|timed out' "${F2B_LOG}" || false
   receiver_mode ok
-  # The detached flush, then (its 12 s budget spent) the next runs, as the
+  # The detached flush, then (its 55 s budget spent) the next runs, as the
   # monitors' cron runs would, send them, paced about 1 s apart; a burst of
   # them goes merged (issue 18), so fewer messages hold the 100 bans.
   for ((i = 0; i < 8; i++)); do
@@ -408,4 +399,56 @@ PY
   pkill -KILL -f "${ROOT}/usr/local/lib/hostguard/hostguard-notify" || true
   receiver_wait_count 3 20
   assert_payload 3 "Ban tool (${JAIL}) jail has stopped" "#${CHANNEL}"
+}
+
+@test "fail2ban: a deploy that changes hostguard's code reaches fail2ban's process: a reload keeps the old code, install restarts it (issue 43)" {
+  fail2ban_start
+  receiver_wait_count 1 15
+  local bin="${BATS_TEST_TMPDIR}/bin" lib="${ROOT}/usr/local/lib/hostguard"
+  mkdir -p "${bin}"
+  # install's fail2ban-client is the sandbox's: its config, socket and pid file, in its namespace.
+  printf '#!/bin/sh\nexec ip netns exec %s /usr/bin/fail2ban-client -c %s -s %s -p %s "$@"\n' \
+    "${F2B_NS}" "${F2B_CONF}" "${F2B_SOCK}" "${F2B_PID}" >"${bin}/fail2ban-client"
+  chmod +x "${bin}/fail2ban-client"
+  # The deploy: a new hostguard package, whose messages say so.
+  cat >>"${lib}/hostguard/events.py" <<'PY'
+
+_event_text_v1 = event_text
+
+
+def event_text(settings, kind, found):
+    text, channel = _event_text_v1(settings, kind, found)
+    return text + " (v2)", channel
+PY
+  # What a deploy did before: a reload. fail2ban-server keeps the package it imported.
+  fail2ban_client reload >/dev/null
+  fail2ban_wait_for 10 fail2ban_jail_up
+  fail2ban_client set "${JAIL}" banip 192.0.2.51 >/dev/null
+  fail2ban_wait_for 15 grep -q 'Banned IP: \*192.0.2.51\*' "${RECEIVER_MESSAGES}"
+  ! grep -q '(v2)' "${RECEIVER_MESSAGES}" || false
+  # install's step for part bantool on a live host (services.apply), with the sandbox's fail2ban.
+  mkdir -p -m 0700 "${ROOT}/var/lib/hostguard"
+  PATH="${bin}:${PATH}" HOSTGUARD_ROOT="${ROOT}" python3 - "${lib}" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from hostguard import services
+services._systemd = lambda: False  # never this machine's own fail2ban
+services.apply("fail2ban", "")
+PY
+  fail2ban_wait_for 20 fail2ban_jail_up
+  [[ -s "${ROOT}/var/lib/hostguard/fail2ban.code" ]]
+  fail2ban_client set "${JAIL}" banip 192.0.2.52 >/dev/null
+  fail2ban_wait_for 15 grep -q 'Banned IP: \*192.0.2.52\*.*(v2)' "${RECEIVER_MESSAGES}"
+  # The same code again: a reload, the server process kept.
+  local pid
+  pid="$(<"${F2B_PID}")"
+  PATH="${bin}:${PATH}" HOSTGUARD_ROOT="${ROOT}" python3 - "${lib}" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from hostguard import services
+services._systemd = lambda: False
+services.apply("fail2ban", "")
+PY
+  fail2ban_wait_for 10 fail2ban_jail_up
+  [[ "$(<"${F2B_PID}")" == "${pid}" ]]
 }
