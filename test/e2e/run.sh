@@ -528,6 +528,10 @@ s19_settings_converge() {
   e2e_pulumi 19-set-conf config set --stack "${STACK}" hostguard:nginxServerConf "${other}" || fail "config set nginxServerConf"
   assert_plan 19-preview "update h1-base,update h1-web"
   up 19-up-moved
+  e2e_log_has 19-up-moved -F "removed the final document spring.web.resources.add-mappings=false from ${props}; restart the application to apply it" \
+    "the up does not say the Spring document went and the app needs a restart"
+  e2e_log_has 19-up-moved -F "removed the deny include from ${site}" "the up does not say the include left ${site}"
+  e2e_log_has 19-up-moved -F "nginx configuration tested and reloaded" "the up does not say nginx was tested and reloaded"
   expect_eq "h1: ${props} after appProperties was emptied" "$(host_exec h1 sha256sum "${props}")" "${props_before}"
   expect_eq "h1: ${site} after nginxServerConf moved" "$(host_exec h1 sha256sum "${site}" | cut -d' ' -f1)" "${site_before}"
   host_exec h1 grep -q 'hostguard-deny.conf; # hostguard' "${other}" || fail "h1: no deny include in ${other}"
