@@ -10,8 +10,18 @@
 # Checked: every server block gets the include, the properties file ends with the document, and
 # uninstall gives back every byte of both files. Sourced by run.sh.
 
+#
+# Row 12b (issue 43): the deny rule in a real nginx with `merge_slashes off`
+# (the RAW site of test/helpers/nginx-sandbox.bash): N requests of a hostile
+# path (`/.env`, 4000 slashes, `x`: the old rule backtracked exponentially
+# on it, and nginx's PCRE gave up with a 500) against N requests of
+# /index.html, each batch one curl over one kept-alive connection.
+# Checked: the hostile path is answered 404 every time (not denied, no 500).
+
 # shellcheck source=../../test/helpers/render-payload.bash
 source "${BENCH_REPO}/test/helpers/render-payload.bash"
+# shellcheck source=../../test/helpers/nginx-sandbox.bash
+source "${BENCH_REPO}/test/helpers/nginx-sandbox.bash"
 # Prints server blocks (comments and quoted strings with braces and
 # semicolons, locations, a regex in quotes) until at least BYTES are out.
 bench_nginx_site() {
@@ -96,4 +106,45 @@ bench_nginx() {
     "install --part web: $((big / 1024)) KiB site file ($(grep -c '^server {' "${dir}/big") server blocks) and $((props_big / 1024)) KiB of key lines, median of ${runs}" \
     "$(bench_fmt_us "${big_us}")" "$(bench_fmt_us "${small_us}"), $((small / 1024)) KiB each" \
     "$(bench_ratio "${big_us}" "${small_us}")" "<= size ratio ($((big / small))x)" "${met}"
+  if command -v nginx >/dev/null; then
+    bench_deny_slashes "${work}" 200
+  else
+    bench_row "12b deny rule, merge_slashes off" "-" "-" "-" "-" "<= 3x" "not measured: nginx is not installed"
+  fi
+}
+
+# Microseconds into the variable named OUT for N GETs of PATH on the RAW site; checks every status is WANT.
+bench_deny_batch() {
+  local -n bench_out="$1"
+  local n="$2" path="$3" want="$4" url i start end codes
+  url="http://127.0.0.1:${NGINX_PORTS[RAW]}${path}"
+  local -a args=()
+  for ((i = 0; i < n; i++)); do args+=(-o /dev/null "${url}"); done
+  bench_now_us start
+  codes="$(curl -s --path-as-is --max-time 600 -w '%{http_code}\n' "${args[@]}" | sort | uniq -c | awk '{print $2 "x" $1}' | tr '\n' ' ')"
+  bench_now_us end
+  [[ "${codes}" == "${want}x${n} " ]] || bench_error "deny rule with merge_slashes off: ${path:0:20}... answered ${codes}, not ${want} every time"
+  # shellcheck disable=SC2034 # a name reference: the caller's variable
+  bench_out=$((end - start))
+}
+
+bench_deny_slashes() {
+  local work="$1" n="$2" slashes hostile_us plain_us met=no
+  bench_log "deny rule with merge_slashes off: ${n} requests of a path of 4000 slashes against ${n} of /index.html"
+  printf -v slashes '%4000s' ''
+  nginx_sandbox_write_sites "${work}/deny-nginx" "${BENCH_REPO}/scripts/nginx/hostguard-deny.conf" >/dev/null
+  bench_cleanup_add nginx_sandbox_stop
+  if ! nginx_sandbox_start; then
+    bench_error "deny rule: the test nginx did not start"
+    return 0
+  fi
+  bench_deny_batch plain_us "${n}" /index.html 200
+  bench_deny_batch hostile_us "${n}" "/.env${slashes// //}x" 404
+  nginx_sandbox_stop
+  BENCH_CLEANUPS=("${BENCH_CLEANUPS[@]:0:${#BENCH_CLEANUPS[@]}-1}")
+  ((hostile_us <= plain_us * 3)) && met=yes
+  bench_row "12b deny rule, merge_slashes off" \
+    "${n} GETs of /.env + 4000 slashes + x (one connection); reference: ${n} GETs of /index.html" \
+    "$(bench_fmt_us "${hostile_us}")" "$(bench_fmt_us "${plain_us}")" \
+    "$(bench_ratio "${hostile_us}" "${plain_us}")" "<= 3x" "${met}"
 }

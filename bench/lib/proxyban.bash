@@ -12,7 +12,12 @@
 # a request of the scanner through the proxy answered 403 by nginx (one
 # request per poll) and (b) the REJECT rule in the namespace's iptables
 # (row 4's measure, the reference), polled every 20 ms. Then another client
-# through the proxy must still get 200. Sourced by run.sh after ban.bash,
+# through the proxy must still get 200. Row 4c (issue 43): a burst of 100,
+# then 500 bans in one `fail2ban-client set JAIL banip` (fresh addresses),
+# timed until every one is in nginx's ban list; the reloads nginx logged
+# meanwhile (SIGHUP lines of its error log, 2.5 s after, so that the last
+# pass's is in) against the target of one per 2 s of burst (and the first).
+# Sourced by run.sh after ban.bash,
 # whose jail name, poll interval, cap and fail2ban count check it uses.
 
 # shellcheck source=../../test/helpers/receiver.bash
@@ -148,6 +153,30 @@ bench_proxyban_trials() {
   return 0
 }
 
+# Row 4c for a burst of N bans, addresses 198.OCTET.x.y.
+bench_proxyban_burst() {
+  local n="$1" octet="$2" i before start now end reloads deadline list="${F2B_ROOT_LIST}"
+  local -a ips=()
+  for ((i = 0; i < n; i++)); do ips+=("198.${octet}.$((i / 250)).$((i % 250 + 1))"); done
+  before="$(grep -c 'SIGHUP' "${BENCH_PROXY_SRV}/logs/error.log" || true)"
+  bench_now_us start
+  fail2ban_client set "${BENCH_JAIL}" banip "${ips[@]}" >/dev/null
+  deadline=$((start + 300000000))
+  while (($(grep -c "^198\.${octet}\." "${list}" 2>/dev/null || true) < n)); do
+    bench_now_us now
+    ((now < deadline)) || { bench_error "burst of ${n} bans: not all in nginx's ban list after 300 s"; return 0; }
+    sleep "${BENCH_POLL_SECONDS}"
+  done
+  bench_now_us end
+  sleep 2.5
+  reloads=$(($(grep -c 'SIGHUP' "${BENCH_PROXY_SRV}/logs/error.log") - before))
+  local seconds=$(((end - start + 999999) / 1000000)) met=no
+  ((reloads <= seconds / 2 + 1)) && met=yes
+  bench_row "4c nginx reloads, ${n} bans" \
+    "one banip of ${n} fresh addresses until all are in nginx's ban list: reloads of nginx; reference: the burst's length" \
+    "${reloads} reload(s)" "$(bench_fmt_us "$((end - start))")" "-" "<= 1 per 2 s of burst, +1 (${seconds} s: $((seconds / 2 + 1)))" "${met}"
+}
+
 bench_proxyban() {
   local work="$1" trials="$2" tool
   bench_log "ban latency through a proxy: ${trials} trial(s)"
@@ -161,6 +190,9 @@ bench_proxyban() {
   bench_cleanup_add bench_proxyban_teardown
   if bench_proxyban_start "${work}"; then
     bench_proxyban_trials "${trials}"
+    F2B_ROOT_LIST="${work}/proxyban-root/var/lib/hostguard/nginx-bans.map"
+    bench_proxyban_burst 100 19
+    bench_proxyban_burst 500 20
   fi
   bench_proxyban_teardown
   BENCH_CLEANUPS=("${BENCH_CLEANUPS[@]:0:${#BENCH_CLEANUPS[@]}-1}")
