@@ -10,9 +10,8 @@
 // down, no answer in time) fails the delete, named, with the way on: the
 // stack's resources stay, and `pulumi destroy` again retries.
 //
-// SSM is called with the SDK's credential chain (aws:profile included) and
-// SigV4 here: the repository carries the SDK's EC2 client, not its SSM one.
-import * as crypto from "node:crypto";
+// SSM is called through the SDK's SSM client, with its credential chain
+// (aws:profile included) and the same retry settings as the EC2 client.
 import * as pulumi from "@pulumi/pulumi";
 import * as ec2 from "./ec2Reconcile";
 import { taggedInstances } from "./fleetExposure";
@@ -35,40 +34,15 @@ export interface FleetUninstallState {
     waitSeconds: number;
 }
 
-/** One SSM JSON call, SigV4-signed with the SDK's default credentials; the answer's JSON, or an Error naming the service's code. */
-export async function ssmCall(region: string, profile: string | undefined, action: string, body: Record<string, unknown>): Promise<any> {
-    const { defaultProvider } = require("@aws-sdk/credential-provider-node");
-    const creds = await defaultProvider(profile ? { profile } : {})();
-    const endpoint = new URL(process.env.AWS_ENDPOINT_URL_SSM || process.env.AWS_ENDPOINT_URL || `https://ssm.${region}.amazonaws.com`);
-    const payload = JSON.stringify(body);
-    const now = new Date().toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "");
-    const day = now.slice(0, 8);
-    const headers: Record<string, string> = {
-        "content-type": "application/x-amz-json-1.1", host: endpoint.host, "x-amz-date": now, "x-amz-target": `AmazonSSM.${action}`,
-        ...(creds.sessionToken ? { "x-amz-security-token": creds.sessionToken } : {}),
-    };
-    const names = Object.keys(headers).sort();
-    const hash = (s: string) => crypto.createHash("sha256").update(s).digest("hex");
-    const canonical = ["POST", endpoint.pathname || "/", "", ...names.map((n) => `${n}:${headers[n]}`), "", names.join(";"), hash(payload)].join("\n");
-    const scope = `${day}/${region}/ssm/aws4_request`;
-    const hmac = (key: crypto.BinaryLike, s: string) => crypto.createHmac("sha256", key).update(s).digest();
-    const key = hmac(hmac(hmac(hmac(`AWS4${creds.secretAccessKey}`, day), region), "ssm"), "aws4_request");
-    const signature = crypto.createHmac("sha256", key).update(["AWS4-HMAC-SHA256", now, scope, hash(canonical)].join("\n")).digest("hex");
-    headers.authorization = `AWS4-HMAC-SHA256 Credential=${creds.accessKeyId}/${scope}, SignedHeaders=${names.join(";")}, Signature=${signature}`;
-    const res = await fetch(endpoint, { method: "POST", headers, body: payload, signal: AbortSignal.timeout(30_000) });
-    const text = await res.text();
-    let json: any;
-    try {
-        json = text ? JSON.parse(text) : {};
-    } catch {
-        // An error of the HTTP layer in front of the service (XML or text): its code, if it names one.
-        json = { __type: /<Code>([^<]+)<\/Code>/.exec(text)?.[1], message: /<Message>([^<]+)<\/Message>/.exec(text)?.[1] ?? text.slice(0, 200) };
-    }
-    if (!res.ok) {
-        const code = String(json.__type ?? res.status).split("#").pop();
-        throw Object.assign(new Error(`SSM ${action} (${endpoint.host}): ${code}: ${json.message ?? json.Message ?? text.slice(0, 200)}`), { code });
-    }
-    return json;
+/** The SDK's SSM client for REGION (and PROFILE), retrying as the EC2 client does. */
+export function ssmClient(region: string, profile?: string): { send(command: unknown): Promise<any> } {
+    const sdk = require("@aws-sdk/client-ssm");
+    const attempts = Number(process.env.AWS_MAX_ATTEMPTS);
+    return new sdk.SSMClient({
+        region, ...(profile ? { profile } : {}),
+        maxAttempts: Number.isInteger(attempts) && attempts > 0 ? attempts : 10,
+        retryMode: process.env.AWS_RETRY_MODE || "adaptive",
+    });
 }
 
 const DONE = new Set(["Success", "Failed", "Cancelled", "TimedOut", "Undeliverable", "Terminated", "InvalidPlatform", "AccessDenied"]);
@@ -82,24 +56,26 @@ export async function uninstallFleet(s: FleetUninstallState, pollMs = 5000): Pro
     const ids = await taggedInstances(ec2.ec2Client(s.region, s.profile), s.tagKey, s.tagValue);
     const status: Record<string, string> = Object.fromEntries(ids.map((i) => [i, "NoInvocation"]));
     const deadline = Date.now() + s.waitSeconds * 1000;
+    const { SendCommandCommand, GetCommandInvocationCommand } = require("@aws-sdk/client-ssm");
+    const ssm = ssmClient(s.region, s.profile);
     const commands: Array<{ commandId: string; ids: string[] }> = [];
     for (let i = 0; i < ids.length; i += 50) {
         const chunk = ids.slice(i, i + 50);
-        const out = await ssmCall(s.region, s.profile, "SendCommand", {
+        const out = await ssm.send(new SendCommandCommand({
             DocumentName: "AWS-RunShellScript", InstanceIds: chunk, TimeoutSeconds: Math.max(30, s.waitSeconds),
             Parameters: { commands: [UNINSTALL_COMMAND] }, MaxConcurrency: "100%", MaxErrors: "100%",
             Comment: `hostguard: pulumi destroy of ${s.tagKey}=${s.tagValue}`.slice(0, 100),
-        });
+        }));
         commands.push({ commandId: out.Command.CommandId, ids: chunk });
     }
     for (;;) {
         for (const c of commands) {
             for (const id of c.ids.filter((x) => !DONE.has(status[x]))) {
                 try {
-                    const inv = await ssmCall(s.region, s.profile, "GetCommandInvocation", { CommandId: c.commandId, InstanceId: id });
+                    const inv = await ssm.send(new GetCommandInvocationCommand({ CommandId: c.commandId, InstanceId: id }));
                     status[id] = String(inv.Status);
                 } catch (e) {
-                    if ((e as { code?: string }).code !== "InvocationDoesNotExist") {
+                    if (!ec2.hasCode(e, ["InvocationDoesNotExist"])) {
                         throw e;
                     }
                 }

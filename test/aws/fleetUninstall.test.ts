@@ -10,7 +10,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { CreateTagsCommand, StopInstancesCommand } from "@aws-sdk/client-ec2";
-import { FLEET_UNINSTALL_KIND, fleetUninstallProvider, ssmCall, UNINSTALL_COMMAND, uninstallFleet, unreachedRefusal, type FleetUninstallState } from "../../components/fleetUninstall";
+import { ListCommandsCommand } from "@aws-sdk/client-ssm";
+import { FLEET_UNINSTALL_KIND, fleetUninstallProvider, ssmClient, UNINSTALL_COMMAND, uninstallFleet, unreachedRefusal, type FleetUninstallState } from "../../components/fleetUninstall";
 import { FLEET_TAG, fleetNames } from "../../components/ssmDocument";
 import { Account } from "./fixtures";
 import { REGION, startMoto, type Moto } from "./moto";
@@ -47,7 +48,7 @@ describe("fleet destroy uninstalls (delivery ssm)", () => {
         await launch(fleetNames("blog", "prod").tagValue);
         const status = await uninstallFleet(state(tag), 100);
         assert.deepEqual(status, { [a]: "Success", [b]: "Success" });
-        const commands = (await ssmCall(REGION, undefined, "ListCommands", {})).Commands;
+        const commands = (await ssmClient(REGION).send(new ListCommandsCommand({}))).Commands;
         assert.equal(commands.length, 1);
         const c = commands[0];
         assert.deepEqual([c.DocumentName, c.Parameters.commands], ["AWS-RunShellScript", [UNINSTALL_COMMAND]]);
@@ -61,9 +62,9 @@ describe("fleet destroy uninstalls (delivery ssm)", () => {
     });
 
     it("a fleet with no tagged instance sends nothing", async () => {
-        const before = (await ssmCall(REGION, undefined, "ListCommands", {})).Commands.length;
+        const before = (await ssmClient(REGION).send(new ListCommandsCommand({}))).Commands.length;
         assert.deepEqual(await uninstallFleet(state(fleetNames("empty", "prod").tagValue), 100), {});
-        assert.equal((await ssmCall(REGION, undefined, "ListCommands", {})).Commands.length, before);
+        assert.equal((await ssmClient(REGION).send(new ListCommandsCommand({}))).Commands.length, before);
     });
 
     it("an instance not reached is named with its status and the way on; a terminated one is not a target", async () => {

@@ -181,7 +181,7 @@ describe("the fleet's deployer policy (delivery ssm) against the program's resou
         const exposure = fs.readFileSync(path.join(ROOT, "components/hostExposure.ts"), "utf8");
         assert.deepEqual(commands, ["ec2:DescribeInstances"]);
         const uninstall = fs.readFileSync(path.join(ROOT, "components/fleetUninstall.ts"), "utf8");
-        assert.deepEqual([...uninstall.matchAll(/ssmCall\([^,]+, [^,]+, "([A-Za-z]+)"/g)].map((m) => `ssm:${m[1]}`), ["ssm:SendCommand", "ssm:GetCommandInvocation"]);
+        assert.deepEqual([...uninstall.matchAll(/new ([A-Za-z]+)Command\(/g)].map((m) => `ssm:${m[1]}`), ["ssm:SendCommand", "ssm:GetCommandInvocation"]);
         assert.match(uninstall, /taggedInstances\(/);
         // openGroups reads each instance's interfaces (DescribeInstances) and each group's rules (DescribeSecurityGroups).
         assert.match(exposure, /ec2\.instanceInterfaces\(client, instanceId\)/);
