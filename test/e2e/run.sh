@@ -61,7 +61,7 @@ E2E_TITLES=(
   "webhook rotation: only the webhook resource changes; alerts go to the new URL only"
   "one script edited: only the part carrying it is redeployed"
   "destroy leaves every host as before the first up"
-  "a fleet of 3 hosts in one stack"
+  "a fleet of 3 hosts in one stack; one host removed from the hosts: the up uninstalls it only"
   "no webhook URL in the exported state or any CLI output"
   "sshd killed during an up: clear failure, rerun converges, no half-written file"
   "rotation to a webhook answering 404 no_service fails the up and the old one keeps delivering; set back, retried, then a good one posts the test message"
@@ -409,6 +409,13 @@ s8_fleet() {
   expect_eq "start messages from the fleet" "${starts}" 3
   export_state 08-export "${FLEET_STACK}"
   e2e_pulumi 08-preview preview --stack "${FLEET_STACK}" --expect-no-changes || { e2e_show_log 08-preview; fail "fleet preview not empty"; }
+  # Issue 41: one host's entry deleted from hostguard:hosts; the up uninstalls it, the others keep theirs.
+  e2e_pulumi 08-remove-h4 config rm --stack "${FLEET_STACK}" --path 'hostguard:hosts[2]' || { e2e_show_log 08-remove-h4; fail "config rm hosts[2]"; }
+  up 08-up-removed "${FLEET_STACK}"
+  assert_snapshot_restored h4
+  assert_installed h2
+  assert_installed h3
+  e2e_pulumi 08-preview-removed preview --stack "${FLEET_STACK}" --expect-no-changes || { e2e_show_log 08-preview-removed; fail "preview after the removal not empty"; }
   e2e_pulumi 08-destroy destroy --stack "${FLEET_STACK}" --yes || { e2e_show_log 08-destroy; fail "fleet destroy failed"; }
   for name in h2 h3 h4; do
     assert_snapshot_restored "${name}"
