@@ -4,8 +4,8 @@
 # come up in parallel before any timing, one stack of the repository's own
 # program (a temp copy, file:// backend, test/e2e/lib/stack.sh) lists them,
 # then a first `pulumi up` and a second, no-op `up` are timed. SSH sessions
-# are the `Accepted publickey` lines added to each host's /var/log/auth.log
-# (the harness's sshd logs there). Ratios: first up of N hosts against the
+# are the `Accepted publickey` lines added to each host's journal
+# (host_sshd_log: the harness's sshd logs there, as on Debian 12). Ratios: first up of N hosts against the
 # first up of 1 host, no-op up against the first up of the same fleet.
 # When the engine cannot deploy @pulumi/command here the rows say why and
 # the benchmark goes on. Sourced by run.sh after ban.bash (receiver helpers).
@@ -61,7 +61,7 @@ bench_deploy_hosts_down() {
 bench_ssh_sessions() {
   local prefix="$1" count="$2" i n total=0
   for ((i = 1; i <= count; i++)); do
-    n="$(host_exec "${prefix}${i}" grep -c 'Accepted publickey' /var/log/auth.log || true)"
+    n="$(host_sshd_log "${prefix}${i}" | grep -c 'Accepted publickey' || true)"
     total=$((total + ${n:-0}))
   done
   printf '%s\n' "${total}"

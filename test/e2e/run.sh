@@ -16,7 +16,8 @@
 # lib/quickstart.sh), then 18 (no host: an up killed after its first EC2
 # change, cancel, destroy, on both EC2 paths against moto, and a host removed
 # from an adopting stack: lib/ec2-killed.sh);
-# each is timed and
+# then 20 (Debian 12 as its packages leave it: the stock sshd jail on the
+# journal, a ban in each jail, a stack of its own); each is timed and
 # asserted on the hosts or the receiver. Prints a summary; exits 1 if any
 # scenario failed. When this machine cannot deploy (no root, no engine, no
 # command plugin 1.2.1) it prints a loud NOT RUN banner and exits 0.
@@ -73,6 +74,7 @@ E2E_TITLES=(
   [19]="appProperties emptied and nginxServerConf moved in one up: old edits out, old files as before, the host as a fresh install of the new settings"
   [17]="the README's Quick start as written, on a host reached as admin with sudo; then its Verify, Rotate and Uninstall"
   [18]="AWS against moto, no host: a first up killed after its first EC2 change, then cancel and destroy (no up between), on the adopt and create paths: every original rule and group back; one adopted host of two removed: a warning, not a refusal"
+  [20]="Debian 12 as its packages leave it (no auth.log, fail2ban not started): up starts fail2ban, hostguard's jail bans a scanner, the stock sshd jail bans password guesses from the journal; destroy leaves /etc/fail2ban byte for byte"
 )
 
 MINUTE=0
@@ -140,7 +142,7 @@ times_of() {
 }
 
 ssh_logins() {
-  host_exec "$1" grep -c 'Accepted publickey' /var/log/auth.log || true
+  host_sshd_log "$1" | grep -c 'Accepted publickey' || true
 }
 
 # Only the given `op name` lines among the preview's steps that change something.
@@ -597,10 +599,13 @@ s12_heartbeat() {
 # the deny rule answers. With fail2ban back, the next up installs the jail;
 # destroy leaves the host as before the first up.
 s14_missing_program() {
-  local name=h14 stack=nofail2ban log=14-up-no-fail2ban f2b_before path i
+  local name=h14 stack=nofail2ban log=14-up-no-fail2ban f2b_before path
   host_up "${name}" 14
   e2e_host_prepare "${name}"
-  host_exec "${name}" timeout 30 service fail2ban stop >/dev/null 2>&1 3>&- || fail "${name}: fail2ban stop"
+  # Debian 12's stock fail2ban did not start (no auth.log); stopped in case it did.
+  if host_exec "${name}" fail2ban-client ping >/dev/null 2>&1; then
+    host_exec "${name}" timeout 30 service fail2ban stop >/dev/null 2>&1 3>&- || fail "${name}: fail2ban stop"
+  fi
   host_hide_package "${name}" fail2ban
   host_exec "${name}" test ! -e /usr/bin/fail2ban-client || fail "${name}: fail2ban-client still there"
   host_snapshot "${name}" >"${E2E_WORK}/${name}.before"
@@ -625,19 +630,107 @@ s14_missing_program() {
     host_exec "${name}" test -f "${path}" || fail "${name}: ${path} (a part with its programs) not installed"
   done
   assert_deny "${name}"
-  # fail2ban installed again: the next up adds the jail.
+  # fail2ban installed again (not running: Debian 12's stock sshd jail has no
+  # auth.log): the next up adds the jail and starts fail2ban.
   host_unhide_package "${name}"
-  host_exec "${name}" timeout 30 service fail2ban start >/dev/null 2>&1 3>&- || fail "${name}: fail2ban start"
-  for ((i = 0; i < 100; i++)); do
-    host_exec "${name}" fail2ban-client ping >/dev/null 2>&1 && break
-    sleep 0.1
-  done
   up 14-up-fail2ban-back "${stack}"
   assert_installed "${name}"
   assert_jail "${name}"
   e2e_pulumi 14-destroy destroy --stack "${stack}" --yes || { e2e_show_log 14-destroy; fail "destroy failed"; }
   assert_snapshot_restored "${name}"
   host_down "${name}"
+}
+
+# --- scenario 20: Debian 12 as its packages leave it ---------------------------------
+
+# The sshd jail's banned addresses on host NAME.
+sshd_banned() {
+  host_exec "$1" fail2ban-client status sshd 2>/dev/null | sed -n 's/^.*Banned IP list:[[:space:]]*//p'
+}
+
+# One SSH password guess from client NAME at ADDR, as a bot makes it: an
+# invalid user, one wrong password (through SSH_ASKPASS: no terminal).
+ssh_guess() {
+  local name="$1" addr="$2" askpass="${E2E_WORK}/askpass"
+  [[ -x "${askpass}" ]] || printf '#!/bin/sh\necho wrong-password\n' | install -m 0700 /dev/stdin "${askpass}"
+  client_exec "${name}" env -i PATH="${PATH}" SSH_ASKPASS="${askpass}" SSH_ASKPASS_REQUIRE=force DISPLAY=none \
+    ssh -F /dev/null -o BatchMode=no -o PreferredAuthentications=password -o PubkeyAuthentication=no \
+    -o NumberOfPasswordPrompts=1 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+    -o ConnectTimeout=5 -o LogLevel=ERROR "guess@${addr}" true </dev/null >/dev/null 2>&1 || true
+}
+
+# Issue 40: a host as Debian 12's packages leave it (test/e2e/lib/README.md):
+# no rsyslog, so no /var/log/auth.log, and fail2ban's stock sshd jail on
+# that file, so fail2ban does not start. The up installs every part (the
+# bantool part makes the stock sshd jail read the journal, recorded), and
+# starts fail2ban; hostguard's jail bans a scanner, the user's sshd jail
+# bans a client's password guesses read from the journal; destroy leaves
+# /etc/fail2ban byte for byte as before and the host as before the up.
+s20_stock_debian12() {
+  local name=h20 stack=stock addr scanner guesser since out f2b_before i code
+  host_up "${name}" 20
+  client_up c20 20
+  client_up c21 21
+  e2e_host_prepare "${name}"
+  addr="$(host_addr "${name}")"
+  scanner="$(client_addr c20)"
+  guesser="$(client_addr c21)"
+  host_exec "${name}" test ! -e /var/log/auth.log || fail "${name} has /var/log/auth.log"
+  if host_exec "${name}" fail2ban-client ping >/dev/null 2>&1; then
+    fail "${name}: fail2ban runs before the up (not Debian 12's stock configuration)"
+  fi
+  out="$(host_exec "${name}" fail2ban-client -t 2>&1)" && fail "${name}: fail2ban-client -t passes before the up"
+  grep -qF "Have not found any log file for sshd jail" <<<"${out}" || fail "${name}: fail2ban-client -t: ${out}"
+  host_snapshot "${name}" >"${E2E_WORK}/${name}.before"
+  f2b_before="$(host_snapshot "${name}" /etc/fail2ban)"
+  quiet_minute_for "${name}"
+  e2e_stack "${stack}" "  hostguard:banBanTime: ${BANTIME_S}s
+" "${name}:${MINUTE}"
+  since="$(date +%s.%N)"
+  up 20-up "${stack}"
+  e2e_log_has 20-up -F "placing /etc/fail2ban/jail.d/hostguard-sshd-journal.conf" "the up does not say it makes the sshd jail read the journal"
+  assert_installed "${name}"
+  assert_jail "${name}"
+  out="$(host_exec "${name}" fail2ban-client status sshd 2>&1)" || fail "${name}: no sshd jail: ${out}"
+  grep -qF "Journal matches:" <<<"${out}" || fail "${name}: the sshd jail does not read the journal: ${out}"
+  e2e_wait_message "${since}" 20 "^url1	Ban tool \(${JAIL}\) jail has started	#alerts$" >/dev/null
+
+  # hostguard's jail: a scanner's denied requests (the first a probe, as in scenario 3).
+  local failed_before
+  failed_before="$(jail_total_failed "${name}")"
+  for ((i = 1; i <= 10; i++)); do
+    code="$(client_curl c20 -o /dev/null -w '%{http_code}' "http://${addr}/.env?n=${i}" 2>/dev/null || true)"
+    expect_eq "request ${i} from c20" "${code}" 403
+    ((i > 1)) || wait_jail_counted "${name}" "${failed_before}"
+  done
+  e2e_wait_message "${since}" 30 "^url1	Ban Alert\(${JAIL}\)\\\\n Banned IP: \*${scanner//./\\.}\*" >/dev/null
+  expect_eq "c20 while banned" "$(client_curl c20 -o /dev/null -w '%{http_code}' "http://${addr}/" 2>/dev/null || true)" 000
+
+  # The user's own sshd jail: password guesses, read from the journal.
+  for ((i = 1; i <= 10; i++)); do
+    [[ " $(sshd_banned "${name}") " == *" ${guesser} "* ]] && break
+    ssh_guess c21 "${addr}"
+  done
+  for ((i = 0; i < 40; i++)); do
+    [[ " $(sshd_banned "${name}") " == *" ${guesser} "* ]] && break
+    sleep 0.5
+  done
+  [[ " $(sshd_banned "${name}") " == *" ${guesser} "* ]] ||
+    fail "${name}: ${guesser} not banned by the sshd jail: $(host_exec "${name}" fail2ban-client status sshd); sshd: $(host_sshd_log "${name}" | tail -n 8)"
+  host_sshd_log "${name}" | grep -q "Failed password for invalid user guess from ${guesser//./\.} " ||
+    fail "${name}: no failed password of ${guesser} in sshd's journal"
+  if client_exec c21 timeout 5 bash -c "exec 3<>/dev/tcp/${addr}/22" 2>/dev/null; then
+    fail "${name}: c21 still reaches sshd after its ban"
+  fi
+  expect_eq "ssh from the root namespace while c21 is banned" "$(host_ssh "${name}" id -u)" 0
+
+  e2e_pulumi 20-destroy destroy --stack "${stack}" --yes || { e2e_show_log 20-destroy; fail "destroy failed"; }
+  e2e_log_has 20-destroy -F "fail2ban not reloaded" "destroy does not say the stock configuration fails fail2ban's test again"
+  expect_eq "${name}: /etc/fail2ban after destroy" "$(host_snapshot "${name}" /etc/fail2ban)" "${f2b_before}"
+  assert_snapshot_restored "${name}"
+  host_down "${name}"
+  client_down c20
+  client_down c21
 }
 
 # --- scenario 15: a host behind a trusted proxy ------------------------------------
@@ -1033,6 +1126,7 @@ main() {
   scenario 16 s16_fleet_ssm
   scenario 17 qs_scenario
   scenario 18 ek_scenario
+  scenario 20 s20_stock_debian12
   e2e_summary
 }
 

@@ -3,9 +3,11 @@
 # host's network namespace, in fresh mount and PID namespaces). Gives the host
 # its own filesystem view without touching the machine's own files: overlays
 # over /etc, /var, /usr/local, /opt and /srv (writes land in HOST_DIR), fresh /root,
-# /var/log, /var/lib/fail2ban, /run and /tmp. Then writes the host's own admin
-# config (sshd drop-in, host key, authorized key, fail2ban jail.d), prints
-# "ready" and stays as the reaper of the host's daemons until killed.
+# /var/log, /var/lib/fail2ban, /dev, /run and /tmp. Starts systemd-journald (as
+# systemd would: /dev/log is its socket), writes the host's own admin config
+# (sshd drop-in, host key, authorized key), prints "ready" and stays as the
+# reaper of the host's daemons until killed. Packages' configuration is left
+# as they install it (test/e2e/lib/README.md lists what a host adds and why).
 #
 # With ROOT (a host of another OS, see os-root.sh), that root is the host's
 # whole filesystem instead: an overlay of it (writes land in HOST_DIR) becomes
@@ -74,14 +76,53 @@ make_root_home() {
   authorize_key "${key_text}"
 }
 
+# A fresh /var/log holding what the packages' installs made there: nginx's
+# logs (nginx-common's postinst) and the persistent journal's directory
+# (package systemd). No auth.log: Debian 12 has no rsyslog.
 make_var_log() {
   local host_dir="$1"
   fresh_bind "${host_dir}/varlog" /var/log 0755
   install -d -m 0755 -o root -g adm /var/log/nginx
   install -m 0640 -o www-data -g adm /dev/null /var/log/nginx/access.log
   install -m 0640 -o www-data -g adm /dev/null /var/log/nginx/error.log
-  install -m 0640 -o root -g adm /dev/null /var/log/auth.log
+  install -d -m 2755 -o root -g systemd-journal /var/log/journal
   fresh_bind "${host_dir}/f2bdb" /var/lib/fail2ban 0755
+}
+
+# A private /dev: the machine's basic devices, its own ptys, and /dev/log,
+# the journal's syslog socket (as systemd links it), which the machine's /dev
+# must not get.
+make_dev() {
+  local dev="$1/dev" node
+  mkdir -p "${dev}"
+  mount -t tmpfs -o mode=0755,nosuid tmpfs "${dev}"
+  for node in null zero full random urandom tty; do
+    : >"${dev}/${node}"
+    mount --bind "/dev/${node}" "${dev}/${node}"
+  done
+  mkdir "${dev}/pts" "${dev}/shm"
+  mount -t devpts -o newinstance,ptmxmode=0666,mode=0620,gid=5 devpts "${dev}/pts"
+  mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "${dev}/shm"
+  ln -s pts/ptmx "${dev}/ptmx"
+  ln -s /proc/self/fd "${dev}/fd"
+  ln -s /proc/self/fd/0 "${dev}/stdin"
+  ln -s /proc/self/fd/1 "${dev}/stdout"
+  ln -s /proc/self/fd/2 "${dev}/stderr"
+  ln -s /run/systemd/journal/dev-log "${dev}/log"
+  mount --move "${dev}" /dev
+}
+
+# systemd-journald as systemd starts it (it makes its own sockets when none
+# are passed). Its journal stays in /run/log/journal (no
+# systemd-journal-flush here); fail2ban and journalctl read both places.
+start_journal() {
+  local i
+  /lib/systemd/systemd-journald </dev/null >/dev/null 2>&1 &
+  for ((i = 0; i < 100; i++)); do
+    [[ -S /run/systemd/journal/dev-log ]] && break
+    sleep 0.05
+  done
+  [[ -S /run/systemd/journal/dev-log ]] || die "systemd-journald did not start"
 }
 
 make_volatile() {
@@ -91,32 +132,26 @@ make_volatile() {
   mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /tmp
 }
 
-# What a real host's admin would have set: sshd for key-only root login on
-# the host's address, and no sshd jail (there is no syslog/journal here).
+# What a real host's admin would have set: root login with the run's key on
+# the host's address.
 write_admin_config() {
   local addr="$1"
   rm -f /etc/ssh/ssh_host_ed25519_key /etc/ssh/ssh_host_ed25519_key.pub
   ssh-keygen -q -t ed25519 -N '' -C "hostguard-test-host" \
     -f /etc/ssh/ssh_host_ed25519_key
   cat >/etc/ssh/sshd_config.d/00-hostguard-test-host.conf <<EOF
-# Disposable test host (test/e2e/lib): key-only root login on the host address.
+# Disposable test host (test/e2e/lib): root login with a key on the host
+# address; no PAM (no logind here); see test/e2e/lib/README.md.
 ListenAddress ${addr}
 HostKey /etc/ssh/ssh_host_ed25519_key
 PermitRootLogin prohibit-password
 PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
 UsePAM no
 StrictModes yes
 AuthorizedKeysFile .ssh/authorized_keys
 PidFile /run/sshd.pid
 MaxStartups 200
 MaxSessions 100
-EOF
-  cat >/etc/fail2ban/jail.d/00-test-host.local <<'EOF'
-# Disposable test host: sshd logs to a file without syslog dates; no sshd jail.
-[sshd]
-enabled = false
 EOF
 }
 
@@ -153,8 +188,10 @@ main() {
     done
     make_root_home "${host_dir}" "${key_text}"
     make_var_log "${host_dir}"
+    make_dev "${host_dir}"
   fi
   make_volatile
+  [[ -n "${root}" ]] || start_journal
   write_admin_config "${addr}"
   set_hostname "${name}" "${addr}"
   cd /
