@@ -180,8 +180,12 @@ main() {
     enter_root "${host_dir}" "${root}"
     authorize_key "${key_text}"
   else
-    # /sys as seen from this network namespace (ip, ss and nginx read it).
+    # /sys as seen from this network namespace (ip, ss and nginx read it),
+    # with the machine's cgroup tree kept under it (journald needs its cgroup root).
+    mkdir -p "${host_dir}/cgroup"
+    mount --rbind /sys/fs/cgroup "${host_dir}/cgroup"
     mount -t sysfs sysfs /sys
+    mount --move "${host_dir}/cgroup" /sys/fs/cgroup
     for dir in "${OVERLAID[@]}"; do
       [[ -d "/${dir}" ]] || continue
       mount_overlay "${host_dir}" "${dir}"
