@@ -127,38 +127,42 @@ webhook_command() {
   printf '%s' "${cmd//\/usr\/local\/lib\/hostguard\//${ROOT}/usr/local/lib/hostguard/}"
 }
 
-@test "verifyWebhook: the deploy's webhook command posts the test message; transient warns, 404 no_service fails naming it" {
+@test "verifyWebhook: the deploy's webhook command posts the test message; a new webhook refused or not delivered keeps the old one" {
   load helpers/install
   receiver_start
   hg_make_payload "notifyCaFile=${RECEIVER_CA}" notifyMaxTime=3 notifyAttempts=1 notifyBudget=10
   hg_make_root
   hg_install install --part base >/dev/null
-  local cmd
+  local cmd kept
   cmd="$(webhook_command)"
-  [[ "${cmd}" == *"/install set-webhook || exit \$?"* ]]
-  # Delivered: exit 0, the SPEC's connectivity test message arrives.
+  [[ "${cmd}" == *"/install set-webhook --verify"* ]]
+  # Delivered: exit 0, the SPEC's connectivity test message arrives, the webhook is in place.
   run env HOSTGUARD_ROOT="${ROOT}" sh -c "${cmd}" <<<"url = \"${RECEIVER_URL}\""
   echo "${output}"
   [[ "${status}" -eq 0 ]]
   [[ "${output}" == *"hostguard: connectivity test delivered"* ]]
   receiver_wait_count 1
   [[ "$(receiver_texts)" == "[Server Alert] \\nConnectivity test from $(hostname): webhook OK" ]]
-  # Transient (500): exit 0, the marker the program turns into a warning.
+  kept="$(cat "${ROOT}/etc/hostguard/webhook.curlrc")"
+  [[ "${kept}" == *"${RECEIVER_URL}"* ]]
+  # A new webhook not delivered for now (500): exit 75, the old one stays in place.
   receiver_mode status500
-  run env HOSTGUARD_ROOT="${ROOT}" sh -c "${cmd}" <<<"url = \"${RECEIVER_URL}\""
+  run env HOSTGUARD_ROOT="${ROOT}" sh -c "${cmd}" <<<"url = \"${RECEIVER_URL}/new\""
   echo "${output}"
-  [[ "${status}" -eq 0 ]]
-  [[ "${output}" == *"hostguard: connectivity test not delivered (transient failure)"* ]]
+  [[ "${status}" -eq 75 ]]
+  [[ "${output}" == *"the host keeps the webhook it had"* ]]
+  [[ "$(cat "${ROOT}/etc/hostguard/webhook.curlrc")" == "${kept}" ]]
   # Refused for good (a revoked webhook: 404 no_service): the command fails,
-  # and its output, which the resource's error shows, names the status and
-  # the service's error text.
+  # its output (which the resource's error shows) names the status and the
+  # service's error text, and the old webhook stays.
   receiver_mode status 404 no_service
-  run env HOSTGUARD_ROOT="${ROOT}" sh -c "${cmd}" <<<"url = \"${RECEIVER_URL}\""
+  run env HOSTGUARD_ROOT="${ROOT}" sh -c "${cmd}" <<<"url = \"${RECEIVER_URL}/new\""
   echo "${output}"
   [[ "${status}" -ne 0 && "${status}" -ne 75 ]]
   [[ "${output}" == *"404"*"no_service"* ]]
-  [[ "${output}" == *"hostguard: the webhook was refused (hostguard-notify --test exit ${status})"* ]]
-  [[ "$(receiver_count)" -eq 1 ]]
-  # Neither output shows the URL.
+  [[ "${output}" == *"the new webhook was refused (hostguard-notify --test exit"* ]]
+  [[ "$(cat "${ROOT}/etc/hostguard/webhook.curlrc")" == "${kept}" ]]
+  # No candidate left behind; neither output shows the URL.
+  [[ -z "$(find "${ROOT}/etc/hostguard" -name '*webhook*' ! -name webhook.curlrc)" ]]
   [[ "${output}" != *"${RECEIVER_SENTINEL}"* ]]
 }
