@@ -45,7 +45,9 @@ export function ssmClient(region: string, profile?: string): { send(command: unk
     });
 }
 
-const DONE = new Set(["Success", "Failed", "Cancelled", "TimedOut", "Undeliverable", "Terminated", "InvalidPlatform", "AccessDenied"]);
+/** The status of an instance SSM refused as a target (InvalidInstanceId): no command reached it. */
+const NOT_MANAGED = "NotManaged: SSM refused it as a target, its agent not running or not registered or no instance profile";
+const DONE = new Set([NOT_MANAGED, "Success", "Failed", "Cancelled", "TimedOut", "Undeliverable", "Terminated", "InvalidPlatform", "AccessDenied"]);
 
 /**
  * Runs UNINSTALL_COMMAND on every tagged instance and waits for their
@@ -59,14 +61,35 @@ export async function uninstallFleet(s: FleetUninstallState, pollMs = 5000): Pro
     const { SendCommandCommand, GetCommandInvocationCommand } = require("@aws-sdk/client-ssm");
     const ssm = ssmClient(s.region, s.profile);
     const commands: Array<{ commandId: string; ids: string[] }> = [];
-    for (let i = 0; i < ids.length; i += 50) {
-        const chunk = ids.slice(i, i + 50);
+    const send = async (chunk: string[]) => {
         const out = await ssm.send(new SendCommandCommand({
             DocumentName: "AWS-RunShellScript", InstanceIds: chunk, TimeoutSeconds: Math.max(30, s.waitSeconds),
             Parameters: { commands: [UNINSTALL_COMMAND] }, MaxConcurrency: "100%", MaxErrors: "100%",
             Comment: `hostguard: pulumi destroy of ${s.tagKey}=${s.tagValue}`.slice(0, 100),
         }));
         commands.push({ commandId: out.Command.CommandId, ids: chunk });
+    };
+    for (let i = 0; i < ids.length; i += 50) {
+        const chunk = ids.slice(i, i + 50);
+        try {
+            await send(chunk);
+        } catch (e) {
+            // SSM refuses the whole call when one instance is not a managed node (no agent, not registered, no
+            // profile): each instance alone, so the others are still uninstalled and the refused ones are named.
+            if (!ec2.hasCode(e, ["InvalidInstanceId"])) {
+                throw e;
+            }
+            for (const id of chunk) {
+                try {
+                    await send([id]);
+                } catch (one) {
+                    if (!ec2.hasCode(one, ["InvalidInstanceId"])) {
+                        throw one;
+                    }
+                    status[id] = NOT_MANAGED;
+                }
+            }
+        }
     }
     for (;;) {
         for (const c of commands) {

@@ -8,6 +8,8 @@
 // instance that did not answer is shown through unreachedRefusal; the run
 // on real hosts is scenario 16's destroy (test/e2e/lib/fleet.sh).
 import assert from "node:assert/strict";
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { CreateTagsCommand, StopInstancesCommand } from "@aws-sdk/client-ec2";
 import { ListCommandsCommand } from "@aws-sdk/client-ssm";
@@ -79,5 +81,53 @@ describe("fleet destroy uninstalls (delivery ssm)", () => {
         await account.terminate(gone);
         const status = await uninstallFleet(s, 100);
         assert.deepEqual(Object.keys(status), [stopped], "a stopped instance is a target (it keeps the payload), a terminated one is not");
+    });
+
+    it("an instance SSM does not manage (no agent, not registered) is named; the other instances of its call are still uninstalled", async () => {
+        // SSM refuses a whole SendCommand naming one instance it does not manage (InvalidInstanceId,
+        // "Instances [[i-...]] not in a valid state"); moto runs no agent, so a proxy in front of it answers that.
+        const tag = fleetNames("shop", "unmanaged").tagValue;
+        const good = await launch(tag);
+        const unmanaged = await launch(tag);
+        const sent: string[][] = [];
+        const proxy = http.createServer(async (req, res) => {
+            const chunks: Buffer[] = [];
+            for await (const c of req) {
+                chunks.push(c as Buffer);
+            }
+            const body = Buffer.concat(chunks);
+            if (String(req.headers["x-amz-target"]) === "AmazonSSM.SendCommand") {
+                const ids: string[] = JSON.parse(body.toString("utf8")).InstanceIds ?? [];
+                sent.push(ids);
+                if (ids.includes(unmanaged)) {
+                    res.writeHead(400, { "content-type": "application/x-amz-json-1.1" })
+                        .end(JSON.stringify({ __type: "InvalidInstanceId", message: `Instances [[${unmanaged}]] not in a valid state for account 123456789012` }));
+                    return;
+                }
+            }
+            const headers: Record<string, string> = {};
+            for (const [k, v] of Object.entries(req.headers)) {
+                if (typeof v === "string" && !["host", "content-length", "connection"].includes(k)) {
+                    headers[k] = v;
+                }
+            }
+            const up = await fetch(`${moto.endpoint}${req.url}`, { method: req.method, headers, ...(body.length > 0 ? { body } : {}) });
+            res.writeHead(up.status, { "content-type": up.headers.get("content-type") ?? "application/x-amz-json-1.1" }).end(Buffer.from(await up.arrayBuffer()));
+        });
+        await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", () => r()));
+        process.env.AWS_ENDPOINT_URL_SSM = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+        try {
+            const status = await uninstallFleet(state(tag), 100);
+            assert.equal(status[good], "Success", "the managed instance of the same call is uninstalled");
+            assert.match(status[unmanaged], /^NotManaged/);
+            assert.ok(sent.some((ids) => ids.length === 1 && ids[0] === good), JSON.stringify(sent));
+            const err = await (fleetUninstallProvider as Required<typeof fleetUninstallProvider>).delete("fleet-uninstall/shop/unmanaged", state(tag)).then(() => undefined, (e: Error) => e);
+            assert.match(String(err?.message), new RegExp(`not uninstalled from 1 instance\\(s\\) tagged hostguard-stack=shop/unmanaged within 30 s: ${unmanaged} \\(NotManaged[^)]*\\)\\. `));
+            assert.match(String(err?.message), /take its tag hostguard-stack off/);
+        } finally {
+            delete process.env.AWS_ENDPOINT_URL_SSM;
+            proxy.closeAllConnections();
+            await new Promise<void>((r) => proxy.close(() => r()));
+        }
     });
 });
