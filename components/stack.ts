@@ -112,6 +112,23 @@ export function refuseFleetAwsSettings(awsConfig: { get(key: string): string | u
 }
 
 /**
+ * delivery ssm: the fleet's whole-host check (fleetExposure.ts) and destroy's
+ * uninstall (fleetUninstall.ts) call EC2 and SSM through the SDK's chain
+ * (aws:region and aws:profile) too. A setting of UNREAD_AWS_SETTINGS that
+ * picks another account or identity is refused as on the EC2 paths: unread,
+ * the uninstall would look for the tagged instances in another account, find
+ * none, and let the stack go while the instances keep posting. (Dual-stack
+ * names reach the same service and account: not refused.)
+ */
+export function refuseFleetUnreadAwsSettings(awsConfig: { get(key: string): string | undefined }): void {
+    const key = Object.keys(UNREAD_AWS_SETTINGS).filter((k) => k !== "useDualstackEndpoint").find((k) => Boolean(awsConfig.get(k)) && awsConfig.get(k) !== "false");
+    if (key !== undefined) {
+        throw new Error(`aws:${key} is set, but hostguard's calls for the fleet (the whole-host check of the tagged instances, destroy's uninstall through `
+            + `Run Command) do not read it: ${UNREAD_AWS_SETTINGS[key]}, then remove aws:${key}`);
+    }
+}
+
+/**
  * Refused rather than ignored when the dynamic resources call EC2 (an
  * adopted group, or a hosts[].instanceId): the EC2 calls would run as another
  * identity, account or endpoint than the rest of the stack.
@@ -163,6 +180,7 @@ export function buildStack(config: HostguardConfig, payload?: PayloadFile[]): St
         // hold to, is refused here, before any resource exists.
         fleetNames(pulumi.getProject(), pulumi.getStack());
         refuseFleetAwsSettings(new pulumi.Config("aws"));
+        refuseFleetUnreadAwsSettings(new pulumi.Config("aws"));
         // The provider's region setting, else the SDK's own environment variable (the fleet's check reads EC2 there).
         fleetRegion = new pulumi.Config("aws").get("region") || process.env.AWS_REGION;
         if (!fleetRegion) {

@@ -303,6 +303,25 @@ describe("delivery ssm: aws:* settings that change the endpoint", () => {
         const { out } = await build(FLEET, { region: "eu-west-1", useFipsEndpoint: "false", useDualstackEndpoint: "true" });
         assert.ok(out.fleet, "false is no FIPS; dual-stack names reach the same service, which @pulumi/aws reads itself");
     });
+    it("aws:assumeRole and every setting that picks another account or identity are refused: the fleet's check and destroy's uninstall call EC2 and SSM through the SDK's chain", async () => {
+        // Unread, destroy's Run Command would look for the tagged instances in the credentials' own account, find none
+        // there, and let the association and the role go while every instance keeps posting (issue 41 item 6).
+        const keys = {
+            assumeRole: '{"roleArn":"arn:aws:iam::123456789012:role/x"}', assumeRoles: '[{"roleArn":"arn:aws:iam::123456789012:role/x"}]',
+            assumeRoleWithWebIdentity: '{"roleArn":"arn:aws:iam::123456789012:role/x"}', accessKey: "AKIAEXAMPLE", secretKey: "x", token: "t",
+            sharedConfigFiles: '["/x"]', sharedCredentialsFiles: '["/x"]', allowedAccountIds: '["123456789012"]', forbiddenAccountIds: '["210987654321"]',
+        };
+        for (const [key, value] of Object.entries(keys)) {
+            await assert.rejects(build(FLEET, { region: "eu-west-1", [key]: value }),
+                (e: Error) => new RegExp(`^aws:${key} is set, but hostguard's calls for the fleet .* do not read it: .*then remove aws:${key}$`).test(e.message), key);
+            assert.deepEqual(recorded, [], `${key}: nothing registered`);
+            // setAllConfig adds to what earlier builds set: "" stands for "not set".
+            pulumi.runtime.setAllConfig({ [`aws:${key}`]: "" });
+        }
+        const { out } = await build(FLEET, { region: "eu-west-1", profile: "prod-admin" });
+        assert.ok(out.fleet, "aws:profile is read by every call");
+        pulumi.runtime.setAllConfig({ "aws:profile": "" });
+    });
     it("AWS_USE_FIPS_ENDPOINT in the environment, which @pulumi/aws reads the same way, is refused too", () => {
         const none = { get: (): undefined => undefined };
         assert.throws(() => refuseFleetAwsSettings(none, { AWS_USE_FIPS_ENDPOINT: "TRUE" }), /^Error: AWS_USE_FIPS_ENDPOINT=true is set .* then unset it$/);
