@@ -96,7 +96,11 @@ export interface FleetSettings {
     runsExpireDays: number;
 }
 
-export const DEFAULT_FLEET: FleetSettings = { schedule: "rate(30 minutes)", maxConcurrency: "10%", maxErrors: "0", runsExpireDays: 30 };
+/** The fleet's defaults: the values of components/settings.ts's fleet rows. */
+export const DEFAULT_FLEET: FleetSettings = {
+    schedule: stackDefault<string>("fleetSchedule"), maxConcurrency: stackDefault<string>("fleetMaxConcurrency"),
+    maxErrors: stackDefault<string>("fleetMaxErrors"), runsExpireDays: stackDefault<number>("fleetRunsExpireDays"),
+};
 
 export const DEFAULT_SSH_USER = stackDefault<string>("sshUser");
 /**
@@ -224,7 +228,7 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
                     + `remove ${NAMESPACE}:${key}, or set ${NAMESPACE}:delivery ssh`);
             }
         }
-        if (!bool(raw, "aws", true)) {
+        if (!bool(raw, "aws", stackDefault<boolean>("aws"))) {
             throw new ConfigError("aws", `must be true with ${NAMESPACE}:delivery ssm (the bucket, parameter, role and association are AWS resources)`);
         }
         // The fleet's group is the created one, named by its launch template: an adopted group's instances
@@ -263,7 +267,7 @@ export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): Host
         whole: (c) => `must be a private network, not ${c}`, wide: "must be private networks (they may reach port 8080)",
         privateOnly: !privateCidrsAllowPublic,
     });
-    const adminCidrs = addressList(raw, "adminCidrs", [], warnings, {
+    const adminCidrs = addressList(raw, "adminCidrs", [...stackDefault<readonly string[]>("adminCidrs")], warnings, {
         whole: (c) => `opens SSH to the whole internet (${c}); list admin networks or use hostguard:bastion`,
         wide: "open SSH to too much of the internet; list admin networks or use hostguard:bastion",
     });
@@ -424,7 +428,7 @@ function destination(raw: RawConfig, hasWebhookUrl: boolean, hasRoutingKey: bool
 }
 
 function deliveryOf(raw: RawConfig): "ssh" | "ssm" {
-    return text(raw, "delivery") === "ssm" ? "ssm" : "ssh";
+    return (text(raw, "delivery") ?? stackDefault<"ssh" | "ssm">("delivery")) as "ssh" | "ssm";
 }
 
 function fleetSettings(raw: RawConfig, delivery: "ssh" | "ssm"): FleetSettings | undefined {
@@ -741,7 +745,7 @@ function overlapWarnings(key: string, list: readonly string[]): string[] {
 /** A list of AWS ids by the row's rule. */
 function idList(raw: RawConfig, key: "sharedSecurityGroupInstances" | "keepSecurityGroupIds"): string[] {
     const rule = stackKeyRow(key).rule!;
-    return stringList(raw, key, []).map((v, i) => matches(`${key}[${i}]`, v, rule));
+    return stringList(raw, key, [...stackDefault<readonly string[]>(key)]).map((v, i) => matches(`${key}[${i}]`, v, rule));
 }
 
 function scalar(raw: RawConfig, key: string): unknown {

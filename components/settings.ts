@@ -237,23 +237,23 @@ export const STACK_KEYS = [
         doc: "a dead man's switch (a healthchecks-style ping URL) requested after each monitor run that completed and left nothing undelivered; kept like the webhook (`/etc/hostguard/heartbeat.curlrc`, 0600)",
     },
     {
-        key: "delivery", type: "text", rule: "delivery", default: "`ssh`",
+        key: "delivery", type: "text", rule: "delivery", value: "ssh",
         doc: "`ssh`: each host of `hosts` is reached over SSH from where `pulumi up` runs; `ssm`: no `hosts`, a fleet found by the tag `hostguard-stack` gets the payload from S3 through Systems Manager State Manager (docs/fleets.md)",
     },
     {
-        key: "fleetSchedule", type: "text", rule: "fleetSchedule", default: "`rate(30 minutes)`",
+        key: "fleetSchedule", type: "text", rule: "fleetSchedule", value: "rate(30 minutes)",
         doc: "(`delivery: ssm`) how often State Manager applies the payload to every tagged instance: `rate(N minutes|hours|days)` (N at least 30 for minutes) or `cron(...)`; a new instance gets it when it joins",
     },
     {
-        key: "fleetMaxConcurrency", type: "text", rule: "fleetMaxConcurrency", default: "`10%`",
+        key: "fleetMaxConcurrency", type: "text", rule: "fleetMaxConcurrency", value: "10%",
         doc: "(`delivery: ssm`) instances that run at once: a number 1-9999 or a percentage 1%-100%",
     },
     {
-        key: "fleetMaxErrors", type: "text", rule: "fleetMaxErrors", default: "`0`",
+        key: "fleetMaxErrors", type: "text", rule: "fleetMaxErrors", value: "0",
         doc: "(`delivery: ssm`) failed instances after which a run stops sending to more: a number 0-9999 or a percentage 0%-100%",
     },
     {
-        key: "fleetRunsExpireDays", type: "integer", min: 1, max: 3650, default: "`30`",
+        key: "fleetRunsExpireDays", type: "integer", min: 1, max: 3650, value: 30,
         doc: "(`delivery: ssm`) days after which the bucket's lifecycle rule deletes a run's output under `runs/` (every host writes two objects per run)",
     },
     {

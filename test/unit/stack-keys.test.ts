@@ -387,8 +387,13 @@ describe("the stack-key defaults: one typed table (issue 33, item 6)", () => {
             sshUser: c.hosts[0].user, insecureAcceptAnyHostKey: c.insecureAcceptAnyHostKey, pagerdutyRegion: c.pagerdutyRegion, aws: c.aws,
             securityGroupDescription: DEFAULT_SECURITY_GROUP_DESCRIPTION, sharedSecurityGroupInstances: c.sharedSecurityGroupInstances,
             keepSecurityGroupIds: c.keepSecurityGroupIds, keepSecurityGroupsLimit: c.keepSecurityGroupsLimit, privateCidrs: c.privateCidrs,
-            privateCidrsAllowPublic: c.privateCidrsAllowPublic, adminCidrs: c.adminCidrs,
+            privateCidrsAllowPublic: c.privateCidrsAllowPublic, adminCidrs: c.adminCidrs, delivery: c.delivery,
         };
+        // The fleet's rows land in a stack of delivery ssm.
+        const fleet = validateConfig({ delivery: "ssm", vpcId: "vpc-0123456789abcdef0", webhookUrl: "https://hooks.example.test/x" }, { requireSecrets: false }).fleet!;
+        Object.assign(got, {
+            fleetSchedule: fleet.schedule, fleetMaxConcurrency: fleet.maxConcurrency, fleetMaxErrors: fleet.maxErrors, fleetRunsExpireDays: fleet.runsExpireDays,
+        });
         assert.deepEqual(Object.keys(got).sort(), rows.map((r) => r.key).sort(), "every row with a value is checked here");
         for (const r of rows) {
             assert.deepEqual(got[r.key], r.value, r.key);
