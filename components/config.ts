@@ -7,7 +7,8 @@ import { ChatFormatError, resolveChatFormat, type ChatFormat, type PagerdutyRegi
 import { addressKey, blockText, hostBitsFix, isCidr, isPrivateBlock, isWholeInternet, overlaps, parseBlock, PRIVATE_RANGES, widePublicReason } from "./cidr";
 import { hostKeyRefusal } from "./hostKey";
 import {
-    DEFAULT_SETTINGS, RULES, ruleRegExp, SETTING_KEYS, SettingError, settingWarnings, STACK_KEYS, stackDefault, stackKeyRow, validateSettings,
+    booleanOf, DEFAULT_SETTINGS, integerIn, RULES, ruleRegExp, SETTING_KEYS, SettingError, settingWarnings, STACK_KEYS, stackDefault, stackKeyRow,
+    stringList, structuredValue, validateSettings,
     type PayloadSettings, type RuleName, type StackKey, type StackKeyRow,
 } from "./settings";
 
@@ -96,13 +97,6 @@ export interface FleetSettings {
     runsExpireDays: number;
 }
 
-/** The fleet's defaults: the values of components/settings.ts's fleet rows. */
-export const DEFAULT_FLEET: FleetSettings = {
-    schedule: stackDefault<string>("fleetSchedule"), maxConcurrency: stackDefault<string>("fleetMaxConcurrency"),
-    maxErrors: stackDefault<string>("fleetMaxErrors"), runsExpireDays: stackDefault<number>("fleetRunsExpireDays"),
-};
-
-export const DEFAULT_SSH_USER = stackDefault<string>("sshUser");
 /**
  * Without a host key @pulumi/command accepts any server (InsecureIgnoreHostKey), so
  * anyone on the network path could pose as it and receive the webhook and every script.
@@ -202,148 +196,225 @@ function unknownKeyError(key: string): ConfigError {
  * Validates the raw config of the namespace (keys without the `hostguard:` prefix)
  * and returns typed settings with defaults applied. Throws ConfigError naming the key.
  * A secret's value never appears in a message. The rules are the rows of
- * components/settings.ts (SETTINGS and STACK_KEYS).
+ * components/settings.ts (SETTINGS and STACK_KEYS); the checks below run in this order.
  */
 export function validateConfig(raw: RawConfig, opts: ValidateOptions = {}): HostguardConfig {
-    const requireSecrets = opts.requireSecrets ?? true;
-    for (const key of Object.keys(raw)) {
-        if (!KNOWN_KEYS.includes(key)) {
-            throw unknownKeyError(key);
-        }
+    try {
+        return checkedConfig(raw, opts);
+    } catch (e) {
+        // The coercers of components/settings.ts name the key; here it gets the namespace.
+        throw e instanceof SettingError ? new ConfigError(e.key, e.reason) : e;
     }
+}
+
+function checkedConfig(raw: RawConfig, opts: ValidateOptions): HostguardConfig {
+    refuseUnknownKeys(raw);
     const warnings: string[] = [];
     const placeholders = placeholdersOf(raw);
-    plainSecrets(raw, opts.secretKeys, warnings);
+    warnings.push(...plainSecrets(raw, opts.secretKeys));
     const settings = settingsOf(raw);
     warnings.push(...settingWarnings(settings), ...overlapWarnings("banIgnoreIps", settings.banIgnoreIps),
         ...overlapWarnings("trustedProxies", settings.trustedProxies));
 
-    const sshUser = text(raw, "sshUser") ?? DEFAULT_SSH_USER;
+    const sshUser = textOrDefault(raw, "sshUser");
     const delivery = deliveryOf(raw);
     const fleet = fleetSettings(raw, delivery);
     if (delivery === "ssm") {
-        for (const key of ["hosts", "sshPrivateKey", "bastion", "bastionPrivateKey", "cronMinute"]) {
-            if (raw[key] !== undefined) {
-                throw new ConfigError(key, `is not used with ${NAMESPACE}:delivery ssm (State Manager finds the fleet by its tag hostguard-stack and reaches it without SSH): `
-                    + `remove ${NAMESPACE}:${key}, or set ${NAMESPACE}:delivery ssh`);
-            }
-        }
-        if (!bool(raw, "aws", stackDefault<boolean>("aws"))) {
-            throw new ConfigError("aws", `must be true with ${NAMESPACE}:delivery ssm (the bucket, parameter, role and association are AWS resources)`);
-        }
-        // The fleet's group is the created one, named by its launch template: an adopted group's instances
-        // must be hosts of the stack, which a fleet's are not (they come and go with no pulumi up).
-        for (const key of ["securityGroupId", "keepSecurityGroupIds", "sharedSecurityGroupInstances"]) {
-            if (raw[key] !== undefined) {
-                throw new ConfigError(key, `is not used with ${NAMESPACE}:delivery ssm: the fleet gets the group the stack creates in ${NAMESPACE}:vpcId `
-                    + "(the output securityGroupId, for its launch template), and preview checks every instance carrying the fleet's tag "
-                    + `(docs/fleets.md): remove ${NAMESPACE}:${key}`);
-            }
-        }
+        refuseSshKeysWithFleet(raw);
+        refuseFleetWithoutAws(stackBool(raw, "aws"));
+        refuseAdoptedGroupWithFleet(raw);
     }
     const hosts = delivery === "ssm" ? [] : hostList(raw, sshUser);
-    const minuteRow = stackKeyRow("cronMinute");
-    const cronMinute = raw.cronMinute === undefined ? undefined
-        : intValue("cronMinute", scalar(raw, "cronMinute"), minuteRow.min!, minuteRow.max!);
+    const cronMinute = stackInteger(raw, "cronMinute");
     const bastion = bastionSettings(raw, sshUser);
-    const insecureAcceptAnyHostKey = bool(raw, INSECURE_HOST_KEY_OPT_OUT, stackDefault<boolean>(INSECURE_HOST_KEY_OPT_OUT));
-    if (!insecureAcceptAnyHostKey) {
-        const missing = uncheckedHostKeys({ hosts, bastion })[0];
-        if (missing) {
-            throw new ConfigError(missing.key, `is required: ${HOST_KEY_HOWTO}`);
-        }
-    }
-    const useAws = bool(raw, "aws", stackDefault<boolean>("aws"));
-    if (!useAws) {
-        // Refused rather than ignored: without AWS nothing would attach a group, and a
-        // silently dropped instanceId would look like a hardened host that is not.
-        const i = hosts.findIndex((h) => h.instanceId !== undefined);
-        if (i >= 0) {
-            throw new ConfigError(`hosts[${i}].instanceId`, "is only used when hostguard:aws is true (it attaches the created security group); remove it");
-        }
-    }
-    const privateCidrsAllowPublic = bool(raw, "privateCidrsAllowPublic", stackDefault<boolean>("privateCidrsAllowPublic"));
-    const privateCidrs = addressList(raw, "privateCidrs", [...DEFAULT_PRIVATE_CIDRS], warnings, {
+    const insecureAcceptAnyHostKey = stackBool(raw, INSECURE_HOST_KEY_OPT_OUT);
+    refuseUncheckedHostKeys({ hosts, bastion, insecureAcceptAnyHostKey });
+    const useAws = stackBool(raw, "aws");
+    refuseInstanceIdWithoutAws({ hosts, aws: useAws });
+    const privateCidrsAllowPublic = stackBool(raw, "privateCidrsAllowPublic");
+    const privateCidrs = addressList(raw, "privateCidrs", warnings, {
         whole: (c) => `must be a private network, not ${c}`, wide: "must be private networks (they may reach port 8080)",
         privateOnly: !privateCidrsAllowPublic,
     });
-    const adminCidrs = addressList(raw, "adminCidrs", [...stackDefault<readonly string[]>("adminCidrs")], warnings, {
+    const adminCidrs = addressList(raw, "adminCidrs", warnings, {
         whole: (c) => `opens SSH to the whole internet (${c}); list admin networks or use hostguard:bastion`,
         wide: "open SSH to too much of the internet; list admin networks or use hostguard:bastion",
     });
 
-    const vpcId = text(raw, "vpcId");
-    const securityGroupId = text(raw, "securityGroupId");
-    const securityGroupName = text(raw, "securityGroupName");
-    const securityGroupDescription = text(raw, "securityGroupDescription");
-    const sharedSecurityGroupInstances = idList(raw, "sharedSecurityGroupInstances");
-    const keepSecurityGroupIds = idList(raw, "keepSecurityGroupIds");
-    const limitRow = stackKeyRow("keepSecurityGroupsLimit");
-    const keepSecurityGroupsLimit = raw.keepSecurityGroupsLimit === undefined ? stackDefault<number>("keepSecurityGroupsLimit")
-        : intValue("keepSecurityGroupsLimit", scalar(raw, "keepSecurityGroupsLimit"), limitRow.min!, limitRow.max!);
-    keepSecurityGroupIds.forEach((g, i) => {
-        const first = keepSecurityGroupIds.indexOf(g);
-        if (first !== i) {
-            throw new ConfigError(`keepSecurityGroupIds[${i}]`, `repeats ${g} of keepSecurityGroupIds[${first}]: list it once`);
-        }
-    });
-    if (keepSecurityGroupIds.length + 1 > keepSecurityGroupsLimit) {
-        throw new ConfigError("keepSecurityGroupIds", `lists ${keepSecurityGroupIds.length} groups: with hostguard's that is ${keepSecurityGroupIds.length + 1} on each interface, `
-            + `more than the ${keepSecurityGroupsLimit} EC2 allows (its quota of security groups per network interface): keep at most ${keepSecurityGroupsLimit - 1}, `
-            + `or, if your account's quota is higher, set \`pulumi config set ${NAMESPACE}:keepSecurityGroupsLimit N\``);
-    }
-    if (useAws) {
-        if (!vpcId) {
-            throw new ConfigError("vpcId", "is required when hostguard:aws is true (the group is created or adopted in it)");
-        }
-        if (adminCidrs.length === 0 && !bastion?.securityGroupId && delivery === "ssh") {
-            throw new ConfigError("adminCidrs", "must list at least one CIDR unless hostguard:bastion.securityGroupId is given (SSH is needed to deploy)");
-        }
-    }
-    if (sharedSecurityGroupInstances.length > 0 && !(useAws && securityGroupId)) {
-        throw new ConfigError("sharedSecurityGroupInstances", "is only used with hostguard:securityGroupId (it accepts that the adopted group changes these servers too); remove it");
-    }
-    if (keepSecurityGroupIds.length > 0 && (!useAws || securityGroupId || !hosts.some((h) => h.instanceId))) {
-        throw new ConfigError("keepSecurityGroupIds", "is only used with a created group and hosts[].instanceId (groups kept on the interface beside it); remove it");
-    }
-    if (keepSecurityGroupIds.length > 0 && settings.trustedProxies.length === 0) {
-        warnings.push(`${NAMESPACE}:keepSecurityGroupIds is set (a load balancer's group?) and ${NAMESPACE}:trustedProxies is empty: `
-            + "behind a load balancer nginx logs the balancer's address, so one scanner gets the balancer itself banned and every user cut off; "
-            + "list the balancer's subnets in trustedProxies (docs/configuration.md, Behind a load balancer)");
-    }
-
-    // A fleet's group is exported for its launch template: it has no hosts to attach it to.
-    warnings.push(...attachWarnings(useAws && delivery === "ssh", securityGroupId, hosts));
+    const groups = {
+        hosts, delivery, bastion, aws: useAws, adminCidrs, settings,
+        vpcId: text(raw, "vpcId"),
+        securityGroupId: text(raw, "securityGroupId"),
+        securityGroupName: text(raw, "securityGroupName"),
+        securityGroupDescription: text(raw, "securityGroupDescription"),
+        sharedSecurityGroupInstances: idList(raw, "sharedSecurityGroupInstances"),
+        keepSecurityGroupIds: idList(raw, "keepSecurityGroupIds"),
+        keepSecurityGroupsLimit: stackInteger(raw, "keepSecurityGroupsLimit")!,
+    };
+    refuseRepeatedKeptGroups(groups);
+    refuseTooManyKeptGroups(groups);
+    refuseAwsWithoutVpc(groups);
+    refuseAwsWithoutSshSource(groups);
+    refuseSharedWithoutAdopted(groups);
+    refuseKeptWithoutCreated(groups);
+    warnings.push(...loadBalancerWarnings(groups), ...attachWarnings(groups));
 
     const hasPagerdutyRoutingKey = secretPresent(raw, "pagerdutyRoutingKey", false);
+    const requireSecrets = opts.requireSecrets ?? true;
     const hasWebhookUrl = secretPresent(raw, "webhookUrl", requireSecrets && !hasPagerdutyRoutingKey);
     const { chatFormat, pagerdutyRegion } = destination(raw, hasWebhookUrl, hasPagerdutyRoutingKey);
-    if (chatFormat === "pagerduty" && !settings.alertSendResolved) {
-        throw new ConfigError("alertSendResolved", "must be true with PagerDuty (chatFormat pagerduty, "
-            + "set or implied by pagerdutyRoutingKey): without resolved messages no incident hostguard triggers is ever resolved; set it to true");
-    }
+    refusePagerdutyWithoutResolved({ chatFormat, settings });
     const hasHeartbeatUrl = secretPresent(raw, "heartbeatUrl", false);
     const hasSshPrivateKey = secretPresent(raw, "sshPrivateKey", requireSecrets && delivery === "ssh");
     const hasBastionPrivateKey = secretPresent(raw, "bastionPrivateKey", false);
 
     return {
-        settings, hosts, delivery, ...(fleet === undefined ? {} : { fleet }), ...(cronMinute === undefined ? {} : { cronMinute }), bastion, aws: useAws, insecureAcceptAnyHostKey, vpcId, securityGroupId, securityGroupName, securityGroupDescription,
-        sharedSecurityGroupInstances, keepSecurityGroupIds, keepSecurityGroupsLimit, privateCidrs, privateCidrsAllowPublic, adminCidrs, hasWebhookUrl, hasHeartbeatUrl, hasSshPrivateKey,
+        ...groups, ...(fleet === undefined ? {} : { fleet }), ...(cronMinute === undefined ? {} : { cronMinute }), insecureAcceptAnyHostKey,
+        privateCidrs, privateCidrsAllowPublic, hasWebhookUrl, hasHeartbeatUrl, hasSshPrivateKey,
         hasBastionPrivateKey, warnings, placeholders, chatFormat, pagerdutyRegion, hasPagerdutyRoutingKey,
     };
 }
 
-/** A created group on no instance hardens nothing: each host without instanceId named (the adopt path needs none). */
-function attachWarnings(useAws: boolean, securityGroupId: string | undefined, hosts: readonly TargetHost[]): string[] {
-    if (!useAws || securityGroupId !== undefined) {
+// ---- the checks (each one concern; each refusal names the key and the fix) ----
+
+/** Every key must be one of the two tables' (a typo would leave its setting at the default). */
+export function refuseUnknownKeys(raw: RawConfig): void {
+    const unknown = Object.keys(raw).find((key) => !KNOWN_KEYS.includes(key));
+    if (unknown !== undefined) {
+        throw unknownKeyError(unknown);
+    }
+}
+
+/** delivery ssm reaches the fleet without SSH: the SSH keys have nothing to do. */
+export function refuseSshKeysWithFleet(raw: RawConfig): void {
+    for (const key of ["hosts", "sshPrivateKey", "bastion", "bastionPrivateKey", "cronMinute"]) {
+        if (raw[key] !== undefined) {
+            throw new ConfigError(key, `is not used with ${NAMESPACE}:delivery ssm (State Manager finds the fleet by its tag hostguard-stack and reaches it without SSH): `
+                + `remove ${NAMESPACE}:${key}, or set ${NAMESPACE}:delivery ssh`);
+        }
+    }
+}
+
+/** delivery ssm is made of AWS resources. */
+export function refuseFleetWithoutAws(aws: boolean): void {
+    if (!aws) {
+        throw new ConfigError("aws", `must be true with ${NAMESPACE}:delivery ssm (the bucket, parameter, role and association are AWS resources)`);
+    }
+}
+
+/**
+ * The fleet's group is the created one, named by its launch template: an adopted group's instances
+ * must be hosts of the stack, which a fleet's are not (they come and go with no pulumi up).
+ */
+export function refuseAdoptedGroupWithFleet(raw: RawConfig): void {
+    for (const key of ["securityGroupId", "keepSecurityGroupIds", "sharedSecurityGroupInstances"]) {
+        if (raw[key] !== undefined) {
+            throw new ConfigError(key, `is not used with ${NAMESPACE}:delivery ssm: the fleet gets the group the stack creates in ${NAMESPACE}:vpcId `
+                + "(the output securityGroupId, for its launch template), and preview checks every instance carrying the fleet's tag "
+                + `(docs/fleets.md): remove ${NAMESPACE}:${key}`);
+        }
+    }
+}
+
+/** Every SSH connection checks its server's key, unless the loudly named opt-out is set. */
+export function refuseUncheckedHostKeys(c: Pick<HostguardConfig, "hosts" | "bastion" | "insecureAcceptAnyHostKey">): void {
+    const missing = c.insecureAcceptAnyHostKey ? undefined : uncheckedHostKeys(c)[0];
+    if (missing) {
+        throw new ConfigError(missing.key, `is required: ${HOST_KEY_HOWTO}`);
+    }
+}
+
+/**
+ * Refused rather than ignored: without AWS nothing would attach a group, and a
+ * silently dropped instanceId would look like a hardened host that is not.
+ */
+export function refuseInstanceIdWithoutAws(c: Pick<HostguardConfig, "hosts" | "aws">): void {
+    const i = c.aws ? -1 : c.hosts.findIndex((h) => h.instanceId !== undefined);
+    if (i >= 0) {
+        throw new ConfigError(`hosts[${i}].instanceId`, "is only used when hostguard:aws is true (it attaches the created security group); remove it");
+    }
+}
+
+/** A kept group is listed once. */
+export function refuseRepeatedKeptGroups(c: Pick<HostguardConfig, "keepSecurityGroupIds">): void {
+    c.keepSecurityGroupIds.forEach((g, i) => {
+        const first = c.keepSecurityGroupIds.indexOf(g);
+        if (first !== i) {
+            throw new ConfigError(`keepSecurityGroupIds[${i}]`, `repeats ${g} of keepSecurityGroupIds[${first}]: list it once`);
+        }
+    });
+}
+
+/** hostguard's group plus the kept ones fit EC2's quota of groups per interface. */
+export function refuseTooManyKeptGroups(c: Pick<HostguardConfig, "keepSecurityGroupIds" | "keepSecurityGroupsLimit">): void {
+    const [kept, limit] = [c.keepSecurityGroupIds.length, c.keepSecurityGroupsLimit];
+    if (kept + 1 > limit) {
+        throw new ConfigError("keepSecurityGroupIds", `lists ${kept} groups: with hostguard's that is ${kept + 1} on each interface, `
+            + `more than the ${limit} EC2 allows (its quota of security groups per network interface): keep at most ${limit - 1}, `
+            + `or, if your account's quota is higher, set \`pulumi config set ${NAMESPACE}:keepSecurityGroupsLimit N\``);
+    }
+}
+
+/** The group is created or adopted in a VPC. */
+export function refuseAwsWithoutVpc(c: Pick<HostguardConfig, "aws" | "vpcId">): void {
+    if (c.aws && !c.vpcId) {
+        throw new ConfigError("vpcId", "is required when hostguard:aws is true (the group is created or adopted in it)");
+    }
+}
+
+/** Deploying over SSH needs a way in through the group: admin networks or the bastion's group. */
+export function refuseAwsWithoutSshSource(c: Pick<HostguardConfig, "aws" | "adminCidrs" | "bastion" | "delivery">): void {
+    if (c.aws && c.adminCidrs.length === 0 && !c.bastion?.securityGroupId && c.delivery === "ssh") {
+        throw new ConfigError("adminCidrs", "must list at least one CIDR unless hostguard:bastion.securityGroupId is given (SSH is needed to deploy)");
+    }
+}
+
+/** sharedSecurityGroupInstances accepts changes to an adopted group's other servers: only with one. */
+export function refuseSharedWithoutAdopted(c: Pick<HostguardConfig, "aws" | "securityGroupId" | "sharedSecurityGroupInstances">): void {
+    if (c.sharedSecurityGroupInstances.length > 0 && !(c.aws && c.securityGroupId)) {
+        throw new ConfigError("sharedSecurityGroupInstances", "is only used with hostguard:securityGroupId (it accepts that the adopted group changes these servers too); remove it");
+    }
+}
+
+/** keepSecurityGroupIds are kept beside a created group on the hosts' interfaces: only with both. */
+export function refuseKeptWithoutCreated(c: Pick<HostguardConfig, "aws" | "securityGroupId" | "keepSecurityGroupIds" | "hosts">): void {
+    if (c.keepSecurityGroupIds.length > 0 && (!c.aws || c.securityGroupId || !c.hosts.some((h) => h.instanceId))) {
+        throw new ConfigError("keepSecurityGroupIds", "is only used with a created group and hosts[].instanceId (groups kept on the interface beside it); remove it");
+    }
+}
+
+/** A kept group (a load balancer's?) without trustedProxies: nginx would log the balancer's address. */
+export function loadBalancerWarnings(c: Pick<HostguardConfig, "keepSecurityGroupIds" | "settings">): string[] {
+    if (c.keepSecurityGroupIds.length === 0 || c.settings.trustedProxies.length > 0) {
+        return [];
+    }
+    return [`${NAMESPACE}:keepSecurityGroupIds is set (a load balancer's group?) and ${NAMESPACE}:trustedProxies is empty: `
+        + "behind a load balancer nginx logs the balancer's address, so one scanner gets the balancer itself banned and every user cut off; "
+        + "list the balancer's subnets in trustedProxies (docs/configuration.md, Behind a load balancer)"];
+}
+
+/**
+ * A created group on no instance hardens nothing: each host without instanceId named (the adopt path needs none;
+ * a fleet's group is exported for its launch template: it has no hosts to attach it to).
+ */
+export function attachWarnings(c: Pick<HostguardConfig, "aws" | "delivery" | "securityGroupId" | "hosts">): string[] {
+    if (!c.aws || c.delivery !== "ssh" || c.securityGroupId !== undefined) {
         return [];
     }
     const fix = `set ${NAMESPACE}:hosts[i].instanceId of every host that is an EC2 instance, or adopt the server's own group with ${NAMESPACE}:securityGroupId`;
-    if (hosts.every((h) => h.instanceId === undefined)) {
+    if (c.hosts.every((h) => h.instanceId === undefined)) {
         return [`${NAMESPACE}:hosts[].instanceId is set for no host: the security group would be created attached to no instance, so no server gets its rules; ${fix}`];
     }
-    return hosts.flatMap((h, i) => (h.instanceId !== undefined ? [] : [
+    return c.hosts.flatMap((h, i) => (h.instanceId !== undefined ? [] : [
         `${NAMESPACE}:hosts[${i}].instanceId is not set: the created security group is not attached to ${h.name} (${h.host}); ${fix}`]));
+}
+
+/** PagerDuty resolves an incident only with a resolved message. */
+export function refusePagerdutyWithoutResolved(c: Pick<HostguardConfig, "chatFormat" | "settings">): void {
+    if (c.chatFormat === "pagerduty" && !c.settings.alertSendResolved) {
+        throw new ConfigError("alertSendResolved", "must be true with PagerDuty (chatFormat pagerduty, "
+            + "set or implied by pagerdutyRoutingKey): without resolved messages no incident hostguard triggers is ever resolved; set it to true");
+    }
 }
 
 // ---- placeholders ----------------------------------------------------------
@@ -428,7 +499,7 @@ function destination(raw: RawConfig, hasWebhookUrl: boolean, hasRoutingKey: bool
 }
 
 function deliveryOf(raw: RawConfig): "ssh" | "ssm" {
-    return (text(raw, "delivery") ?? stackDefault<"ssh" | "ssm">("delivery")) as "ssh" | "ssm";
+    return textOrDefault(raw, "delivery") as "ssh" | "ssm";
 }
 
 function fleetSettings(raw: RawConfig, delivery: "ssh" | "ssm"): FleetSettings | undefined {
@@ -440,18 +511,16 @@ function fleetSettings(raw: RawConfig, delivery: "ssh" | "ssm"): FleetSettings |
         }
         return undefined;
     }
-    const daysRow = stackKeyRow("fleetRunsExpireDays");
-    const schedule = text(raw, "fleetSchedule") ?? DEFAULT_FLEET.schedule;
+    const schedule = textOrDefault(raw, "fleetSchedule");
     const rate = /^rate\((\d+) minutes\)$/.exec(schedule);
     if (rate && Number(rate[1]) < 30) {
         throw new ConfigError("fleetSchedule", `must be at least rate(30 minutes) (State Manager's shortest rate), got ${schedule}`);
     }
     return {
         schedule,
-        maxConcurrency: text(raw, "fleetMaxConcurrency") ?? DEFAULT_FLEET.maxConcurrency,
-        maxErrors: text(raw, "fleetMaxErrors") ?? DEFAULT_FLEET.maxErrors,
-        runsExpireDays: raw.fleetRunsExpireDays === undefined ? DEFAULT_FLEET.runsExpireDays
-            : intValue("fleetRunsExpireDays", scalar(raw, "fleetRunsExpireDays"), daysRow.min!, daysRow.max!),
+        maxConcurrency: textOrDefault(raw, "fleetMaxConcurrency"),
+        maxErrors: textOrDefault(raw, "fleetMaxErrors"),
+        runsExpireDays: stackInteger(raw, "fleetRunsExpireDays")!,
     };
 }
 
@@ -460,30 +529,23 @@ function settingsOf(raw: RawConfig): PayloadSettings {
     for (const key of SETTING_KEYS) {
         scalar(raw, key);
     }
-    try {
-        const settings = validateSettings(raw);
-        const lists = [
-            { key: "banIgnoreIps", list: settings.banIgnoreIps, what: "the jail would never ban them" },
-            { key: "trustedProxies", list: settings.trustedProxies, what: "nginx would take any of them at its word for the client's address, and the jail would never ban them" },
-        ] as const;
-        for (const { key, list, what } of lists) {
-            list.forEach((a, i) => {
-                if (!isCidr(a) && net.isIP(a) === 0) {
-                    throw new SettingError(`${key}[${i}]`, `must be an IP address or a CIDR block such as 192.0.2.0/24, got ${JSON.stringify(a)}`);
-                }
-            });
-            const wide = widePublicReason(list);
-            if (wide !== null) {
-                throw new SettingError(key, `${wide}: ${what}`);
+    const settings = validateSettings(raw);
+    const lists = [
+        { key: "banIgnoreIps", list: settings.banIgnoreIps, what: "the jail would never ban them" },
+        { key: "trustedProxies", list: settings.trustedProxies, what: "nginx would take any of them at its word for the client's address, and the jail would never ban them" },
+    ] as const;
+    for (const { key, list, what } of lists) {
+        list.forEach((a, i) => {
+            if (!isCidr(a) && net.isIP(a) === 0) {
+                throw new SettingError(`${key}[${i}]`, `must be an IP address or a CIDR block such as 192.0.2.0/24, got ${JSON.stringify(a)}`);
             }
+        });
+        const wide = widePublicReason(list);
+        if (wide !== null) {
+            throw new SettingError(key, `${wide}: ${what}`);
         }
-        return settings;
-    } catch (e) {
-        if (e instanceof SettingError) {
-            throw new ConfigError(e.key, e.reason);
-        }
-        throw e;
     }
+    return settings;
 }
 
 // ---- secrets -------------------------------------------------------------
@@ -493,8 +555,9 @@ function isEncrypted(v: unknown): boolean {
     return typeof v === "object" && v !== null && "secure" in v;
 }
 
-/** Refuses a secret key set in plain text (in the stack file, or `pulumi config set` without --secret). */
-function plainSecrets(raw: RawConfig, secretKeys: readonly string[] | undefined, warnings: string[]): void {
+/** Refuses a secret key set in plain text (in the stack file, or `pulumi config set` without --secret); returns the warnings when the source cannot tell. */
+function plainSecrets(raw: RawConfig, secretKeys: readonly string[] | undefined): string[] {
+    const warnings: string[] = [];
     for (const key of SECRET_KEYS) {
         const v = raw[key];
         if (v === undefined || v === "" || isEncrypted(v)) {
@@ -507,6 +570,7 @@ function plainSecrets(raw: RawConfig, secretKeys: readonly string[] | undefined,
                 + `remove it and set it with \`pulumi config set --secret ${NAMESPACE}:${key} ...\` (the value is not shown)`);
         }
     }
+    return warnings;
 }
 
 /** Checks a secret by its row's rule without ever showing the value; returns whether it is present. */
@@ -564,7 +628,7 @@ function fieldsOf(key: string, row: StackKeyRow, v: unknown, sshUser: string): R
         } else if (f.rule !== undefined) {
             out[f.name] = matches(at, x, f.rule);
         } else {
-            out[f.name] = intValue(at, x, f.min!, f.max!);
+            out[f.name] = integerIn(at, x, f.min!, f.max!);
         }
     }
     if (names.includes("user")) {
@@ -575,7 +639,7 @@ function fieldsOf(key: string, row: StackKeyRow, v: unknown, sshUser: string): R
 
 function hostList(raw: RawConfig, sshUser: string): TargetHost[] {
     const row = stackKeyRow("hosts");
-    const list = structured(raw, "hosts", undefined);
+    const list = structuredValue("hosts", raw.hosts);
     if (!Array.isArray(list) || list.length === 0) {
         throw new ConfigError("hosts", `must list at least one host {${row.fields!.map((f) => f.name).join(", ")}}`);
     }
@@ -617,7 +681,7 @@ function hostList(raw: RawConfig, sshUser: string): TargetHost[] {
 }
 
 function bastionSettings(raw: RawConfig, sshUser: string): BastionSettings | undefined {
-    const b = structured(raw, "bastion", undefined);
+    const b = structuredValue("bastion", raw.bastion);
     if (b === undefined) {
         return undefined;
     }
@@ -665,37 +729,18 @@ function hostKey(key: string, v: unknown): string {
 
 // ---- scalar helpers ------------------------------------------------------
 
-/** Objects and lists arrive as JSON strings from Pulumi and as values from YAML. */
-function structured(raw: RawConfig, key: string, dflt: unknown): unknown {
-    const v = raw[key];
-    if (v === undefined) {
-        return dflt;
-    }
-    if (typeof v === "string") {
-        try {
-            return JSON.parse(v);
-        } catch {
-            throw new ConfigError(key, "must be a structured value (a YAML list or object)");
-        }
-    }
-    return v;
-}
-
-function stringList(raw: RawConfig, key: string, dflt: string[]): string[] {
-    const v = structured(raw, key, dflt);
-    if (!Array.isArray(v) || v.some((x) => typeof x !== "string")) {
-        throw new ConfigError(key, "must be a list of strings");
-    }
-    return v as string[];
+/** A list stack key (its row's value when unset). */
+function listKey(raw: RawConfig, key: StackKey): string[] {
+    return raw[key] === undefined ? [...stackDefault<readonly string[]>(key)] : stringList(key, raw[key]);
 }
 
 /**
  * A list of CIDR blocks: each well-formed, together within the public limit
  * (components/cidr.ts states it), repeats and overlaps reported as warnings.
  */
-function addressList(raw: RawConfig, key: "privateCidrs" | "adminCidrs", dflt: string[], warnings: string[],
+function addressList(raw: RawConfig, key: "privateCidrs" | "adminCidrs", warnings: string[],
     say: { whole: (c: string) => string; wide: string; privateOnly?: boolean }): string[] {
-    const list = stringList(raw, key, dflt).map((c, i) => {
+    const list = listKey(raw, key).map((c, i) => {
         if (!isCidr(c)) {
             throw new ConfigError(`${key}[${i}]`, `must be ${RULES.cidr.allowed}, got ${JSON.stringify(c)}`);
         }
@@ -745,7 +790,7 @@ function overlapWarnings(key: string, list: readonly string[]): string[] {
 /** A list of AWS ids by the row's rule. */
 function idList(raw: RawConfig, key: "sharedSecurityGroupInstances" | "keepSecurityGroupIds"): string[] {
     const rule = stackKeyRow(key).rule!;
-    return stringList(raw, key, [...stackDefault<readonly string[]>(key)]).map((v, i) => matches(`${key}[${i}]`, v, rule));
+    return listKey(raw, key).map((v, i) => matches(`${key}[${i}]`, v, rule));
 }
 
 function scalar(raw: RawConfig, key: string): unknown {
@@ -756,26 +801,17 @@ function scalar(raw: RawConfig, key: string): unknown {
     return v;
 }
 
-function intValue(key: string, v: unknown, min: number, max: number): number {
-    const n = typeof v === "number" ? v : typeof v === "string" && /^-?\d+$/.test(v.trim()) ? Number(v) : NaN;
-    if (!Number.isInteger(n) || n < min || n > max) {
-        throw new ConfigError(key, `must be an integer between ${min} and ${max}, got ${JSON.stringify(v)}`);
-    }
-    return n;
+/** An integer stack key by its row's range; unset: the row's value (undefined for a key without one). */
+function stackInteger(raw: RawConfig, key: StackKey): number | undefined {
+    const row = stackKeyRow(key);
+    const v = scalar(raw, key);
+    return v === undefined ? row.value as number | undefined : integerIn(key, v, row.min!, row.max!);
 }
 
-function bool(raw: RawConfig, key: string, dflt: boolean): boolean {
+/** A boolean stack key; unset: the row's value. */
+function stackBool(raw: RawConfig, key: StackKey): boolean {
     const v = scalar(raw, key);
-    if (v === undefined) {
-        return dflt;
-    }
-    if (v === true || v === "true") {
-        return true;
-    }
-    if (v === false || v === "false") {
-        return false;
-    }
-    throw new ConfigError(key, `must be true or false, got ${JSON.stringify(v)}`);
+    return v === undefined ? stackDefault<boolean>(key) : booleanOf(key, v);
 }
 
 function matches(key: string, v: unknown, rule: RuleName): string {
@@ -790,4 +826,9 @@ function matches(key: string, v: unknown, rule: RuleName): string {
 function text(raw: RawConfig, key: StackKey): string | undefined {
     const v = scalar(raw, key);
     return v === undefined || v === "" ? undefined : matches(key, v, stackKeyRow(key).rule!);
+}
+
+/** A text stack key by its row's rule; unset: the row's value. */
+function textOrDefault(raw: RawConfig, key: StackKey): string {
+    return text(raw, key) ?? stackDefault<string>(key);
 }

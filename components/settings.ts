@@ -605,20 +605,47 @@ function textOf(key: string, raw: unknown): string {
     throw new SettingError(key, `must be a string or a number, got ${JSON.stringify(raw)}`);
 }
 
-/** Lists arrive as JSON text from Pulumi and as arrays from YAML. */
-function listOf(key: string, raw: unknown): string[] {
-    let v = raw;
-    if (typeof v === "string") {
-        try {
-            v = JSON.parse(v);
-        } catch {
-            throw new SettingError(key, "must be a structured value (a YAML list of strings)");
-        }
+// ---- the value coercers (these settings' and components/config.ts's stack keys') ----
+
+/** Objects and lists arrive as JSON text from Pulumi and as values from YAML; WHAT names the shape in the refusal. */
+export function structuredValue(key: string, raw: unknown, what = "a YAML list or object"): unknown {
+    if (typeof raw !== "string") {
+        return raw;
     }
+    try {
+        return JSON.parse(raw);
+    } catch {
+        throw new SettingError(key, `must be a structured value (${what})`);
+    }
+}
+
+/** A list of strings, as JSON text or as a YAML list. */
+export function stringList(key: string, raw: unknown, what?: string): string[] {
+    const v = structuredValue(key, raw, what);
     if (!Array.isArray(v) || v.some((x) => typeof x !== "string")) {
         throw new SettingError(key, "must be a list of strings");
     }
     return v as string[];
+}
+
+/** An integer in [MIN, MAX], given as a number or its decimal text. */
+export function integerIn(key: string, v: unknown, min: number, max: number): number {
+    const n = typeof v === "number" ? v : typeof v === "string" && /^-?\d+$/.test(v.trim()) ? Number(v) : NaN;
+    if (!Number.isInteger(n) || n < min || n > max) {
+        throw new SettingError(key, `must be an integer between ${min} and ${max}, got ${JSON.stringify(v)}`);
+    }
+    return n;
+}
+
+/** true or false, given as a boolean or its text. */
+export function booleanOf(key: string, v: unknown): boolean {
+    if (v === true || v === "true") {
+        return true;
+    }
+    if (v === false || v === "false") {
+        return false;
+    }
+    throw new SettingError(key, `must be true or false, got ${JSON.stringify(v)}`);
 }
 
 /** Parses a host text form into the typed value (the text is known to be valid). */
@@ -650,7 +677,7 @@ export function validateSetting(row: SettingRow, raw: unknown): number | string 
         return typed(row, row.default);
     }
     if (row.type === "names") {
-        return listOf(row.key, raw).map((item, i) => {
+        return stringList(row.key, raw, "a YAML list of strings").map((item, i) => {
             const name = trimName(item);
             const why = refusal(row, name);
             if (why !== null) {
