@@ -206,6 +206,8 @@ describe("the fleet's deployer policy (delivery ssm) against the program's resou
         assert.deepEqual(resourceOf("ssm:PutParameter"), [`arn:aws:ssm:REGION:ACCOUNT:parameter${fleetNames("PROJECT", "STACK").parameterPrefix}*`]);
         assert.deepEqual(resourceOf("iam:PutRolePolicy"), [`arn:aws:iam::ACCOUNT:role/${named("aws:iam/role:Role")}-*`]);
         assert.deepEqual(resourceOf("iam:PassRole"), [`arn:aws:iam::ACCOUNT:role/${named("aws:iam/role:Role")}-*`]);
+        const pass = fleet.Statement.filter((s) => list(s.Action).includes("iam:PassRole"));
+        assert.deepEqual(pass.map((s) => [list(s.Action), s.Condition?.StringEquals?.["iam:PassedToService"]]), [[["iam:PassRole"], "ec2.amazonaws.com"]], "the host role goes to EC2 only");
         assert.deepEqual(resourceOf("iam:AddRoleToInstanceProfile"), [`arn:aws:iam::ACCOUNT:instance-profile/${named("aws:iam/instanceProfile:InstanceProfile")}-*`]);
         assert.deepEqual(resourceOf("iam:CreatePolicyVersion"), [`arn:aws:iam::ACCOUNT:policy/${named("aws:iam/policy:Policy")}-*`]);
         assert.ok(resourceOf("ssm:UpdateDocument").every((r) => r === `arn:aws:ssm:REGION:ACCOUNT:document/${named("aws:ssm/document:Document")}-*`));
