@@ -189,7 +189,8 @@ def _stamp(path: str) -> str:
         info = os.stat(path)
     except OSError:
         return f"{path}:missing"
-    return f"{path}:{info.st_ino}:{info.st_mtime_ns}:{info.st_size}"
+    # ctime too: `chmod 600` / `chown`, the fix a refused file's error names, change nothing else.
+    return f"{path}:{info.st_ino}:{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_size}"
 
 
 class BanNotices:

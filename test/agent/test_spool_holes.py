@@ -355,3 +355,27 @@ def test_the_detached_flush_clears_its_starting_mark_once_it_holds_the_lock(root
     box.enqueue("ban 2", None, EVENTS)
     assert delivery.flush(settings.parse("", "hostguard.conf"), box, wait=False) == 0
     assert box.get(STARTING) == "1"
+
+
+def test_a_webhook_file_fixed_by_chmod_opens_the_gate(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate checks the webhook file once per change of it: `chmod 600` (what the refusal tells the
+    operator to run) changes neither its inode, mtime nor size, only its ctime. The gate must see it, or
+    every later ban starts no delivery run until fail2ban restarts."""
+    started: list[int] = []
+
+    def start_flush() -> subprocess.Popen[bytes]:
+        started.append(1)
+        return subprocess.Popen(["true"])
+
+    monkeypatch.setattr(events, "start_flush", start_flush)
+    notices = events.BanNotices("ops")
+    hook_file = root / "etc/hostguard/webhook.curlrc"
+    hook_file.parent.mkdir(parents=True, exist_ok=True)
+    hook_file.write_text('url = "https://hooks.slack.com/services/T0/B0/SECRETSECRETSECRET"\n')
+    hook_file.chmod(0o644)
+    notices.ban("j", "192.0.2.1", "10", "1700000000")
+    assert started == [], "a webhook file others can read is refused"
+    hook_file.chmod(0o600)
+    assert notices._flush is None or notices._flush.wait() == 0
+    notices.ban("j", "192.0.2.2", "10", "1700000000")
+    assert started == [1], "fixed by chmod: the next ban starts a delivery run"
