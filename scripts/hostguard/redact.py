@@ -3,7 +3,7 @@
 A chat service or a proxy may echo the request in an error ("Cannot POST
 /services/T000/B000/..."), so every log line, error, status line and dead
 letter's reason passes `redact` first. It replaces every form of the URLs in
-the two root-only files: the whole URL, host and path, the path (and query)
+the root-only files (and set-webhook's candidate): the whole URL, host and path, the path (and query)
 alone, its secret segments (the last one, and any of 16 characters or more),
 each query value alone (Teams' `sig`, a `token`), each also percent-decoded,
 percent-encoded (either case) and JSON-escaped; and PagerDuty's routing key
@@ -91,7 +91,9 @@ def encoded_forms(pieces: list[str]) -> list[str]:
 
 def load(files: "tuple[str, ...] | None" = None) -> list[str]:
     """Every form of the URLs in the webhook and heartbeat files (those this process can read)."""
-    names = files if files is not None else (paths.under(paths.WEBHOOK_PATH), paths.under(paths.HEARTBEAT_PATH))
+    # set-webhook --verify's candidate too: a service refusing it may echo its URL into the deploy's output.
+    own = (paths.WEBHOOK_PATH, paths.WEBHOOK_CANDIDATE_PATH, paths.HEARTBEAT_PATH)
+    names = files if files is not None else tuple(paths.under(name) for name in own)
     raw: list[str] = []
     for name in names:
         try:

@@ -196,3 +196,28 @@ def test_the_notifiers_candidate_test_posts_to_it_and_records_no_refusal(
     assert urls == [NEW if candidate else OLD]
     refusal = delivery.own_spool(conf_settings).refusal()
     assert (refusal is not None) == refusal_kept
+
+
+def test_the_candidates_url_echoed_by_the_service_is_redacted(
+    root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A service that refuses the new webhook may echo its path ("Cannot POST /services/..."): the candidate's
+    URL is a secret as much as the webhook in place, and its test's lines reach the deploy's output."""
+    conf = root / "etc/hostguard"
+    conf.mkdir(parents=True)
+    (root / "var/spool/hostguard").mkdir(parents=True)
+    for name, url in (("webhook.curlrc", OLD), (".hostguard-tmp.webhook.curlrc", NEW)):
+        (conf / name).write_text(f'url = "{url}"\n')
+        (conf / name).chmod(0o600)
+
+    def refuse(_hook: webhook.Hook, _message: formats.Message, _timeout: float) -> chat.Answer:
+        body = "Cannot POST /services/T0/B2/SENTINELnew"
+        return chat.Answer(chat.WEBHOOK, f"HTTP 404 {chat.error_text(body)}", 404, body)
+
+    monkeypatch.setattr(delivery, "send", refuse)
+    monkeypatch.setattr(delivery, "pace", lambda *_args: None)
+    monkeypatch.setattr(delivery, "_spool", None)
+    assert notify.connectivity_test(settings.parse("", "hostguard.conf"), candidate=True) == 77
+    out = capsys.readouterr()
+    assert "HTTP 404 Cannot POST" in out.out + out.err
+    assert "SENTINELnew" not in out.out + out.err
