@@ -80,7 +80,10 @@ async function recordOf(c: ec2.Ec2, s: InterfaceRecordState, interfaces: ec2.Hos
         throw new Error(`network interface ${ids.join(", ")} of instance ${s.instanceId} already carries `
             + (own ? `hostguard's group ${s.hostguardGroupId}` : `${groups.join(", ")}, a group a hostguard stack created (tag ${ec2.HOSTGUARD_TAG.key}: ${ec2.HOSTGUARD_TAG.value})`)
             + ", so its own groups are not known (another hostguard stack manages the server, a stack's state was lost, or an earlier up was interrupted "
-            + "before they were recorded): destroy would leave hostguard's group on it. If another stack manages the server, take its instanceId out of one "
+            + "before they were recorded): destroy would leave hostguard's group on it. "
+            + (own ? "If you renamed the host in hostguard:hosts (to Pulumi a new host, recorded before the old name's resources go), put the old name back, "
+                + "or remove the host in one up and add it under its new name in the next. " : "")
+            + "If another stack manages the server, take its instanceId out of one "
             + "of the two stacks' hosts; otherwise set its groups back to what they were before hostguard "
             + `(\`aws ec2 modify-network-interface-attribute --network-interface-id ${ids[0]} --groups sg-...\`)`
             + `${own ? "" : ` and delete ${groups.join(", ")} if no stack uses it`}, then run up again.`);

@@ -104,6 +104,29 @@ describe("removing one host of two", () => {
     });
 });
 
+describe("renaming a host (create path)", () => {
+    it("the new name's record is refused before any change, saying a rename is the cause and the way on; removing and adding back works", async () => {
+        const allowAll = await account.group(ALLOW_ALL, "default");
+        const hostguard = await account.group([], "hostguard");
+        const host = await account.instance([allowAll]);
+        const web1 = createStack(host.instanceId, account.vpcId, [hostguard]);
+        const cp = await up(web1);
+        // hosts[0].name web1 -> web-1: Pulumi creates web-1's resources before it deletes web1's.
+        const err = await up(createStack(host.instanceId, account.vpcId, [hostguard])).then(() => null, (e: Error) => e);
+        assert.match(String(err?.message), new RegExp(`already carries hostguard's group ${hostguard}.*If you renamed the host in hostguard:hosts .* put the old name back, `
+            + "or remove the host in one up and add it under its new name in the next"));
+        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [hostguard], "nothing changed");
+        // The way on: removed in one up (its interfaces get their groups back), added under the new name in the next.
+        await destroy(web1, cp);
+        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
+        const renamed = createStack(host.instanceId, account.vpcId, [hostguard]);
+        const cp2 = await up(renamed);
+        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [hostguard]);
+        await destroy(renamed, cp2);
+        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
+    });
+});
+
 describe("never someone else's group as the original", () => {
     it("create path: an interface carrying another stack's hostguard group (tagged) is refused, naming it and the way out; nothing changes", async () => {
         const allowAll = await account.group(ALLOW_ALL, "default");
