@@ -387,7 +387,7 @@ export const SETTINGS = [
     {
         key: "verifyWebhook", host: null, type: "boolean", default: "true", pattern: BOOLEAN, use: "deploy",
         allowed: "true or false",
-        doc: "when the webhook is first set or rotated, `pulumi up` posts the connectivity test; a permanent refusal fails that host's webhook resource",
+        doc: "when the webhook is first set or rotated, `pulumi up` posts the connectivity test; a refusal fails that host's webhook resource and keeps the old webhook, and so does a \"try later\" once the host has one",
     },
     {
         key: "banIgnoreIps", host: null, type: "names", default: "", pattern: ADDRESS,
