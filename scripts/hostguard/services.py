@@ -122,6 +122,12 @@ def _systemctl_or_client(verb: str) -> bool:
     return _run("systemctl", verb, "fail2ban") if _systemd() else _run("fail2ban-client", verb, quiet=True)
 
 
+_NOT_BACK = (
+    ": fail2ban may not be running, so no address is banned; see `journalctl -u fail2ban` or"
+    " /var/log/fail2ban.log, fix what it names, then run the install again"
+)
+
+
 def apply(service: str, root: str, undoing: bool = False) -> None:
     """Tests SERVICE's configuration, then reloads it; HostguardError when the test fails (fail2ban after
     an uninstall, UNDOING: a warning, and no reload)."""
@@ -149,12 +155,16 @@ def apply(service: str, root: str, undoing: bool = False) -> None:
         return
     if running:
         # A reload keeps hostguard's modules in fail2ban-server: only a new process runs the new code.
-        done = _systemctl_or_client("restart")
+        if not _systemctl_or_client("restart"):
+            # fail2ban ran before this restart: it may now be stopped, every ban lifted.
+            raise HostguardError(f"fail2ban's restart failed (hostguard's code in it changed){_NOT_BACK}")
         log.info("fail2ban configuration tested and fail2ban restarted: hostguard's code in it changed")
+    elif _systemctl_or_client("start"):
+        log.info("fail2ban configuration tested and started")
     else:
-        done = _systemctl_or_client("start")
-        log.info("fail2ban configuration tested and reloaded")
-    if done and not undoing:
+        log.warn(f"fail2ban was not running and its start failed{_NOT_BACK}")
+        return
+    if not undoing:
         f2bcode.record(code)
 
 

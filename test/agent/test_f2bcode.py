@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from hostguard import f2bcode, paths, services
+from hostguard.errors import HostguardError
 
 
 @pytest.fixture
@@ -63,9 +64,23 @@ def test_a_changed_package_or_action_restarts_fail2ban_and_the_same_code_reloads
     assert f2bcode.recorded() == f2bcode.digest()
 
 
-def test_a_failed_restart_records_nothing(calls: list[tuple[str, ...]], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_restart_fails_the_install_and_records_nothing(
+    calls: list[tuple[str, ...]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fail2ban ran before the restart; after a failed one it may be stopped with every ban lifted: the
+    install must not say "restarted" and succeed."""
     monkeypatch.setattr(services, "_run", lambda *argv, quiet=False: argv[1] == "ping")
+    with pytest.raises(HostguardError, match="fail2ban's restart failed.*may not be running"):
+        services.apply("fail2ban", "")
+    assert f2bcode.recorded() is None
+
+
+def test_a_failed_start_is_said_and_records_nothing(
+    calls: list[tuple[str, ...]], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(services, "_run", lambda *argv, quiet=False: False)
     services.apply("fail2ban", "")
+    assert "fail2ban was not running and its start failed" in capsys.readouterr().err
     assert f2bcode.recorded() is None
 
 
