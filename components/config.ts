@@ -218,8 +218,10 @@ function checkedConfig(raw: RawConfig, opts: ValidateOptions): HostguardConfig {
 
     const sshUser = textOrDefault(raw, "sshUser");
     const delivery = deliveryOf(raw);
-    const fleet = fleetSettings(raw, delivery);
-    if (delivery === "ssm") {
+    const fleet = delivery === "ssm" ? fleetSettings(raw) : undefined;
+    if (delivery === "ssh") {
+        refuseFleetKeysWithSsh(raw);
+    } else {
         refuseSshKeysWithFleet(raw);
         refuseFleetWithoutAws(stackBool(raw, "aws"));
         refuseAdoptedGroupWithFleet(raw);
@@ -282,6 +284,41 @@ export function refuseUnknownKeys(raw: RawConfig): void {
     const unknown = Object.keys(raw).find((key) => !KNOWN_KEYS.includes(key));
     if (unknown !== undefined) {
         throw unknownKeyError(unknown);
+    }
+}
+
+/** The fleet's keys have nothing to do with delivery ssh. */
+export function refuseFleetKeysWithSsh(raw: RawConfig): void {
+    const set = (["fleetSchedule", "fleetMaxConcurrency", "fleetMaxErrors", "fleetRunsExpireDays"] as const).find((k) => raw[k] !== undefined);
+    if (set !== undefined) {
+        throw new ConfigError(set, `is only used with ${NAMESPACE}:delivery ssm; remove it`);
+    }
+}
+
+/** State Manager runs an association at most every 30 minutes. */
+export function refuseShortFleetRate(schedule: string): void {
+    const rate = /^rate\((\d+) minutes\)$/.exec(schedule);
+    if (rate && Number(rate[1]) < 30) {
+        throw new ConfigError("fleetSchedule", `must be at least rate(30 minutes) (State Manager's shortest rate), got ${schedule}`);
+    }
+}
+
+/** banIgnoreIps and trustedProxies: each an address or block, together within the public limit (components/cidr.ts). */
+export function refuseBadNeverBanned(settings: Pick<PayloadSettings, "banIgnoreIps" | "trustedProxies">): void {
+    const lists = [
+        { key: "banIgnoreIps", list: settings.banIgnoreIps, what: "the jail would never ban them" },
+        { key: "trustedProxies", list: settings.trustedProxies, what: "nginx would take any of them at its word for the client's address, and the jail would never ban them" },
+    ] as const;
+    for (const { key, list, what } of lists) {
+        list.forEach((a, i) => {
+            if (!isCidr(a) && net.isIP(a) === 0) {
+                throw new ConfigError(`${key}[${i}]`, `must be an IP address or a CIDR block such as 192.0.2.0/24, got ${JSON.stringify(a)}`);
+            }
+        });
+        const wide = widePublicReason(list);
+        if (wide !== null) {
+            throw new ConfigError(key, `${wide}: ${what}`);
+        }
     }
 }
 
@@ -502,20 +539,10 @@ function deliveryOf(raw: RawConfig): "ssh" | "ssm" {
     return textOrDefault(raw, "delivery") as "ssh" | "ssm";
 }
 
-function fleetSettings(raw: RawConfig, delivery: "ssh" | "ssm"): FleetSettings | undefined {
-    const keys = ["fleetSchedule", "fleetMaxConcurrency", "fleetMaxErrors", "fleetRunsExpireDays"] as const;
-    if (delivery === "ssh") {
-        const set = keys.find((k) => raw[k] !== undefined);
-        if (set !== undefined) {
-            throw new ConfigError(set, `is only used with ${NAMESPACE}:delivery ssm; remove it`);
-        }
-        return undefined;
-    }
+/** The State Manager association's settings (delivery ssm), defaults from their rows. */
+function fleetSettings(raw: RawConfig): FleetSettings {
     const schedule = textOrDefault(raw, "fleetSchedule");
-    const rate = /^rate\((\d+) minutes\)$/.exec(schedule);
-    if (rate && Number(rate[1]) < 30) {
-        throw new ConfigError("fleetSchedule", `must be at least rate(30 minutes) (State Manager's shortest rate), got ${schedule}`);
-    }
+    refuseShortFleetRate(schedule);
     return {
         schedule,
         maxConcurrency: textOrDefault(raw, "fleetMaxConcurrency"),
@@ -530,21 +557,7 @@ function settingsOf(raw: RawConfig): PayloadSettings {
         scalar(raw, key);
     }
     const settings = validateSettings(raw);
-    const lists = [
-        { key: "banIgnoreIps", list: settings.banIgnoreIps, what: "the jail would never ban them" },
-        { key: "trustedProxies", list: settings.trustedProxies, what: "nginx would take any of them at its word for the client's address, and the jail would never ban them" },
-    ] as const;
-    for (const { key, list, what } of lists) {
-        list.forEach((a, i) => {
-            if (!isCidr(a) && net.isIP(a) === 0) {
-                throw new SettingError(`${key}[${i}]`, `must be an IP address or a CIDR block such as 192.0.2.0/24, got ${JSON.stringify(a)}`);
-            }
-        });
-        const wide = widePublicReason(list);
-        if (wide !== null) {
-            throw new SettingError(key, `${wide}: ${what}`);
-        }
-    }
+    refuseBadNeverBanned(settings);
     return settings;
 }
 
