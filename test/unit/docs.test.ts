@@ -87,8 +87,23 @@ describe("what the docs claim (issue 44)", () => {
             [/export [^\n]*WEBHOOK=/, "the webhook URL is exported to every command"],
             [/WEBHOOK='https:/, "the webhook URL typed into shell history"],
             [/run as written/, "the Quick start test substitutes the AWS steps"],
+            [/alias\/hostguard/, "a fleet's KMS key has no alias (an alias refuses the period a stack name may hold)"],
+            [/\/hostguard\/<stack>|hostguard-stack=<stack>|hostguard-<stack>/, "fleet names are <project>/<stack> (ssmDocument.ts fleetNames)"],
+            [/429\) only warns|permanent refusal fails/, "a 'try later' fails a rotation too, keeping the old webhook (rotation.py)"],
         ] as const;
         const found = userDocs().flatMap(([name, text]) => FALSE.filter(([re]) => re.test(text)).map(([, why]) => `${name}: ${why}`));
         assert.deepEqual(found, []);
+    });
+
+    it("every apt line that installs the ban tool holds the packages of both Debians (iptables: 12's banaction, nftables: 13's)", () => {
+        assert.ok(/tried: Debian 12 and 13/.test(README), "Does it fit says which Debians were tried");
+        const lines = userDocs().flatMap(([name, text]) =>
+            [...text.matchAll(/apt-get install((?:[ \t]+|\n[ \t]+)[\w.-]+)+/g)].map((m) => [name, m[0].split(/\s+/)] as const));
+        const withBantool = lines.filter(([, words]) => words.includes("fail2ban"));
+        assert.ok(withBantool.length >= 2, `apt lines found: ${lines.map(([n]) => n)}`);
+        for (const [name, words] of withBantool) {
+            const missing = ["python3", "fail2ban", "nginx", "cron", "util-linux", "iptables", "nftables"].filter((p) => !words.includes(p));
+            assert.deepEqual(missing, [], `${name}: ${words.join(" ")}`);
+        }
     });
 });
