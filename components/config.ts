@@ -1,7 +1,8 @@
-// Stack configuration of the `hostguard` namespace: the typed settings, their
-// defaults (from the SPEC) and the one validator that runs before any resource
-// is created. Pure: no Pulumi runtime needed, so `tools/render.ts` and the unit
-// tests use exactly the same checks as `pulumi preview`.
+// Stack configuration of the `hostguard` namespace: the typed settings and the
+// one validator that runs before any resource is created, as a list of named
+// checks. Every default, rule and value coercer is components/settings.ts's.
+// Pure: no Pulumi runtime needed, so `tools/render.ts` and the unit tests use
+// exactly the same checks as `pulumi preview`.
 import * as net from "node:net";
 import { ChatFormatError, resolveChatFormat, type ChatFormat, type PagerdutyRegion } from "./chatFormats";
 import { addressKey, blockText, hostBitsFix, isCidr, isPrivateBlock, isWholeInternet, overlaps, parseBlock, PRIVATE_RANGES, widePublicReason } from "./cidr";
