@@ -90,6 +90,7 @@ describe("what the docs claim (issue 44)", () => {
             [/alias\/hostguard/, "a fleet's KMS key has no alias (an alias refuses the period a stack name may hold)"],
             [/\/hostguard\/<stack>|hostguard-stack=<stack>|hostguard-<stack>/, "fleet names are <project>/<stack> (ssmDocument.ts fleetNames)"],
             [/429\) only warns|permanent refusal fails/, "a 'try later' fails a rotation too, keeping the old webhook (rotation.py)"],
+            [/dead-msg-/, "dead letters are rows of spool.db's table dead, not files"],
         ] as const;
         const found = userDocs().flatMap(([name, text]) => FALSE.filter(([re]) => re.test(text)).map(([, why]) => `${name}: ${why}`));
         assert.deepEqual(found, []);
