@@ -10,9 +10,11 @@ these hold, so a host with auth.log (rsyslog) gets nothing: the root is /,
 auth.log is absent, `fail2ban-client -t` fails on exactly that, and there
 is a journal fail2ban can read (journal files, python3-systemd for
 fail2ban's interpreter). Otherwise the failure stays, and services.py prints
-fail2ban's lines and what to do. DROPIN is a jail.d/*.conf: fail2ban reads
-jail.local and jail.d/*.local after it, so a user's own [sshd] settings win.
-Nothing here turns a jail off.
+fail2ban's lines and what to do. DROPIN is the first jail.d/*.conf by name
+(00-): fail2ban reads every other jail.d/*.conf, jail.local and
+jail.d/*.local after it, so a user's own [sshd] settings win wherever they
+stand (a user's jail.d/custom.conf lost to a later name). Nothing here turns
+a jail off.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import shutil
 
 from . import log, services
 
-DROPIN = "/etc/fail2ban/jail.d/hostguard-sshd-journal.conf"
+DROPIN = "/etc/fail2ban/jail.d/00-hostguard-sshd-journal.conf"
 AUTH_LOG = "/var/log/auth.log"
 NO_LOG = "Have not found any log file for sshd jail"
 JOURNALS = ("/run/log/journal/*/*.journal", "/var/log/journal/*/*.journal")

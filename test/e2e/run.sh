@@ -688,7 +688,7 @@ s20_stock_debian12() {
 " "${name}:${MINUTE}"
   since="$(date +%s.%N)"
   up 20-up "${stack}"
-  e2e_log_has 20-up -F "placing /etc/fail2ban/jail.d/hostguard-sshd-journal.conf" "the up does not say it makes the sshd jail read the journal"
+  e2e_log_has 20-up -F "placing /etc/fail2ban/jail.d/00-hostguard-sshd-journal.conf" "the up does not say it makes the sshd jail read the journal"
   assert_installed "${name}"
   assert_jail "${name}"
   out="$(host_exec "${name}" fail2ban-client status sshd 2>&1)" || fail "${name}: no sshd jail: ${out}"

@@ -12,7 +12,7 @@
 
 load helpers/install
 
-DROPIN=/etc/fail2ban/jail.d/hostguard-sshd-journal.conf
+DROPIN=/etc/fail2ban/jail.d/00-hostguard-sshd-journal.conf
 
 setup() {
   command -v fail2ban-client >/dev/null && command -v unshare >/dev/null || { echo "fail2ban or unshare missing (.ci/run installs it): the test cannot run" >&2; false; }
@@ -121,7 +121,7 @@ in_sandbox() {
   [[ "${status}" -ne 0 ]]
   grep -qE " ERROR fail2ban-client -t: .*Unable to read the filter 'hg-no-such-filter'" <<<"${output}"
   hg_assert_contains "${output}" "fix what fail2ban names above in /etc/fail2ban"
-  [[ ! -e "${S}/etc-fail2ban/jail.d/hostguard-sshd-journal.conf" ]]
+  [[ ! -e "${S}/etc-fail2ban/jail.d/00-hostguard-sshd-journal.conf" ]]
 }
 
 @test "with auth.log (rsyslog installed): install leaves fail2ban's sshd jail as it is" {
@@ -135,5 +135,5 @@ in_sandbox() {
   hg_assert_contains "${output}" "File list:"
   hg_assert_contains "${output}" "/var/log/auth.log"
   hg_assert_not_contains "${output}" "placing"
-  [[ ! -e "${S}/etc-fail2ban/jail.d/hostguard-sshd-journal.conf" ]]
+  [[ ! -e "${S}/etc-fail2ban/jail.d/00-hostguard-sshd-journal.conf" ]]
 }
