@@ -107,4 +107,18 @@ describe("what the docs claim (issue 44)", () => {
             assert.deepEqual(missing, [], `${name}: ${words.join(" ")}`);
         }
     });
+
+    it("docs/host.md's What lands where names every file install places, the sshd journal drop-in and the code record included", () => {
+        const host = fs.readFileSync(path.join(ROOT, "docs/host.md"), "utf8");
+        const section = host.split(/^## What lands where$/m)[1]?.split(/^## /m)[0] ?? "";
+        const listed = [...section.matchAll(/^\| `([^`]+)` \|/gm)].map((m) => m[1]);
+        const agent = (file: string, name: string): string => {
+            const m = new RegExp(`^${name} = (f"\\{paths\\.STATE_PATH\\}|")([^"]+)"`, "m").exec(fs.readFileSync(path.join(ROOT, "scripts/hostguard", file), "utf8"));
+            assert.ok(m, `${name} in scripts/hostguard/${file}`);
+            return m[1] === '"' ? m[2] : `/var/lib/hostguard${m[2]}`;
+        };
+        const wanted = [...hostDestinations(), agent("sshjournal.py", "DROPIN"), agent("f2bcode.py", "RECORD")];
+        const missing = wanted.filter((d) => !listed.some((l) => l === d || (d.endsWith("/") && l.startsWith(d))));
+        assert.deepEqual(missing, []);
+    });
 });
