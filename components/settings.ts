@@ -290,7 +290,7 @@ export const STACK_KEYS = [
     },
     {
         key: "adminCidrs", type: "list", rule: "cidr", value: [],
-        doc: "may reach 22; together at most a /16 of public IPv4 and a /32 of public IPv6 (private ranges do not count); no host bits; required unless `bastion.securityGroupId` is set",
+        doc: "may reach 22; together at most a /16 of public IPv4 and a /32 of public IPv6 (private ranges do not count); no host bits; required unless `bastion.securityGroupId` is set (with `delivery: ssm` optional: no SSH rule without it)",
     },
 ] as const satisfies readonly StackKeyRow[];
 
