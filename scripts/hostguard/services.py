@@ -153,6 +153,10 @@ def apply(service: str, root: str, undoing: bool = False) -> None:
         _run("fail2ban-client", "reload", quiet=True)
         log.info("fail2ban configuration tested and reloaded")
         return
+    if undoing and not running:
+        # The user stopped it: an uninstall leaves it stopped (its configuration was tested above).
+        log.info("fail2ban is not running: not started")
+        return
     if running:
         # A reload keeps hostguard's modules in fail2ban-server: only a new process runs the new code.
         if not _systemctl_or_client("restart"):

@@ -97,6 +97,22 @@ def test_after_an_uninstall_it_reloads_and_records_nothing(calls: list[tuple[str
     assert f2bcode.recorded() is None
 
 
+def test_an_uninstall_leaves_a_stopped_fail2ban_stopped(
+    calls: list[tuple[str, ...]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user stopped fail2ban: uninstalling hostguard must not start it again."""
+    made: list[tuple[str, ...]] = []
+
+    def run(*argv: str, quiet: bool = False) -> bool:
+        made.append(argv)
+        return argv[:2] != ("fail2ban-client", "ping")
+
+    monkeypatch.setattr(services, "_run", run)
+    services.apply("fail2ban", "", undoing=True)
+    assert [argv for argv in made if argv[:2] != ("fail2ban-client", "ping")] == []
+    assert f2bcode.recorded() is None
+
+
 def test_a_record_that_cannot_be_written_is_said_not_raised(
     tmp_path: Path, calls: list[tuple[str, ...]], capsys: pytest.CaptureFixture[str]
 ) -> None:
