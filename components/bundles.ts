@@ -23,7 +23,9 @@ export const SCRIPTS_DIR = path.resolve(__dirname, "..", "scripts");
  * host agent's package goes with them: install asks each part's programs
  * (Python entry points beside it) for their runtime files.
  */
-export const INSTALLER_SOURCES: readonly string[] = ["install", FILE_TABLE, "hostguard/*.py"];
+/** The host agent's package, a row per folder (scripts/files.table). */
+export const AGENT_SOURCES: readonly string[] = ["hostguard/*.py", "hostguard/monitor/*.py", "hostguard/notify/*.py", "hostguard/ban/*.py", "hostguard/install/*.py", "hostguard/fleet/*.py"];
+export const INSTALLER_SOURCES: readonly string[] = ["install", FILE_TABLE, ...AGENT_SOURCES];
 /** Files of scripts/ that no host receives. */
 const NOT_SHIPPED = ["README.md"];
 /** Folders of scripts/ that are never payload: Python's bytecode cache (a test run writes it). */

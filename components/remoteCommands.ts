@@ -26,12 +26,12 @@ export function partDeleteCommand(part: Part, sudo: boolean): string {
     return asRoot(`${INSTALL_DIR}/install uninstall --part ${part}`, sudo);
 }
 
-/** What the webhook command prints when its connectivity test failed for now on a first set (scripts/hostguard/rotation.py). */
+/** What the webhook command prints when its connectivity test failed for now on a first set (scripts/hostguard/install/rotation.py). */
 export const WEBHOOK_CHECK_TRANSIENT = "hostguard: connectivity test not delivered (transient failure)";
 
 /**
  * Writes the webhook from stdin. With VERIFY (`install set-webhook --verify`,
- * scripts/hostguard/rotation.py) the new file is first a candidate beside the
+ * scripts/hostguard/install/rotation.py) the new file is first a candidate beside the
  * old one, root's: the connectivity test goes to it (`hostguard-notify --test
  * --candidate`), and it replaces the old one only when the service took the
  * test. A refusal, or a "try later" answer while the host has a webhook, fails
@@ -73,7 +73,7 @@ export function curlUrlLine(url: string): string {
  * it in the same root-only file, `format = "..."` for any format but slack (the
  * host's default) and, for PagerDuty, `routing_key = "..."`: so a rotation and a
  * format change are one in-place update, and neither reaches argv. Only ever
- * built inside a secret Output. The host agent reads them (scripts/hostguard/urlfile.py).
+ * built inside a secret Output. The host agent reads them (scripts/hostguard/notify/urlfile.py).
  */
 export function webhookFileText(url: string, format: ChatFormat = "slack", routingKey?: string): string {
     const lines = [curlUrlLine(url)];

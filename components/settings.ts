@@ -71,7 +71,7 @@ const PORT = "([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[
  * fragment. Nothing curl would glob ({ } [ ]), nothing that ends its config
  * line (a quote) or starts a comment (#), no space or control character.
  * Generated into the host agent (URL_RE, URL_LINE_RE in hostguard/settings_table.py) for
- * `install set-webhook/set-heartbeat` (hostguard/installer.py) and hostguard/urlfile.py.
+ * `install set-webhook/set-heartbeat` (hostguard/install/installer.py) and hostguard/notify/urlfile.py.
  */
 export const URL_BODY = `https://([${URL_CHARS}-]+@)?(${LABEL}([.]${LABEL})*[.]?|\\[[0-9A-Fa-f:.]+\\])(:${PORT})?(/[${URL_CHARS}@/-]*)?([?][${URL_CHARS}@/?-]*)?`;
 

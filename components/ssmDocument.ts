@@ -1,6 +1,6 @@
 // What a fleet (hostguard:delivery ssm) is told, as pure functions: the SSM
 // Command document whose one aws:runShellScript step runs the host-side step
-// (scripts/hostguard/ssmstep.py, carried inline: a new instance has nothing
+// (scripts/hostguard/fleet/ssmstep.py, carried inline: a new instance has nothing
 // of hostguard yet), the association's parameters (names and hashes only,
 // each with an allowedPattern), the keys of the bundle objects and the
 // instance role's grants. components/fleet.ts wires them to @pulumi/aws.
@@ -10,7 +10,7 @@ import { PARTS, type Part } from "./fileTable";
 
 /** The tag that puts an instance in the stack's fleet (the association's target). */
 export const FLEET_TAG = "hostguard-stack";
-export const STEP_SOURCE = path.resolve(__dirname, "..", "scripts", "hostguard", "ssmstep.py");
+export const STEP_SOURCE = path.resolve(__dirname, "..", "scripts", "hostguard", "fleet", "ssmstep.py");
 /** The heredoc delimiter of the inline step; the step's text must not hold it. */
 const STEP_END = "HOSTGUARD_STEP";
 

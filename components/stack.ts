@@ -90,7 +90,7 @@ export const UNREAD_AWS_SETTINGS: Readonly<Record<string, string>> = {
 /**
  * delivery ssm: the settings that would send the stack's calls to other
  * endpoints than the ones the fleet's instances read from. @pulumi/aws reads
- * them, but the step on each instance (scripts/hostguard/ssmstep.py) calls S3
+ * them, but the step on each instance (scripts/hostguard/fleet/ssmstep.py) calls S3
  * and Parameter Store at their standard regional endpoints.
  */
 export const FLEET_REFUSED_AWS_SETTINGS: Readonly<Record<string, string>> = {

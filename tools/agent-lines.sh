@@ -15,7 +15,7 @@ for module in "${INSTALLER_ONLY[@]}"; do
   [[ -f "hostguard/${module}.py" ]] && installer+=("hostguard/${module}.py")
 done
 agent=()
-for file in hostguard/*.py host-monitor container-monitor hostguard-notify fail2ban/action.d/*.py; do
+for file in hostguard/*.py hostguard/*/*.py host-monitor container-monitor hostguard-notify fail2ban/action.d/*.py; do
   [[ " ${installer[*]} " == *" ${file} "* ]] || agent+=("${file}")
 done
 count() { cat "$@" | wc -l; }

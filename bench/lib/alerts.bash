@@ -358,7 +358,7 @@ bench_escape_time() {
   _median="$(/usr/bin/python3 -IS - "${BENCH_REPO}/scripts" "${file}" "${reps}" <<'PY'
 import statistics, sys, time
 sys.path.insert(0, sys.argv[1])
-from hostguard import formats, message
+from hostguard.notify import formats, message
 text = message.clean(open(sys.argv[2], "rb").read().decode("utf-8", "surrogateescape"))
 about = message.Identity("web-1", "container", "stopped web", 1000, message.FIRING)
 times = []

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Benchmark 12 (issues 18, 23): install --part web, which reads, edits and
-# writes back the users' files (hostguard/webedit.py: nginx's lexer and the
+# writes back the users' files (hostguard/install/webedit.py: nginx's lexer and the
 # splice of nginxconf.py, the final document of properties.py), on a
 # generated site file of BIG bytes and a properties file of 3.8 MiB of key
 # lines (the edited file stays under the 4 MiB a later uninstall reads), against a site file of SMALL bytes and a 10 KiB properties file, in

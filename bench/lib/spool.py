@@ -18,7 +18,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "scripts"))
 
-from hostguard import delivery, settings, spool  # noqa: E402
+from hostguard import settings  # noqa: E402
+from hostguard.notify import delivery, spool  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import chat, delivery, formats, paths, redact, webhook
+from hostguard import paths, redact
+from hostguard.notify import chat, delivery, formats, webhook
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The alert policy (hostguard/alert_state.py): decisions, the state file, and sequences of runs."""
+"""The alert policy (hostguard/monitor/alert_state.py): decisions, the state file, and sequences of runs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hostguard import atomicfile
-from hostguard.alert_state import EVENT, HOLD, LATCH, NONE, POST, RESOLVE, AlertState
+from hostguard.monitor.alert_state import EVENT, HOLD, LATCH, NONE, POST, RESOLVE, AlertState
 
 
 def state(path: Path, after: int = 1, repeat: int = 0, resolved: bool = False) -> AlertState:

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import events, log
-from hostguard.spool import Spool, SpoolFull
+from hostguard import log
+from hostguard.notify import events
+from hostguard.notify.spool import Spool, SpoolFull
 
 
 class Keep(logging.Handler):

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hostguard import answers, chat, redact
+from hostguard import redact
+from hostguard.notify import answers, chat
 
 
 def slack(status: int, body: str, retry_after: str | None, channel: bool) -> chat.Answer:

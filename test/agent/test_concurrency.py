@@ -99,7 +99,8 @@ def make_root(root: Path, receiver: Receiver) -> dict[str, str]:
 ALERT_WRITER = """
 import random, sys, time
 sys.path.insert(0, sys.argv[1])
-from hostguard import delivery, message, settings
+from hostguard.notify import delivery, message
+from hostguard import settings
 loaded = settings.load()
 for i in range(int(sys.argv[3])):
     about = message.Identity("web-1", "host", f"cpu-{sys.argv[2]}", i, message.FIRING)

@@ -1,4 +1,4 @@
-"""The container monitor's units (hostguard/container_monitor.py, runtime.py): decoding the runtime's
+"""The container monitor's units (hostguard/monitor/container_monitor.py, runtime.py): decoding the runtime's
 answers, bounded runtime calls, and runs in-process against test/helpers/fake-docker.
 
 The black-box runs against the real HTTPS receiver are test/payload/container-monitor.bats.
@@ -16,9 +16,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hostguard import alert_state, container_monitor, delivery, formats, settings
-from hostguard.message import Identity
-from hostguard.runtime import KILL_AFTER, OUTPUT_MAX, Answer, Container, RuntimeFailed, call, json_string, quoted
+from hostguard import settings
+from hostguard.monitor import alert_state, container_monitor
+from hostguard.monitor.runtime import (
+    KILL_AFTER,
+    OUTPUT_MAX,
+    Answer,
+    Container,
+    RuntimeFailed,
+    call,
+    json_string,
+    quoted,
+)
+from hostguard.notify import delivery, formats
+from hostguard.notify.message import Identity
 
 FAKE_DOCKER = Path(__file__).resolve().parents[1] / "helpers" / "fake-docker"
 P = "[Container Alert] \n"

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import webedit
+from hostguard.install import webedit
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 RUNNER = """
 import os, sys
 sys.path.insert(0, sys.argv[1])
-from hostguard import installer, txnstore
+from hostguard.install import installer, txnstore
 kill_after, sig = int(os.environ["KILL_AFTER"]), int(os.environ["KILL_SIGNAL"])
 done = [0]
 step = txnstore.Store.step

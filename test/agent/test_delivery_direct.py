@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import delivery, settings
-from hostguard.message import FIRING, Identity
-from hostguard.spool import Spool, SpoolFull
+from hostguard import settings
+from hostguard.notify import delivery
+from hostguard.notify.message import FIRING, Identity
+from hostguard.notify.spool import Spool, SpoolFull
 
 
 @pytest.mark.parametrize(("code", "kept"), [(0, True), (75, False), (77, False), (78, False)])

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import delivery, settings, webhook
-from hostguard.spool import ALERTS, Spool
+from hostguard import settings
+from hostguard.notify import delivery, webhook
+from hostguard.notify.spool import ALERTS, Spool
 
 
 class SlowService:

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import delivery, settings
-from hostguard.spool import EVENTS, Spool
+from hostguard import settings
+from hostguard.notify import delivery
+from hostguard.notify.spool import EVENTS, Spool
 
 
 def test_a_message_spooled_just_before_the_release_is_delivered(

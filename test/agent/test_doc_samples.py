@@ -13,8 +13,10 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from hostguard import container_monitor, delivery, events, formats, host_monitor, settings
-from hostguard.message import NOTICE, Identity
+from hostguard import settings
+from hostguard.monitor import container_monitor, host_monitor
+from hostguard.notify import delivery, events, formats
+from hostguard.notify.message import NOTICE, Identity
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "host.md"
 FAKE_DOCKER = Path(__file__).resolve().parents[1] / "helpers" / "fake-docker"

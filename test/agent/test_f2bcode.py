@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import f2bcode, paths, services
+from hostguard import paths
 from hostguard.errors import HostguardError
+from hostguard.install import f2bcode, services
 
 
 @pytest.fixture

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hostguard import chat, formats, message
-from hostguard.chat import CHANNEL, DELIVERED, MESSAGE, TRANSIENT, WEBHOOK
 from hostguard.format_table import FACTS
-from hostguard.formats import FIRING, NOTICE, RESOLVED, Identity, Message
-from hostguard.message import BANTOOL
+from hostguard.notify import chat, formats, message
+from hostguard.notify.chat import CHANNEL, DELIVERED, MESSAGE, TRANSIENT, WEBHOOK
+from hostguard.notify.formats import FIRING, NOTICE, RESOLVED, Identity, Message
+from hostguard.notify.message import BANTOOL
 
 URLS = {
     "slack": "https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX",

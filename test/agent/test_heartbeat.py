@@ -1,4 +1,4 @@
-"""The heartbeat (hostguard/heartbeat.py): a stuck monitor's lock, the bounded GET, the URL file's checks.
+"""The heartbeat (hostguard/notify/heartbeat.py): a stuck monitor's lock, the bounded GET, the URL file's checks.
 
 The GETs against the real HTTPS receiver are in test/payload/host-monitor.bats and container-monitor.bats.
 """
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import heartbeat, settings
+from hostguard import settings
+from hostguard.notify import heartbeat
 
 
 def conf(*lines: str) -> settings.Settings:

@@ -1,4 +1,4 @@
-"""The host monitor in-process (hostguard/host_monitor.py) against a fixture /proc, the posting stubbed.
+"""The host monitor in-process (hostguard/monitor/host_monitor.py) against a fixture /proc, the posting stubbed.
 
 The black-box runs against the real HTTPS receiver are test/payload/host-monitor.bats.
 """
@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import delivery, host_monitor
-from hostguard.message import Identity
+from hostguard.monitor import host_monitor
+from hostguard.notify import delivery
+from hostguard.notify.message import Identity
 
 CPU = "[Server Alert] \nHigh CPU Usage Detected: 12.3%\nLoad Average: 0.52, 0.58, 0.59"
 MEM = "[Server Alert] \nHigh Memory Usage Detected: 90.92%\nActive Processes: 42"

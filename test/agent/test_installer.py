@@ -1,4 +1,4 @@
-"""hostguard.installer end to end in a temporary root: a crash (SIGKILL) after every step of the transaction
+"""hostguard.install.installer end to end in a temporary root: a crash (SIGKILL) after every step of the transaction
 store, for install and for uninstall.
 
 Each run is a real `install` process (the module's main in a child interpreter, as the shim runs it);
@@ -22,7 +22,7 @@ SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 RUNNER = """
 import os, signal, sys
 sys.path.insert(0, sys.argv[1])
-from hostguard import installer, txnstore
+from hostguard.install import installer, txnstore
 kill_after = int(os.environ.get("KILL_AFTER", "0"))
 kill_signal = int(os.environ.get("KILL_SIGNAL", "9"))
 done = [0]
@@ -165,7 +165,7 @@ def test_two_include_records_of_one_file_are_undone_in_turn(tmp_path: Path) -> N
     on the first's result (each read afresh, the last write would bring the first token's lines back)."""
     import time
 
-    from hostguard import webedit
+    from hostguard.install import webedit
 
     (tmp_path / "etc/nginx").mkdir(parents=True)
     site = tmp_path / "etc/nginx/site"
@@ -222,7 +222,7 @@ def test_a_first_install_stopped_early_takes_back_the_state_directory(tmp_path: 
 def test_a_store_made_by_a_run_killed_before_its_first_step_counts_as_none(tmp_path: Path) -> None:
     """Killed between creating install.db and its first step: the next install records the directories it
     made, so uninstall leaves the root as it was."""
-    from hostguard import txnstore
+    from hostguard.install import txnstore
 
     bundle = make_bundle(tmp_path / "bundle")
     root = fresh_root(tmp_path / "root")

@@ -1,4 +1,4 @@
-"""The monitors' figures (hostguard/host_monitor.py) against the tools the SPEC names and exact reference formulas."""
+"""The monitors' figures (monitor/host_monitor.py) against the tools the SPEC names and exact reference formulas."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hostguard import alert_state, host_monitor
+from hostguard.monitor import alert_state, host_monitor
 
 # uptime -p of procps-ng 4.0.2 for each /proc/uptime, recorded with the real
 # tool (`mount --bind` of the fixture over /proc/uptime in a private mount

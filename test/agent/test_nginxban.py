@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hostguard import nginxban, paths
+from hostguard import paths
+from hostguard.ban import nginxban
 
 
 def listed(state: Path | str) -> list[str]:

@@ -1,4 +1,4 @@
-"""hostguard.nginxconf on its own (was test/payload/nginx-conf.bats): which blocks are the http
+"""hostguard.install.nginxconf on its own (was test/payload/nginx-conf.bats): which blocks are the http
 context's server blocks under nginx's tokenizing rules, the null location, and that removing the
 include is the exact inverse of adding it (every byte back; adding twice is adding once). Accepted
 and refused texts are also checked with the real `nginx -t` where this machine has nginx."""
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import nginxconf as nc
+from hostguard.install import nginxconf as nc
 
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 

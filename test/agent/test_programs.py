@@ -1,4 +1,4 @@
-"""hostguard.programs: which programs a part needs, the jail's banaction in fail2ban's reading order."""
+"""hostguard.install.programs: which programs a part needs, the jail's banaction in fail2ban's reading order."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import programs
+from hostguard.install import programs
 
 
 def jail(root: Path, name: str, text: str) -> None:

@@ -1,4 +1,4 @@
-"""hostguard.properties: the final document install appends and its byte-exact removal (issue 32).
+"""hostguard.install.properties: the final document install appends and its byte-exact removal (issue 32).
 
 Whether Spring Boot reads it as meant is test/payload/spring-boot.bats's
 question, asked of Spring Boot itself; here the bytes.
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hostguard import properties as p
+from hostguard.install import properties as p
 
 KEY = p.KEY
 DOC = f"#---\n{KEY}=false\n"

@@ -20,11 +20,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from hostguard import formats
-from hostguard.chat import CHANNEL, DELIVERED, MESSAGE, TRANSIENT, WEBHOOK, Answer
 from hostguard.format_table import FACTS
-from hostguard.formats import FIRING, NOTICE, RESOLVED, Identity, Message
-from hostguard.message import BANTOOL
+from hostguard.notify import formats
+from hostguard.notify.chat import CHANNEL, DELIVERED, MESSAGE, TRANSIENT, WEBHOOK, Answer
+from hostguard.notify.formats import FIRING, NOTICE, RESOLVED, Identity, Message
+from hostguard.notify.message import BANTOOL
 
 HELPERS = Path(__file__).resolve().parents[2] / "test" / "helpers"
 PATHS = {

@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import chat, delivery, formats, notify, paths, settings, webhook
+from hostguard import paths, settings
+from hostguard.notify import chat, delivery, formats, webhook
+from hostguard.notify import cli as notify
 
 Done = subprocess.CompletedProcess[str]
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
@@ -44,7 +46,7 @@ def run(
     """The installer of BUNDLE, a real process (as the shim runs it)."""
     return subprocess.run(
         [sys.executable, "-I", "-S", "-B", "-c", "import sys; sys.path.insert(0, sys.argv[1]);"
-         " from hostguard import installer; sys.exit(installer.main(sys.argv[2:]))", str(bundle), *args],
+         " from hostguard.install import installer; sys.exit(installer.main(sys.argv[2:]))", str(bundle), *args],
         input=stdin, capture_output=True, text=True, timeout=60, check=False,
         env=env or {"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
     )  # fmt: skip
@@ -97,7 +99,7 @@ def no_candidate(root: Path) -> bool:
 
 
 def test_the_candidate_is_the_installers_temp_file_beside_the_webhook() -> None:
-    from hostguard import installer
+    from hostguard.install import installer
 
     assert installer.temp_beside(paths.WEBHOOK_PATH) == paths.WEBHOOK_CANDIDATE_PATH
 

@@ -30,7 +30,7 @@ RUNS = [
         "bantool",
         [
             "-c",
-            f"import sys; sys.path.insert(0, {str(SCRIPTS)!r}); from hostguard import nginxban; "
+            f"import sys; sys.path.insert(0, {str(SCRIPTS)!r}); from hostguard.ban import nginxban; "
             "nginxban.apply(['192.0.2.1'], '/nonexistent.pid', [])",
         ],
     ),

@@ -16,10 +16,13 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from hostguard import chat, delivery, events, formats, nginxban, notify, settings, spoolbound, webhook
-from hostguard.message import BANTOOL, FIRING, NOTICE, RESOLVED, Identity
-from hostguard.spool import ALERTS, EVENTS, STARTING, Refusal, Spool
-from hostguard.spooldb import SCHEMA_VERSION
+from hostguard import settings
+from hostguard.ban import nginxban
+from hostguard.notify import chat, delivery, events, formats, spoolbound, webhook
+from hostguard.notify import cli as notify
+from hostguard.notify.message import BANTOOL, FIRING, NOTICE, RESOLVED, Identity
+from hostguard.notify.spool import ALERTS, EVENTS, STARTING, Refusal, Spool
+from hostguard.notify.spooldb import SCHEMA_VERSION
 
 
 def spool_dir(root: Path) -> Path:

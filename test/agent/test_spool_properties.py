@@ -26,8 +26,8 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from hostguard import spool
-from hostguard.spool import ALERTS, EVENTS, Message, Spool
+from hostguard.notify import spool
+from hostguard.notify.spool import ALERTS, EVENTS, Message, Spool
 
 
 class SpoolMachine(RuleBasedStateMachine):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import sshjournal
+from hostguard.install import sshjournal
 
 pytestmark = pytest.mark.skipif(
     shutil.which("fail2ban-client") is None or not os.path.isfile("/etc/fail2ban/jail.d/defaults-debian.conf"),

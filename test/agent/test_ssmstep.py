@@ -1,4 +1,4 @@
-"""The State Manager step (hostguard/ssmstep.py) against moto on loopback.
+"""The State Manager step (hostguard/fleet/ssmstep.py) against moto on loopback.
 
 moto serves S3, SSM and the instance metadata (IMDSv2 token, the role's
 credentials, the region); the step runs as the document runs it, its text on
@@ -31,10 +31,10 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import ssmstep
+from hostguard.fleet import ssmstep
 
 REPO = Path(__file__).resolve().parents[2]
-STEP = REPO / "scripts" / "hostguard" / "ssmstep.py"
+STEP = REPO / "scripts" / "hostguard" / "fleet" / "ssmstep.py"
 MOTO_VENV = Path(os.environ.get("HOSTGUARD_MOTO_VENV", Path.home() / ".cache" / "hostguard" / "moto-venv"))
 BUCKET = "hostguard-test-bundles"
 PARAMETER = "/hostguard/test/webhook"
@@ -149,7 +149,6 @@ def _listing(root: Path) -> list[str]:
     skip = (
         "/var/spool/hostguard",
         "/var/log/hostguard",
-        "/usr/local/lib/hostguard/hostguard/__pycache__",
         "/var/lib/hostguard/settings.valid",
     )
     return sorted(
@@ -157,7 +156,7 @@ def _listing(root: Path) -> list[str]:
         for p in root.rglob("*")
         if p.is_file()
         and not str(p.relative_to(root)).startswith(tuple(s.lstrip("/") for s in skip))
-        and p.name != "__pycache__"
+        and "__pycache__" not in p.parts  # the bytecode of each part's folder
     )
 
 

@@ -1,4 +1,4 @@
-"""hostguard.txnstore: one transaction per step, records in place."""
+"""hostguard.install.txnstore: one transaction per step, records in place."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hostguard.txnstore import Rec, Store
+from hostguard.install.txnstore import Rec, Store
 
 
 def test_a_step_is_all_or_nothing_and_the_connection_stays_usable(tmp_path: Path) -> None:

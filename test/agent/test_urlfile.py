@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import urlfile
 from hostguard.errors import ConfigError
+from hostguard.notify import urlfile
 
 URL = "https://hooks.example.com/services/T000/B000/SENTINELsecret"
 

@@ -1,4 +1,4 @@
-"""hostguard.safepath and hostguard.userio: resolution by descriptor, a user's file read and written
+"""hostguard.install.safepath and hostguard.install.userio: resolution by descriptor, a user's file read and written
 by a child with that user's rights, and the install's bounds (issue 23). Needs root (it changes
 owners and forks children that drop to `nobody`); skipped otherwise."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import safepath, userio
 from hostguard.errors import HostguardError
+from hostguard.install import safepath, userio
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 

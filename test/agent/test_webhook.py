@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import redact, settings, urlfile, webhook
+from hostguard import redact, settings
 from hostguard.errors import ConfigError
+from hostguard.notify import urlfile, webhook
 
 KEY = "SENTINELsecret0123456789abcdef01"
 PD = "https://events.pagerduty.com/v2/enqueue"
@@ -78,7 +79,7 @@ def test_only_discords_gone_or_invalid_webhook_is_never_probed() -> None:
 
 
 def test_the_dropped_note_survives_the_formats_cut_and_pagerduty_gets_none() -> None:
-    from hostguard import delivery
+    from hostguard.notify import delivery
 
     discord = webhook.Hook("https://discord.com/api/webhooks/1/x", "id", None, "discord")
     text, announced = delivery.with_dropped_note(discord, "x" * 5000, 3)

@@ -1,4 +1,4 @@
-"""The calls of a fleet (components/fleet.ts, scripts/hostguard/ssmstep.py) against moto, with boto3.
+"""The calls of a fleet (components/fleet.ts, scripts/hostguard/fleet/ssmstep.py) against moto, with boto3.
 
 Run by test/aws/fleet.test.ts with the moto venv's python: `fleet_contract.py
 calls|iam DIR`. DIR holds what the Pulumi program renders (document.json,

@@ -38,7 +38,7 @@ fail2ban_notifier_in() {
   mkdir -p "${lib}"
   cp "${F2B_REPO}/scripts/hostguard-notify" "${lib}/"
   mkdir -p "${lib}/hostguard"
-  cp "${F2B_REPO}"/scripts/hostguard/*.py "${lib}/hostguard/"
+  (cd "${F2B_REPO}/scripts" && cp --parents hostguard/*.py hostguard/*/*.py "${lib}/")
   # shellcheck disable=SC2034 # read by the tests that load this helper
   F2B_NOTIFIER="${lib}/hostguard-notify"
 }

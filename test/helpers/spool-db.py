@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Test helper: the notifier's spool database (HOSTGUARD_ROOT/var/spool/hostguard/spool.db).
 
-Writes go through the agent's own spool (scripts/hostguard/spool.py), so a
+Writes go through the agent's own spool (scripts/hostguard/notify/spool.py), so a
 message is spooled exactly as a monitor spools it; reads are plain sqlite3.
 
     spool-db.py enqueue TEXT [CHANNEL [QUEUE]]   spools one message (queue 0 alerts, 1 ban tool)
@@ -44,7 +44,8 @@ def query(sql: str, *args: object) -> list[tuple[object, ...]]:
 
 
 def put(key: str, value: str) -> None:
-    from hostguard import settings, spool
+    from hostguard import settings
+    from hostguard.notify import spool
 
     spool.Spool(settings.load().notify_spool_max).put(key, value)
 
@@ -57,14 +58,16 @@ def get(key: str) -> str:
 def main(argv: list[str]) -> int:
     verb = argv[0]
     if verb == "enqueue":
-        from hostguard import delivery, settings
+        from hostguard import settings
+        from hostguard.notify import delivery
 
         loaded = settings.load()
         channel = argv[2] if len(argv) > 2 and argv[2] else None
         queue = int(argv[3]) if len(argv) > 3 else 0
         delivery.own_spool(loaded).enqueue(delivery.as_posted(loaded, argv[1]), channel, queue)
     elif verb == "enqueue-many":
-        from hostguard import settings, spool
+        from hostguard import settings
+        from hostguard.notify import spool
 
         queue = spool.Spool(settings.load().notify_spool_max)
         most = 0

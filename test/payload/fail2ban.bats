@@ -420,7 +420,7 @@ PY
     "${F2B_NS}" "${F2B_CONF}" "${F2B_SOCK}" "${F2B_PID}" >"${bin}/fail2ban-client"
   chmod +x "${bin}/fail2ban-client"
   # The deploy: a new hostguard package, whose messages say so.
-  cat >>"${lib}/hostguard/events.py" <<'PY'
+  cat >>"${lib}/hostguard/notify/events.py" <<'PY'
 
 _event_text_v1 = event_text
 
@@ -440,7 +440,7 @@ PY
   PATH="${bin}:${PATH}" HOSTGUARD_ROOT="${ROOT}" python3 - "${lib}" <<'PY'
 import sys
 sys.path.insert(0, sys.argv[1])
-from hostguard import services
+from hostguard.install import services
 services._systemd = lambda: False  # never this machine's own fail2ban
 services.apply("fail2ban", "")
 PY
@@ -454,7 +454,7 @@ PY
   PATH="${bin}:${PATH}" HOSTGUARD_ROOT="${ROOT}" python3 - "${lib}" <<'PY'
 import sys
 sys.path.insert(0, sys.argv[1])
-from hostguard import services
+from hostguard.install import services
 services._systemd = lambda: False
 services.apply("fail2ban", "")
 PY

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The programs each part needs (scripts/hostguard/programs.py, with the
+# The programs each part needs (scripts/hostguard/install/programs.py, with the
 # interpreter's own check in the installer's shim, scripts/install): install, run with a
 # PATH without one of them, refuses the part before it writes anything, names
 # the program and the Debian/Ubuntu package that provides it, and exits 1;
@@ -204,10 +204,10 @@ assert_refused() {
 @test "docs/host.md lists every row of the programs table" {
   local row parts programs package why readme
   readme="$(cat "${HG_REPO}/docs/host.md")"
-  # The tables of scripts/hostguard/programs.py, one row a line.
+  # The tables of scripts/hostguard/install/programs.py, one row a line.
   local -a rows
   mapfile -t rows < <(/usr/bin/python3 -I -B -c \
-    'import sys; sys.path.insert(0, sys.argv[1]); from hostguard.programs import main; main(["table"])' \
+    'import sys; sys.path.insert(0, sys.argv[1]); from hostguard.install.programs import main; main(["table"])' \
     "${HG_REPO}/scripts")
   ((${#rows[@]} > 10))
   for row in "${rows[@]}"; do

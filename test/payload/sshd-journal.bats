@@ -3,7 +3,7 @@
 # jail (jail.d/defaults-debian.conf) reads /var/log/auth.log, which a host
 # without rsyslog does not have, so `fail2ban-client -t` fails and fail2ban
 # does not start (fail2ban#3292). Install then makes that jail read the
-# journal (hostguard/sshjournal.py), a user's own [sshd] settings win, and
+# journal (hostguard/install/sshjournal.py), a user's own [sshd] settings win, and
 # uninstall puts /etc/fail2ban back byte for byte. A failing test prints
 # fail2ban's own lines and what to do. Each test runs the real fail2ban and
 # systemd-journald with root / in private mount, pid and net namespaces over

@@ -1,7 +1,7 @@
 // hostguard:chatFormat, pagerdutyRoutingKey and pagerdutyRegion (issue 34): the format detected
 // from every known host shape, contradictions and retired Teams connectors refused before deploy
 // naming the key (never the URL), PagerDuty's routing key in place of a URL, the webhook file's
-// text, and the host agent's detection (scripts/hostguard/formats.py, Debian's python3) agreeing
+// text, and the host agent's detection (scripts/hostguard/notify/formats.py, Debian's python3) agreeing
 // with the validator's on the same URLs.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -222,7 +222,7 @@ describe("the host agent detects as the validator does (formats.detect, Debian's
         ];
         const program = [
             "import json, sys",
-            "from hostguard import formats",
+            "from hostguard.notify import formats",
             "out = []",
             "for url, fmt in json.load(sys.stdin):",
             "    try:",

@@ -117,7 +117,7 @@ describe("what the docs claim (issue 44)", () => {
             assert.ok(m, `${name} in scripts/hostguard/${file}`);
             return m[1] === '"' ? m[2] : `/var/lib/hostguard${m[2]}`;
         };
-        const wanted = [...hostDestinations(), agent("sshjournal.py", "DROPIN"), agent("f2bcode.py", "RECORD")];
+        const wanted = [...hostDestinations(), agent("install/sshjournal.py", "DROPIN"), agent("install/f2bcode.py", "RECORD")];
         const missing = wanted.filter((d) => !listed.some((l) => l === d || (d.endsWith("/") && l.startsWith(d))));
         assert.deepEqual(missing, []);
     });

@@ -39,11 +39,11 @@ interface HostCase {
     file: string;
     /** The key whose value to print. */
     variable: string;
-    /** Decimals to compare with the monitors' decimal_gt (hostguard/alert_state.py) against the variable. */
+    /** Decimals to compare with the monitors' decimal_gt (hostguard/monitor/alert_state.py) against the variable. */
     metrics?: string[];
 }
 
-/** The host monitors' comparison (hostguard/alert_state.py decimal_gt) on each [value, threshold] pair, in one python3. */
+/** The host monitors' comparison (hostguard/monitor/alert_state.py decimal_gt) on each [value, threshold] pair, in one python3. */
 function decimalGreater(pairs: Array<[string, string]>): boolean[] {
     if (pairs.length === 0) {
         return [];
@@ -51,7 +51,7 @@ function decimalGreater(pairs: Array<[string, string]>): boolean[] {
     const code = [
         "import json, sys",
         "sys.path.insert(0, sys.argv[1])",
-        "from hostguard.alert_state import decimal_gt",
+        "from hostguard.monitor.alert_state import decimal_gt",
         "print(json.dumps([decimal_gt(v, t) for v, t in json.load(sys.stdin)]))",
     ].join("\n");
     const out = execFileSync("python3", ["-I", "-c", code, AGENT], { input: JSON.stringify(pairs), timeout: CHILD_TIMEOUT_MS });

@@ -149,7 +149,7 @@ describe("trustedProxies: without it the payload is today's", () => {
     it("the deny snippet is scripts/' file; no file names the proxy machinery", () => {
         const deny = plain.files.find((f) => f.destination === "/etc/nginx/snippets/hostguard-deny.conf")!;
         assert.deepEqual(deny.content, fs.readFileSync(path.join(SCRIPTS, "nginx/hostguard-deny.conf")));
-        // The agent's package is code every host has (hostguard/nginxban.py among it):
+        // The agent's package is code every host has (hostguard/ban/nginxban.py among it):
         // inert without the program and the action that run it, which are not shipped.
         for (const f of plain.files.filter((file) => !file.path.startsWith("hostguard/"))) {
             for (const word of ["hostguard_banned", "real_ip", "hostguard-nginx-ban", "nginx-bans.map"]) {

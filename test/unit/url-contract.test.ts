@@ -2,7 +2,7 @@
 // components/settings.ts), on both sides: the stack validator (validateConfig,
 // webhookUrl and heartbeatUrl) and the host, where the real `install
 // set-webhook` reads the stdin the deploy sends (curlUrlLine) and checks it
-// with the generated HG_URL_RE, and the host agent (hostguard/urlfile.py, the
+// with the generated HG_URL_RE, and the host agent (hostguard/notify/urlfile.py, the
 // notifier's and the heartbeat's reader) accepts the line install wrote
 // (settings_table.URL_LINE_RE). The same URLs go to every side: fixed
 // hostile cases and fast-check values; they must agree on each.
@@ -71,7 +71,7 @@ function host(urls: string[]): boolean[] {
             // What install writes (`url = "URL"`, the trimmed URL) must be a line the agent accepts, as that URL.
             const line = `url = "${url.trim()}"`;
             const read = execFileSync("/usr/bin/python3", ["-IS", "-c",
-                "import sys; sys.path.insert(0, sys.argv[1]); from hostguard import urlfile; print(urlfile._url_of(sys.argv[2]) or 'REFUSED')",
+                "import sys; sys.path.insert(0, sys.argv[1]); from hostguard.notify import urlfile; print(urlfile._url_of(sys.argv[2]) or 'REFUSED')",
                 SCRIPTS, line], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" } }).toString().trim();
             assert.equal(read, url.trim(), `the agent would refuse the line install wrote for ${JSON.stringify(url)}`);
         }

@@ -6,7 +6,7 @@
 # from the balancer); nginx can, since its realip drop-in gives it the
 # client's address. This Python action (loaded into fail2ban's process)
 # keeps nginx's ban list (/var/lib/hostguard/nginx-bans.map, read by the map
-# of /etc/nginx/conf.d/hostguard-realip.conf) through hostguard/nginxban.py,
+# of /etc/nginx/conf.d/hostguard-realip.conf) through hostguard/ban/nginxban.py,
 # and nginx answers a listed client 403 (an IPv4 client listed also as
 # ::ffff:a.b.c.d, as a dual-stack proxy forwards it). Reloads are at most one
 # per 2 s, whatever bans; a failed write or `nginx -t` stays pending and is
@@ -31,7 +31,7 @@ class Action(ActionBase):
         lib = os.environ.get("HOSTGUARD_ROOT", "") + "/usr/local/lib/hostguard"
         if lib not in sys.path:
             sys.path.insert(0, lib)
-        from hostguard.nginxban import BanList
+        from hostguard.ban.nginxban import BanList
 
         self.bans = BanList(nginx_pid, nginx_opts.split(), self._logSys)
 

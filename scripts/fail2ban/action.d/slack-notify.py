@@ -5,10 +5,10 @@
 # process; the jail names it `slack-notify.py`, so its name is slack-notify).
 # fail2ban runs a jail's actions one ban after another; this one starts no
 # process per ban: each message is one short transaction in hostguard's
-# spool (hostguard/events.py), delivered by one detached flush. The webhook
+# spool (hostguard/notify/events.py), delivered by one detached flush. The webhook
 # is never here: this file is world-readable; the notifier reads it from the
 # root-only /etc/hostguard/webhook.curlrc. The texts are built in
-# hostguard/events.py from the values fail2ban hands over (no shell, no
+# hostguard/notify/events.py from the values fail2ban hands over (no shell, no
 # quoting: a value is refused there when it is not what it should be).
 #
 # Option (the jail's `slack-notify.py[...]`): slack_channel, the channel of
@@ -31,7 +31,7 @@ class Action(ActionBase):
         lib = os.environ.get("HOSTGUARD_ROOT", "") + "/usr/local/lib/hostguard"
         if lib not in sys.path:
             sys.path.insert(0, lib)
-        from hostguard.events import BanNotices
+        from hostguard.notify.events import BanNotices
 
         # fail2ban's logger: a message LOST (the disk full) is said in fail2ban's log.
         self.notices = BanNotices(slack_channel, self._logSys)

@@ -16,7 +16,7 @@ hg_make_payload() {
 }
 
 # Installing the monitors part needs the container runtime (docker by
-# default) on PATH (hostguard/programs.py), and this machine may have none: the
+# default) on PATH (hostguard/install/programs.py), and this machine may have none: the
 # installer tests find the test stand-in (test/helpers/fake-docker) first.
 # They only need it to be there; container-monitor.bats drives it.
 hg_runtime_on_path() {
@@ -72,7 +72,7 @@ hg_listing() {
   )
 }
 
-# The manifests in ROOT's transaction store (scripts/hostguard/txnstore.py),
+# The manifests in ROOT's transaction store (scripts/hostguard/install/txnstore.py),
 # part by part, each in its order, without row ids: one record a line. Read
 # from a copy: opening the store in place would create its write-ahead log
 # and change the state directory that listings compare.

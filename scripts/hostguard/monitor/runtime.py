@@ -1,0 +1,193 @@
+"""The container runtime (CONTAINER_RUNTIME) as the container monitor asks
+it: bounded calls, and the decoding of what they print.
+
+A call is ended after CONTAINER_RUNTIME_TIMEOUT or once it printed
+OUTPUT_MAX bytes, its whole process group with it. Every untrusted field
+(names, states, error texts: chosen by whoever may run containers) is asked
+for as a JSON string and decoded with json; a line that does not parse
+raises ValueError.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import selectors
+import signal
+import subprocess
+import time
+from typing import NamedTuple
+
+from ..settings import Settings
+
+# The client turns a literal \t into a tab in ps and stats formats.
+PS_FORMAT = r"{{.ID}}\t{{json .State}}\t{{json .Names}}"
+INSPECT_FORMAT = "{{.ID}} {{json .State.Status}} {{.State.ExitCode}} {{json .Name}} {{json .State.Error}}"
+STATS_FORMAT = r"{{.ID}}\t{{.CPUPerc}}\t{{.MemPerc}}"
+# After the timeout: SIGTERM, this long to end, then SIGKILL and one more second.
+KILL_AFTER = 4.0
+# What one call may print, stdout and stderr together: it is read into
+# root's memory. Thousands of containers' lines are well under a MiB; more
+# than this is a runtime gone wrong, and the call fails like a hung one.
+OUTPUT_MAX = 4 << 20
+CONTAINER_ID = re.compile(r"[0-9a-f]{12,64}")
+_EXIT_CODE = re.compile(r" (-?[0-9]+) ")
+_NO_SUCH = re.compile(r"(Error: |Error response from daemon: )No such (object|container): .*")
+_UNSAFE = re.compile("[\x00\ud800-\udfff]")
+_DECODER = json.JSONDecoder()
+
+
+def quoted(text: str) -> str:
+    """TEXT as a JSON string for log lines and alert keys: one line whatever it holds."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def json_string(text: str, start: int) -> tuple[str, int]:
+    """The JSON string literal at START of TEXT, decoded, and where it ends. NUL
+    and lone surrogates become U+FFFD; anything but one string raises ValueError."""
+    value, end = _DECODER.raw_decode(text, start)
+    if not isinstance(value, str):
+        raise ValueError("not a JSON string")
+    return _UNSAFE.sub("\ufffd", value), end
+
+
+class RuntimeFailed(Exception):
+    """The runtime could not be asked (WHY): nothing can be concluded this run."""
+
+
+class Answer(NamedTuple):
+    rc: int
+    out: str
+    err: str
+
+
+class Container(NamedTuple):
+    status: str
+    exit_code: str
+    name: str
+    error: str
+
+    @property
+    def key_name(self) -> str:
+        return quoted(self.name)
+
+
+def end_group(process: subprocess.Popen[bytes]) -> None:
+    """Ends a runtime call and its children (its own process group), each wait
+    bounded; what it prints meanwhile is not read. One that cannot be killed
+    (stuck in the kernel) is left behind."""
+    for signum, seconds in ((signal.SIGTERM, KILL_AFTER), (signal.SIGKILL, 1.0)):
+        with contextlib.suppress(OSError):
+            os.killpg(process.pid, signum)
+        try:
+            process.wait(timeout=seconds)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def read_output(process: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes] | None:
+    """The call's stdout and stderr once it has ended, within TIMEOUT seconds
+    (else TimeoutExpired); None as soon as together they exceed OUTPUT_MAX."""
+    deadline = time.monotonic() + timeout
+    fds = [stream.fileno() for stream in (process.stdout, process.stderr) if stream is not None]
+    chunks: dict[int, list[bytes]] = {fd: [] for fd in fds}
+    total = 0
+    with selectors.DefaultSelector() as selector:
+        for fd in fds:
+            selector.register(fd, selectors.EVENT_READ)
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(process.args, timeout)
+            for key, _ in selector.select(left):
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    selector.unregister(key.fd)
+                total += len(chunk)
+                if total > OUTPUT_MAX:
+                    return None
+                chunks[key.fd].append(chunk)
+    process.wait(timeout=max(deadline - time.monotonic(), 0.0))
+    return b"".join(chunks[fds[0]]), b"".join(chunks[fds[1]])
+
+
+def call(settings: Settings, *args: str) -> Answer:
+    runtime = settings.container_runtime
+    timeout = settings.container_runtime_timeout
+    try:
+        process = subprocess.Popen(
+            [runtime, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError:
+        raise RuntimeFailed(f"the runtime {runtime} is not found") from None
+    try:
+        output = read_output(process, timeout)
+        why = f"printed over {OUTPUT_MAX >> 20} MiB, the most read from a runtime call"
+    except subprocess.TimeoutExpired:
+        output, why = None, f"did not answer within {timeout} s"
+    finally:
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+    if output is None:
+        end_group(process)
+        raise RuntimeFailed(f"runtime unavailable: {runtime} {args[0]} {why}")
+    out, err = output
+    return Answer(process.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+
+
+def failed(settings: Settings, verb: str, answer: Answer) -> RuntimeFailed:
+    return RuntimeFailed(f"runtime unavailable: {settings.container_runtime} {verb} failed (exit {answer.rc})")
+
+
+def only_gone(answer: Answer) -> bool:
+    """Whether an inspect's errors all say a container is gone (removed since
+    the list: expected), not that the runtime did not answer."""
+    return all(_NO_SUCH.fullmatch(line) for line in answer.err.splitlines())
+
+
+def list_line(line: str) -> tuple[str, str, str]:
+    """ID, state and names (comma-joined) of a PS_FORMAT line."""
+    container_id, _, rest = line.partition("\t")
+    if not CONTAINER_ID.fullmatch(container_id):
+        raise ValueError("no ID")
+    status, end = json_string(rest, 0)
+    if rest[end : end + 1] != "\t":
+        raise ValueError("no tab")
+    names, end = json_string(rest, end + 1)
+    if end != len(rest):
+        raise ValueError("trailing text")
+    return container_id, status, names
+
+
+def inspect_line(line: str) -> tuple[str, Container]:
+    """ID and Container of an INSPECT_FORMAT line (the name without its leading /)."""
+    container_id = line.partition(" ")[0]
+    if not CONTAINER_ID.fullmatch(container_id):
+        raise ValueError("no ID")
+    status, end = json_string(line, len(container_id) + 1)
+    code = _EXIT_CODE.match(line, end)
+    if code is None:
+        raise ValueError("no exit code")
+    name, end = json_string(line, code.end())
+    if line[end : end + 1] != " ":
+        raise ValueError("no space")
+    error, end = json_string(line, end + 1)
+    if end != len(line):
+        raise ValueError("trailing text")
+    return container_id, Container(status, code.group(1), name[1:] if name[:1] == "/" else name, error)
+
+
+def stats_line(line: str) -> tuple[str, str, str] | None:
+    """ID, CPU and memory figures (as printed) of a STATS_FORMAT line; None for another line."""
+    fields = line.split("\t", 2)
+    if len(fields) != 3 or not CONTAINER_ID.fullmatch(fields[0]):
+        return None
+    return fields[0], fields[1], fields[2]

@@ -1,0 +1,105 @@
+"""The heartbeat: after a monitor run that completed and left the spool empty,
+one HTTPS GET to the URL in heartbeat.curlrc, for a dead man's switch outside
+(it notices a host, cron or notifier that stopped, which no alert can
+report). No file, no heartbeat. The URL is a secret like the webhook (root's
+0600 file, urlfile.py), never in argv, the environment or a log line. None is
+sent while the other monitor's run is stuck: the service notices that too.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+
+from .. import log, paths
+from ..settings import Settings
+
+MONITORS = ("host-monitor", "container-monitor")
+
+
+def lock_path(monitor: str) -> str:
+    return paths.under(f"{paths.STATE_PATH}/{monitor}.lock")
+
+
+def stuck_after(settings: Settings) -> int:
+    """Seconds after which a run still holding its lock is stuck: the longest a
+    run can take (three runtime calls, each ended by its timeout and a kill 5 s
+    later, then a delivery run's budget) and a minute more."""
+    return 3 * (settings.container_runtime_timeout + 5) + settings.notify_budget + 60
+
+
+def lock_stuck(path: str, settings: Settings) -> int | None:
+    """The start (epoch seconds: the run stamps the lock's mtime when it takes
+    it) of a run that holds the lock PATH and is stuck; None otherwise. Never
+    pass a lock this process holds (a second descriptor would see it held)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return None
+        except BlockingIOError:
+            pass
+        since = int(os.fstat(fd).st_mtime)
+    finally:
+        os.close(fd)
+    return since if int(time.time()) - since > stuck_after(settings) else None
+
+
+def stamp(when: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
+
+
+def other_run_stuck(who: str, settings: Settings) -> bool:
+    for other in MONITORS:
+        if other == who:
+            continue
+        since = lock_stuck(lock_path(other), settings)
+        if since is not None:
+            log.warn(f"{who}: no heartbeat: a {other} run started at {stamp(since)} has not completed")
+            return True
+    return False
+
+
+def ping(who: str, settings: Settings) -> None:
+    """Requests the heartbeat URL once and logs the outcome (never the URL).
+    Whatever happens the run goes on: a missed ping is what the service
+    outside watches for."""
+    file = paths.under(paths.HEARTBEAT_PATH)
+    if not os.path.lexists(file):
+        return
+    from ..errors import ConfigError
+    from . import urlfile
+
+    try:
+        url = urlfile.read(file, "heartbeat").url
+        urlfile.check_ca(settings.notify_ca_file)
+        cadata = urlfile.read_ca(settings.notify_ca_file) if settings.notify_ca_file else None
+    except ConfigError as error:
+        log.error(f"{who}: {error}; no heartbeat sent")
+        return
+    except OSError as error:
+        log.error(f"{who}: NOTIFY_CA_FILE {settings.notify_ca_file} cannot be read ({error}); no heartbeat sent")
+        return
+    if other_run_stuck(who, settings):
+        return
+    reply = get(url, cadata, settings.notify_max_time)
+    if isinstance(reply, str):
+        log.warn(f"{who}: heartbeat not sent: {reply}")
+    elif 200 <= reply < 300:
+        log.info(f"{who}: heartbeat sent (HTTP {reply})")
+    else:
+        log.warn(f"{who}: heartbeat not accepted: HTTP {reply}")
+
+
+def get(url: str, cadata: str | bytes | None, seconds: float) -> int | str:
+    """The HTTP status of one GET of URL within SECONDS (chat.exchange: https only, certificate checked,
+    no redirect, one deadline for the whole exchange: a server that answers a byte at a time cannot hold
+    the monitor), or why there is none."""
+    from . import chat
+
+    reply = chat.exchange("GET", url, None, {"User-Agent": "hostguard-heartbeat"}, seconds, cadata)
+    return reply if isinstance(reply, str) else reply.status
