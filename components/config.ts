@@ -96,6 +96,8 @@ export interface FleetSettings {
     maxErrors: string;
     /** Days until the bucket's lifecycle rule deletes an object under runs/. */
     runsExpireDays: number;
+    /** The host role's permissions boundary (an ARN an administrator created: docs/aws.md, Fleet path). */
+    permissionsBoundary: string;
 }
 
 /**
@@ -290,7 +292,7 @@ export function refuseUnknownKeys(raw: RawConfig): void {
 
 /** The fleet's keys have nothing to do with delivery ssh. */
 export function refuseFleetKeysWithSsh(raw: RawConfig): void {
-    const set = (["fleetSchedule", "fleetMaxConcurrency", "fleetMaxErrors", "fleetRunsExpireDays"] as const).find((k) => raw[k] !== undefined);
+    const set = (["fleetSchedule", "fleetMaxConcurrency", "fleetMaxErrors", "fleetRunsExpireDays", "fleetPermissionsBoundary"] as const).find((k) => raw[k] !== undefined);
     if (set !== undefined) {
         throw new ConfigError(set, `is only used with ${NAMESPACE}:delivery ssm; remove it`);
     }
@@ -549,7 +551,22 @@ function fleetSettings(raw: RawConfig): FleetSettings {
         maxConcurrency: textOrDefault(raw, "fleetMaxConcurrency"),
         maxErrors: textOrDefault(raw, "fleetMaxErrors"),
         runsExpireDays: stackInteger(raw, "fleetRunsExpireDays")!,
+        permissionsBoundary: requiredBoundary(raw),
     };
+}
+
+/**
+ * The host role's permissions boundary: required, there is no default. Its ARN holds the account, which
+ * the program does not know at preview, and the policy must exist before the up (an administrator creates
+ * it: the deployer's policy cannot); a derived name would fail at CreateRole, after the bucket and key exist.
+ */
+function requiredBoundary(raw: RawConfig): string {
+    const arn = text(raw, "fleetPermissionsBoundary");
+    if (arn === undefined) {
+        throw new ConfigError("fleetPermissionsBoundary", `is required with ${NAMESPACE}:delivery ssm: have an IAM administrator create the boundary policy of `
+            + `docs/aws.md (Fleet path) once, then \`pulumi config set ${NAMESPACE}:fleetPermissionsBoundary arn:aws:iam::<account>:policy/<its name>\``);
+    }
+    return arn;
 }
 
 /** The payload settings, by the table of components/settings.ts; a refusal names the key. */

@@ -85,7 +85,10 @@ export class FleetDelivery extends pulumi.ComponentResource {
         }, { ...parent, additionalSecretOutputs: ["value"] });
 
         const policy = pulumi.all([bucket.arn, parameter.arn, key.arn]).apply(([b, p, k]) => hostPolicy(b, p, k));
-        const role = new aws.iam.Role(`${name}-host`, { assumeRolePolicy: EC2_TRUST, description: `hostguard ${names.tagValue}: the fleet's instances` }, parent);
+        // The boundary caps the role (docs/aws.md, Fleet path): the deployer may create or change roles only with it.
+        const role = new aws.iam.Role(`${name}-host`, {
+            assumeRolePolicy: EC2_TRUST, permissionsBoundary: args.fleet.permissionsBoundary, description: `hostguard ${names.tagValue}: the fleet's instances`,
+        }, parent);
         const rolePolicy = new aws.iam.RolePolicy(`${name}-host`, { role: role.id, policy }, parent);
         const profile = new aws.iam.InstanceProfile(`${name}-host`, { role: role.name }, parent);
         const standalone = new aws.iam.Policy(`${name}-host-grants`, {

@@ -94,6 +94,10 @@ export const RULES = {
     },
     fleetMaxConcurrency: { pattern: "^([1-9][0-9]{0,3}|([1-9][0-9]?|100)%)$", allowed: "a number 1-9999 or a percentage 1%-100%" },
     fleetMaxErrors: { pattern: "^([0-9]{1,4}|([0-9]{1,2}|100)%)$", allowed: "a number 0-9999 or a percentage 0%-100%" },
+    iamPolicyArn: {
+        pattern: "^arn:aws(-cn|-us-gov)?:iam::[0-9]{12}:policy/([A-Za-z0-9+=,.@_-]{1,64}/){0,8}[A-Za-z0-9+=,.@_-]{1,128}$",
+        allowed: "a customer managed policy's ARN: arn:aws:iam::<12-digit account>:policy/<name>",
+    },
     userName: {
         pattern: "^[a-z_][a-z0-9_-]{0,31}$",
         allowed: "a user name: a lower-case letter or _, then at most 31 lower-case letters, digits, _ or -",
@@ -255,6 +259,10 @@ export const STACK_KEYS = [
     {
         key: "fleetRunsExpireDays", type: "integer", min: 1, max: 3650, value: 30,
         doc: "(`delivery: ssm`) days after which the bucket's lifecycle rule deletes a run's output under `runs/` (every host writes two objects per run)",
+    },
+    {
+        key: "fleetPermissionsBoundary", type: "text", rule: "iamPolicyArn", default: "(required with `delivery: ssm`)",
+        doc: "(`delivery: ssm`) the ARN of the permissions boundary an IAM administrator created once (docs/aws.md, Fleet path): the fleet's host role is created with it, and the deployer's policy lets roles be created or changed only with it",
     },
     {
         key: "cronMinute", type: "integer", min: 0, max: 9, default: "derived on each host",

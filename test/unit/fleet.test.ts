@@ -61,7 +61,8 @@ function payload(): PayloadFile[] {
     return [f("install", "#!/bin/sh\n", 0o755), f("files.table", table), f("host-monitor", "#!/bin/sh\n", 0o755), f("nginx/hostguard-deny.conf", "x\n")];
 }
 
-const FLEET: RawConfig = { delivery: "ssm", vpcId: "vpc-0123456789abcdef0", webhookUrl: SENTINEL };
+const BOUNDARY = "arn:aws:iam::123456789012:policy/hostguard-boundary-hostguard-test";
+const FLEET: RawConfig = { delivery: "ssm", vpcId: "vpc-0123456789abcdef0", fleetPermissionsBoundary: BOUNDARY, webhookUrl: SENTINEL };
 
 async function build(raw: RawConfig, aws: Record<string, string> = { region: "eu-west-1" }): Promise<{ out: StackOutputs; resources: Recorded[] }> {
     recorded = [];
@@ -222,6 +223,8 @@ describe("delivery ssm: the fleet's resources", () => {
         assert.ok(SSM_AGENT_ACTIONS.every((a) => !/^ssm:GetParameters?$|^s3:|^kms:/.test(a)), SSM_AGENT_ACTIONS.join(" "));
         assert.deepEqual(inline.Statement[4].Condition, { StringLike: { "kms:ViaService": "ssm.*.amazonaws.com" } });
         assert.deepEqual(JSON.parse(one(resources, "aws:iam/role:Role").inputs.assumeRolePolicy).Statement[0].Principal, { Service: "ec2.amazonaws.com" });
+        // The role is created under the stack's permissions boundary (the deployer may create roles only with it: docs/aws.md).
+        assert.equal(one(resources, "aws:iam/role:Role").inputs.permissionsBoundary, BOUNDARY);
     });
 });
 
@@ -336,15 +339,15 @@ describe("npm run render on a fleet stack (tools/render.ts renderFleet)", () => 
             fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: hostguard\nruntime: nodejs\n");
             fs.writeFileSync(path.join(dir, "Pulumi.test.yaml"), [
                 "config:", "  hostguard:delivery: ssm", "  hostguard:vpcId: vpc-0123456789abcdef0", "  hostguard:fleetRunsExpireDays: 9",
-                "  hostguard:webhookUrl:", "    secure: v1:SENTINELCIPHERTEXT", "",
+                `  hostguard:fleetPermissionsBoundary: ${BOUNDARY}`, "  hostguard:webhookUrl:", "    secure: v1:SENTINELCIPHERTEXT", "",
             ].join("\n"));
             const config = stackConfig(dir, "test");
             const out = await renderFleet(dir, "test", config, path.join(dir, "out", "test"));
             // The program under mocks, with the repository's real payload (as render uses it).
             recorded = [];
             pulumi.runtime.setAllConfig({ "hostguard:delivery": "ssm", "hostguard:vpcId": "vpc-0123456789abcdef0", "hostguard:fleetRunsExpireDays": "9",
-                "hostguard:webhookUrl": SENTINEL, "aws:region": "eu-west-1" }, ["hostguard:webhookUrl"]);
-            const stack = buildStack(validateConfig({ delivery: "ssm", vpcId: "vpc-0123456789abcdef0", fleetRunsExpireDays: "9", webhookUrl: SENTINEL },
+                "hostguard:fleetPermissionsBoundary": BOUNDARY, "hostguard:webhookUrl": SENTINEL, "aws:region": "eu-west-1" }, ["hostguard:webhookUrl"]);
+            const stack = buildStack(validateConfig({ delivery: "ssm", vpcId: "vpc-0123456789abcdef0", fleetRunsExpireDays: "9", fleetPermissionsBoundary: BOUNDARY, webhookUrl: SENTINEL },
                 { secretKeys: SECRET_KEYS }));
             await new Promise((r) => pulumi.all([stack.fleet!.associationId, stack.fleet!.hostPolicyArn]).apply(r));
             await new Promise((r) => setTimeout(r, 200));
@@ -376,7 +379,7 @@ describe("npm run render on a fleet stack (tools/render.ts renderFleet)", () => 
             assert.ok(!all.some((f) => fs.readFileSync(path.join(out, f), "latin1").includes("SENTINELCIPHERTEXT")));
             assert.deepEqual(placeholderLines(config), []);
             // A placeholder is named, as for an SSH stack (main exits 1 on it).
-            fs.writeFileSync(path.join(dir, "Pulumi.ph.yaml"), "config:\n  hostguard:delivery: ssm\n  hostguard:vpcId: vpc-REPLACE-ME-prod\n");
+            fs.writeFileSync(path.join(dir, "Pulumi.ph.yaml"), `config:\n  hostguard:delivery: ssm\n  hostguard:vpcId: vpc-REPLACE-ME-prod\n  hostguard:fleetPermissionsBoundary: ${BOUNDARY}\n`);
             assert.match(placeholderLines(stackConfig(dir, "ph")).join("\n"), /vpcId/);
         } finally {
             fs.rmSync(dir, { recursive: true, force: true });
@@ -395,7 +398,10 @@ describe("delivery ssm: the config", () => {
     });
     it("needs no hosts, SSH key or adminCidrs; aws must stay true", () => {
         const c = validateConfig(FLEET, { secretKeys: SECRET_KEYS });
-        assert.deepEqual([c.delivery, c.hosts, c.fleet], ["ssm", [], { schedule: "rate(30 minutes)", maxConcurrency: "10%", maxErrors: "0", runsExpireDays: 30 }]);
+        assert.deepEqual([c.delivery, c.hosts, c.fleet], ["ssm", [], { schedule: "rate(30 minutes)", maxConcurrency: "10%", maxErrors: "0", runsExpireDays: 30, permissionsBoundary: BOUNDARY }]);
+        refused({ ...FLEET, fleetPermissionsBoundary: undefined }, "fleetPermissionsBoundary",
+            /is required with hostguard:delivery ssm: have an IAM administrator create the boundary policy of docs\/aws.md \(Fleet path\) once, then `pulumi config set hostguard:fleetPermissionsBoundary arn:aws:iam::<account>:policy\/<its name>`$/);
+        refused({ ...FLEET, fleetPermissionsBoundary: "hostguard-boundary-hostguard-test" }, "fleetPermissionsBoundary", /arn:aws:iam::<12-digit account>:policy\/<name>/);
         refused({ ...FLEET, aws: "false" }, "aws", /must be true with hostguard:delivery ssm/);
     });
     it("refuses an adopted group (and the keys of instances carrying groups): the fleet's launch template gets the created group", () => {

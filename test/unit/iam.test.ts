@@ -10,10 +10,13 @@ import * as path from "node:path";
 import { describe, it } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
 import { SECRET_KEYS, validateConfig, type RawConfig } from "../../components/config";
-import { fleetNames } from "../../components/ssmDocument";
+import { fleetNames, hostPolicy, SSM_AGENT_ACTIONS } from "../../components/ssmDocument";
 import { buildStack } from "../../components/stack";
 
 const ROOT = path.resolve(__dirname, "../..");
+/** The stack's permissions boundary in the mocked program; docs/aws.md writes it with placeholders. */
+const BOUNDARY_ARN = "arn:aws:iam::123456789012:policy/hostguard-boundary-PROJECT-STACK";
+const DOC_BOUNDARY_ARN = "arn:aws:iam::ACCOUNT:policy/hostguard-boundary-PROJECT-STACK";
 const README = fs.readFileSync(path.join(ROOT, "docs/aws.md"), "utf8");
 const CODE = fs.readFileSync(path.join(ROOT, "components/ec2Reconcile.ts"), "utf8");
 
@@ -52,7 +55,7 @@ describe("the README's IAM policies against the code's EC2 calls", () => {
         assert.deepEqual(code.read.sort(), ["ec2:DescribeInstances", "ec2:DescribeNetworkInterfaces", "ec2:DescribeSecurityGroups"]);
         assert.deepEqual(code.adopt.sort(), ["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress", "ec2:UpdateSecurityGroupRuleDescriptionsIngress"]);
         assert.deepEqual(code.create, ["ec2:ModifyNetworkInterfaceAttribute"]);
-        assert.deepEqual(Object.keys(p).sort(), ["hostguard-adopt", "hostguard-create", "hostguard-fleet"]);
+        assert.deepEqual(Object.keys(p).sort(), ["hostguard-adopt", "hostguard-create", "hostguard-fleet", "hostguard-fleet-boundary"]);
     });
 
     it("each path's policy holds every action that path calls, and nothing else", () => {
@@ -113,8 +116,11 @@ const FLEET_PROVIDER_CALLS: Record<string, string[]> = {
         "ssm:PutParameter", "ssm:GetParameter", "ssm:GetParameters", "ssm:DescribeParameters", "ssm:DeleteParameter", "ssm:AddTagsToResource",
         "ssm:ListTagsForResource", "kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey",
     ],
+    // The boundary is given at CreateRole, and put by PutRolePermissionsBoundary on a role created before it was set.
+    // Not iam:UpdateAssumeRolePolicy: the trust is the constant EC2_TRUST, never changed, and that action cannot be tied
+    // to the boundary (a changed trust would let another account assume the role): an up that changed it would be refused.
     "aws:iam/role:Role": [
-        "iam:CreateRole", "iam:GetRole", "iam:UpdateRole", "iam:UpdateAssumeRolePolicy", "iam:DeleteRole", "iam:TagRole", "iam:ListRolePolicies",
+        "iam:CreateRole", "iam:GetRole", "iam:UpdateRole", "iam:PutRolePermissionsBoundary", "iam:DeleteRole", "iam:TagRole", "iam:ListRolePolicies",
         "iam:ListAttachedRolePolicies", "iam:ListInstanceProfilesForRole",
     ],
     "aws:iam/rolePolicy:RolePolicy": ["iam:PutRolePolicy", "iam:GetRolePolicy", "iam:DeleteRolePolicy"],
@@ -156,7 +162,7 @@ async function fleetResources(): Promise<Array<{ type: string; name: string; inp
             throw new Error(`unexpected call ${args.token}`);
         },
     }, "PROJECT", "STACK", false);
-    const raw: RawConfig = { delivery: "ssm", vpcId: "vpc-0123456789abcdef0", webhookUrl: "https://hooks.example.test/services/T0/B0/x" };
+    const raw: RawConfig = { delivery: "ssm", vpcId: "vpc-0123456789abcdef0", fleetPermissionsBoundary: BOUNDARY_ARN, webhookUrl: "https://hooks.example.test/services/T0/B0/x" };
     pulumi.runtime.setAllConfig({ ...Object.fromEntries(Object.entries(raw).map(([k, v]) => [`hostguard:${k}`, String(v)])), "aws:region": "eu-west-1" },
         ["hostguard:webhookUrl"]);
     const out = buildStack(validateConfig(raw, { secretKeys: SECRET_KEYS }));
@@ -194,13 +200,13 @@ describe("the fleet's deployer policy (delivery ssm) against the program's resou
         const resources = await fleetResources();
         const named = (type: string) => resources.find((r) => r.type === type)!.name;
         const readOnly = new Set(["ec2:DescribeInstances", "ec2:DescribeNetworkInterfaces", "ec2:DescribeSecurityGroups", "ssm:DescribeParameters", "ssm:GetCommandInvocation"]);
-        for (const s of fleet.Statement) {
+        for (const s of fleet.Statement.filter((x) => x.Effect === "Allow")) {
             const changes = list(s.Action).filter((a) => !readOnly.has(a));
             if (changes.length > 0 && list(s.Resource).includes("*")) {
                 assert.equal(s.Condition?.StringEquals?.["aws:RequestTag/managed-by"], "hostguard", `${s.Sid}: ${changes.join(", ")} on * without the tag`);
             }
         }
-        const resourceOf = (action: string) => fleet.Statement.filter((s) => list(s.Action).includes(action)).flatMap((s) => list(s.Resource));
+        const resourceOf = (action: string) => fleet.Statement.filter((s) => s.Effect === "Allow" && list(s.Action).includes(action)).flatMap((s) => list(s.Resource));
         assert.deepEqual(resourceOf("s3:CreateBucket"), [`arn:aws:s3:::${named("aws:s3/bucket:Bucket")}-*`]);
         assert.deepEqual(resourceOf("s3:PutObject"), [`arn:aws:s3:::${named("aws:s3/bucket:Bucket")}-*/*`]);
         assert.deepEqual(resourceOf("ssm:PutParameter"), [`arn:aws:ssm:REGION:ACCOUNT:parameter${fleetNames("PROJECT", "STACK").parameterPrefix}*`]);
@@ -220,5 +226,91 @@ describe("the fleet's deployer policy (delivery ssm) against the program's resou
         assert.equal(key.Condition?.StringEquals?.["aws:ResourceTag/managed-by"], "hostguard");
         // The key carries that tag from its creation.
         assert.deepEqual(resources.find((r) => r.type === "aws:kms/key:Key")!.inputs.tags, { "managed-by": "hostguard" });
+    });
+});
+
+// ---- delivery ssm: the permissions boundary (the deployer is not an IAM administrator) ----
+
+/**
+ * The actions that give a role permissions or change its boundary, and so must carry the boundary condition when
+ * allowed; each is one of those whose request context holds iam:PermissionsBoundary (AWS's Service Authorization
+ * Reference, IAM: the boundary asked for at CreateRole and PutRolePermissionsBoundary, the role's own for the others).
+ * An action outside this list in a statement with the condition would be refused by AWS (the key is absent).
+ */
+const BOUNDARY_KEYED = ["iam:CreateRole", "iam:PutRolePermissionsBoundary", "iam:PutRolePolicy", "iam:DeleteRolePolicy", "iam:AttachRolePolicy", "iam:DetachRolePolicy"];
+/** Role changes that cannot be tied to the boundary and give or widen what a role may do or who may assume it: never allowed. */
+const NEVER = ["iam:UpdateAssumeRolePolicy", "iam:DeleteRolePermissionsBoundary", "iam:SetDefaultPolicyVersion", "iam:CreatePolicyVersion"];
+
+/** An IAM ARN pattern (`*` any run of characters) against one ARN. */
+const globMatch = (pattern: string, arn: string): boolean =>
+    new RegExp(`^${pattern.split("*").map((x) => x.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`).test(arn);
+
+describe("the fleet's deployer policy and the permissions boundary (delivery ssm)", () => {
+    const p = policies();
+    const fleet = p["hostguard-fleet"];
+    const boundary = p["hostguard-fleet-boundary"];
+    const allows = fleet.Statement.filter((s) => s.Effect === "Allow");
+
+    it("every allowed role-creating or role-changing action carries the boundary condition, and only such actions carry it", () => {
+        const granting = allows.filter((s) => list(s.Action).some((a) => BOUNDARY_KEYED.includes(a)));
+        assert.ok(granting.length > 0 && list(granting[0].Action).includes("iam:CreateRole"));
+        for (const s of granting) {
+            assert.deepEqual(s.Condition, { StringEquals: { "iam:PermissionsBoundary": DOC_BOUNDARY_ARN } }, s.Sid);
+            assert.deepEqual(list(s.Action).filter((a) => !BOUNDARY_KEYED.includes(a)), [], `${s.Sid}: an action whose context has no iam:PermissionsBoundary`);
+        }
+        for (const a of NEVER.filter((x) => x !== "iam:CreatePolicyVersion")) {
+            assert.ok(!actions(fleet).has(a), `${a} is allowed`);
+        }
+        // The program's calls with a boundary: the role row of FLEET_PROVIDER_CALLS has no UpdateAssumeRolePolicy.
+        assert.ok(!FLEET_PROVIDER_CALLS["aws:iam/role:Role"].includes("iam:UpdateAssumeRolePolicy"));
+    });
+
+    it("new policy versions only of the program's own grants policy; the boundary cannot be edited, removed or swapped", () => {
+        const versions = allows.filter((s) => list(s.Action).includes("iam:CreatePolicyVersion"));
+        assert.deepEqual(versions.flatMap((s) => list(s.Resource)), ["arn:aws:iam::ACCOUNT:policy/hostguard-fleet-host-grants-*"]);
+        assert.ok(!globMatch("arn:aws:iam::ACCOUNT:policy/hostguard-fleet-host-grants-*", DOC_BOUNDARY_ARN));
+        const denies = fleet.Statement.filter((s) => s.Effect === "Deny");
+        const denied = (action: string, resource: string) => denies.filter((s) => list(s.Action).includes(action) && list(s.Resource).some((r) => globMatch(r, resource)));
+        assert.equal(denied("iam:DeleteRolePermissionsBoundary", "arn:aws:iam::ACCOUNT:role/anything").length, 1);
+        assert.deepEqual(denied("iam:PutRolePermissionsBoundary", "arn:aws:iam::ACCOUNT:role/anything").map((s) => s.Condition),
+            [{ StringNotEquals: { "iam:PermissionsBoundary": DOC_BOUNDARY_ARN } }]);
+        for (const a of ["iam:CreatePolicyVersion", "iam:DeletePolicyVersion", "iam:SetDefaultPolicyVersion", "iam:DeletePolicy"]) {
+            assert.ok(denied(a, DOC_BOUNDARY_ARN).some((s) => s.Condition === undefined), `${a} on the boundary is not denied`);
+        }
+    });
+
+    it("the role the program creates carries the stack's boundary", async () => {
+        const role = (await fleetResources()).find((r) => r.type === "aws:iam/role:Role")!;
+        assert.equal(role.inputs.permissionsBoundary, BOUNDARY_ARN);
+    });
+
+    it("the boundary allows every action of the host policy on its resources, with the same conditions (the host role still works)", async () => {
+        const resources = await fleetResources();
+        const inline = JSON.parse(resources.find((r) => r.type === "aws:iam/rolePolicy:RolePolicy")!.inputs.policy) as Policy;
+        // The ARNs as AWS gives them to this stack: Pulumi's bucket name, the stack's parameter path, a key of the account.
+        const bucket = `${resources.find((r) => r.type === "aws:s3/bucket:Bucket")!.name}-abc1234`;
+        const real = hostPolicy(`arn:aws:s3:::${bucket}`, `arn:aws:ssm:REGION:ACCOUNT:parameter${fleetNames("PROJECT", "STACK").webhookParameter}`,
+            "arn:aws:kms:REGION:ACCOUNT:key/1234abcd-12ab-34cd-56ef-1234567890ab");
+        const host = JSON.parse(real) as Policy;
+        assert.deepEqual(host.Statement.map((s) => [s.Sid, s.Action]), inline.Statement.map((s) => [s.Sid, s.Action]), "the mocked program's inline policy");
+        let checked = 0;
+        for (const s of host.Statement) {
+            for (const action of list(s.Action)) {
+                for (const resource of list(s.Resource)) {
+                    const by = boundary.Statement.filter((b) => b.Effect === "Allow" && list(b.Action).includes(action) && list(b.Resource).some((r) => globMatch(r, resource)));
+                    assert.ok(by.length > 0, `the boundary does not allow ${action} on ${resource}`);
+                    assert.ok(by.some((b) => JSON.stringify(b.Condition ?? null) === JSON.stringify(s.Condition ?? null)), `${action}: the boundary's condition differs`);
+                    checked += 1;
+                }
+            }
+        }
+        assert.equal(checked, SSM_AGENT_ACTIONS.length + 4);
+        // And nothing more: every boundary action is one the host policy has.
+        assert.deepEqual([...actions(boundary)].sort(), [...new Set(host.Statement.flatMap((s) => list(s.Action)))].sort());
+        // The control: another stack's parameter and a bucket of another name are outside the boundary.
+        const param = boundary.Statement.find((b) => list(b.Action).includes("ssm:GetParameter"))!;
+        assert.ok(!globMatch(String(param.Resource), "arn:aws:ssm:REGION:ACCOUNT:parameter/hostguard/PROJECT/other/webhook"));
+        const read = boundary.Statement.find((b) => list(b.Action).includes("s3:GetObject"))!;
+        assert.ok(!globMatch(String(read.Resource), "arn:aws:s3:::somebody-else/bundles/x.tar"));
     });
 });

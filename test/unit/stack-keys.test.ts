@@ -390,7 +390,10 @@ describe("the stack-key defaults: one typed table (issue 33, item 6)", () => {
             privateCidrsAllowPublic: c.privateCidrsAllowPublic, adminCidrs: c.adminCidrs, delivery: c.delivery,
         };
         // The fleet's rows land in a stack of delivery ssm.
-        const fleet = validateConfig({ delivery: "ssm", vpcId: "vpc-0123456789abcdef0", webhookUrl: "https://hooks.example.test/x" }, { requireSecrets: false }).fleet!;
+        const fleet = validateConfig({
+            delivery: "ssm", vpcId: "vpc-0123456789abcdef0", fleetPermissionsBoundary: "arn:aws:iam::123456789012:policy/hostguard-boundary-hostguard-test",
+            webhookUrl: "https://hooks.example.test/x",
+        }, { requireSecrets: false }).fleet!;
         Object.assign(got, {
             fleetSchedule: fleet.schedule, fleetMaxConcurrency: fleet.maxConcurrency, fleetMaxErrors: fleet.maxErrors, fleetRunsExpireDays: fleet.runsExpireDays,
         });

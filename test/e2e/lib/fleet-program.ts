@@ -82,6 +82,8 @@ async function main(argv: string[]): Promise<void> {
     }
     Object.assign(config, {
         "hostguard:delivery": "ssm", "hostguard:aws": "true", "hostguard:vpcId": "vpc-0e2e0000000000001", "hostguard:webhookUrl": webhookUrl, "aws:region": "us-east-1",
+        // moto's account; moto keeps the boundary on the role and does not enforce it (docs/aws.md, Fleet path: an administrator creates it).
+        "hostguard:fleetPermissionsBoundary": "arn:aws:iam::123456789012:policy/hostguard-boundary-e2e",
     });
     for (const kv of extra) {
         const at = kv.indexOf("=");

@@ -160,7 +160,11 @@ def apply_iam(res: list[dict[str, Any]]) -> None:
     try:
         iam.get_role(RoleName=name)
     except ClientError:
-        iam.create_role(RoleName=name, AssumeRolePolicyDocument=role["inputs"]["assumeRolePolicy"])
+        iam.create_role(
+            RoleName=name,
+            AssumeRolePolicyDocument=role["inputs"]["assumeRolePolicy"],
+            PermissionsBoundary=role["inputs"]["permissionsBoundary"],
+        )
         profile = physical(one(res, "aws:iam/instanceProfile:InstanceProfile"))
         iam.create_instance_profile(InstanceProfileName=profile)
         iam.add_role_to_instance_profile(InstanceProfileName=profile, RoleName=name)
