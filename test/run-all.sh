@@ -83,7 +83,23 @@ while read -r version _; do
   fi
 done < <(hg_other_pythons)
 section "bats (payload and tools, against the real programs)"
+# The suites touch this machine's /etc and /var only in sandboxes they make; a
+# hostguard path that appears here during them is a test writing outside its
+# sandbox (it would also show through every e2e host's overlay of /etc and /var).
+readonly HOST_PATHS=(/etc/hostguard /var/lib/hostguard /var/spool/hostguard /var/log/hostguard /usr/local/lib/hostguard /etc/cron.d/hostguard)
+leaked() {
+  local path
+  for path in "${HOST_PATHS[@]}"; do
+    [[ -e "${path}" ]] && printf '%s\n' "${path}"
+  done
+  return 0
+}
+present_before="$(leaked)"
 bats --recursive --timing test/payload test/tools
+if [[ "$(leaked)" != "${present_before}" ]]; then
+  printf 'a test wrote outside its sandbox: %s\n' "$(leaked | tr '\n' ' ')" >&2
+  exit 1
+fi
 # CI's test job (.github/workflows/preview.yml) on a stock runner's PATH runs
 # test/unit and the policy pack's tests; the rest of test/host-tools needs
 # fail2ban or actionlint (test/host-tools/README.md).

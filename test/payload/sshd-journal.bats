@@ -19,7 +19,7 @@ setup() {
   [[ -f /etc/fail2ban/jail.d/defaults-debian.conf ]] || { echo "no Debian sshd jail (jail.d/defaults-debian.conf): not Debian's fail2ban" >&2; false; }
   [[ -x /lib/systemd/systemd-journald ]] || { echo "no systemd-journald (package systemd): the test cannot run" >&2; false; }
   S="${BATS_TEST_TMPDIR}/f2b"
-  mkdir -p "${S}/varlib" "${S}/varlog/nginx" "${S}/run"
+  mkdir -p "${S}/varlib" "${S}/varlog/nginx" "${S}/varspool" "${S}/run"
   : >"${S}/varlog/nginx/access.log"
   cp -a /etc/fail2ban "${S}/etc-fail2ban"
   hg_listing /etc/fail2ban mtime >"${BATS_TEST_TMPDIR}/host-before"
@@ -38,7 +38,7 @@ teardown() {
 }
 
 # Runs the bash SCRIPT as root / of the sandbox (its /etc/fail2ban, /var/lib,
-# /var/log, /run), with journald running; $payload and $settings set. The pid
+# /var/log, /var/spool, /run), with journald running; $payload and $settings set. The pid
 # namespace ends with the script: the fail2ban server and journald go too.
 in_sandbox() {
   # shellcheck disable=SC2016 # the inner bash expands its own arguments
@@ -48,6 +48,8 @@ in_sandbox() {
     mount --bind "${s}/etc-fail2ban" /etc/fail2ban
     mount --bind "${s}/varlib" /var/lib
     mount --bind "${s}/varlog" /var/log
+    # The action spools its start and stop messages under root /: never into this machine'"'"'s.
+    mount --bind "${s}/varspool" /var/spool
     mount --bind "${s}/run" /run
     mount --bind "${s}/usrlocallib" /usr/local/lib
     mkdir -p /run/fail2ban /var/lib/fail2ban
