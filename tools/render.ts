@@ -156,6 +156,7 @@ export async function renderFleet(root: string, stack: string, config: Hostguard
 `);
     const manifest = {
         stack, delivery: "ssm", targetTag: `${FLEET_TAG}=${names.tagValue}`, webhookParameter: names.webhookParameter,
+        permissionsBoundary: config.fleet!.permissionsBoundary,
         bundles: Object.fromEntries(objects.map((o) => [o.part, { key: o.key, sha256: o.tarSha256 }])),
         document: { file: "document.json", sha256: sha256(document) },
         webhook: { stdin: "secret (redacted)", configured: config.hasWebhookUrl || config.hasPagerdutyRoutingKey },

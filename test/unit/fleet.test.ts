@@ -374,6 +374,8 @@ describe("npm run render on a fleet stack (tools/render.ts renderFleet)", () => 
             assert.equal(fs.statSync(path.join(out, "webhook-parameter.txt")).mode & 0o777, 0o600);
             const manifest = JSON.parse(fs.readFileSync(path.join(out, "manifest.json"), "utf8"));
             assert.equal(manifest.targetTag, "hostguard-stack=hostguard/test");
+            assert.equal(manifest.permissionsBoundary, one(resources, "aws:iam/role:Role").inputs.permissionsBoundary);
+            assert.equal(manifest.permissionsBoundary, BOUNDARY);
             assert.deepEqual(Object.values(manifest.bundles).map((b: any) => b.key).sort(), objects.map((o) => o.inputs.key).sort());
             const all = fs.readdirSync(out, { recursive: true }).map(String).filter((f) => fs.statSync(path.join(out, f)).isFile());
             assert.ok(!all.some((f) => fs.readFileSync(path.join(out, f), "latin1").includes("SENTINELCIPHERTEXT")));
