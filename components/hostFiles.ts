@@ -107,6 +107,18 @@ export const NGINX_BAN_ACTION = "hostguard-nginx-ban";
 export const NGINX_BAN_LIST = "/var/lib/hostguard/nginx-bans.map";
 /** The http-context drop-in (Debian's and Ubuntu's nginx.conf include conf.d/*.conf inside http {}). */
 export const NGINX_REALIP_DROPIN = "/etc/nginx/conf.d/hostguard-realip.conf";
+/**
+ * The main-context drop-in with trustedProxies (modules-enabled/*.conf is the one main-context include
+ * of Debian's and Ubuntu's nginx.conf; conf.d/ is inside http {}), placed only where nginx reads it and
+ * the user sets no worker_shutdown_timeout of their own (scripts/hostguard/install/workershutdown.py).
+ */
+export const NGINX_WORKER_SHUTDOWN_DROPIN = "/etc/nginx/modules-enabled/hostguard-worker-shutdown.conf";
+/**
+ * Seconds an old nginx worker may serve its open connections after a reload. Each ban pass
+ * reloads nginx (at most one per 2 s), so at most about 15 old generations are alive at once
+ * however slowly clients read; a download still running 30 s after a reload is cut.
+ */
+export const NGINX_WORKER_SHUTDOWN_SECONDS = 30;
 /** The variable the drop-in's map sets for a banned client (non-empty) and the deny snippet checks. */
 export const NGINX_BANNED_VAR = "$hostguard_banned";
 
@@ -206,6 +218,23 @@ export function renderRealIpDropIn(s: PayloadSettings): string {
     ].join("\n");
 }
 
+/** The main-context drop-in of part web with trustedProxies: old workers end within a set time. */
+export function renderWorkerShutdownDropIn(): string {
+    return [
+        "# hostguard: old nginx workers end within a set time (stack config trustedProxies).",
+        "# Rendered by the Pulumi program (components/hostFiles.ts) and placed by",
+        "# `install --part web` in nginx's main context (modules-enabled/*.conf is",
+        "# included at the top of Debian's and Ubuntu's nginx.conf), only when no",
+        "# worker_shutdown_timeout of yours is set; uninstall removes it.",
+        "#",
+        `# The ${NGINX_BAN_ACTION} action reloads nginx for its bans; a reload's old`,
+        "# workers live on while a client holds a connection to them, so a slow",
+        "# download opened before each ban would keep every generation alive.",
+        `worker_shutdown_timeout ${NGINX_WORKER_SHUTDOWN_SECONDS}s;`,
+        "",
+    ].join("\n");
+}
+
 /**
  * The deny snippet with trustedProxies: the refusal of banned clients first,
  * then the deny rule as scripts/ has it. It is included at the top of every
@@ -235,6 +264,7 @@ export const RENDERED: Readonly<Record<string, (v: HostValues, read: (source: st
     "cron.d/hostguard": (v) => renderCron(v.cronMinute, v.settings.containerMonitor),
     "fail2ban/jail.d/hostguard-nginx-bad-request.local": (v) => renderJail(v.settings, v.adminCidrs),
     "nginx/hostguard-realip.conf": (v) => renderRealIpDropIn(v.settings),
+    "nginx/hostguard-worker-shutdown.conf": () => renderWorkerShutdownDropIn(),
     "nginx/hostguard-deny-proxied.conf": (_v, read) => renderProxiedDenySnippet(read("nginx/hostguard-deny.conf")),
 };
 

@@ -10,7 +10,9 @@
 #       `install --part web --root WEB` placed them (the conf.d drop-in in the
 #       http context, its ban list moved under ROOT; the deny snippet at the
 #       top of the server and of its location, as install's include puts
-#       it), its access log the jail's (F2B_ACCESS_LOG); PRX/nginx.conf: the
+#       it), its access log the jail's (F2B_ACCESS_LOG), and the main-context
+#       worker_shutdown_timeout drop-in when install placed it (WEB's
+#       nginx.conf includes modules-enabled/); PRX/nginx.conf: the
 #       proxy on PROXY:8080 adding X-Forwarded-For, connecting from PROXY;
 #       with PROXY_DUAL_STACK=1 it listens on [::]:8080 with ipv6only=off,
 #       so an IPv4 client reaches the server as ::ffff:a.b.c.d
@@ -39,8 +41,15 @@ proxy_sandbox_write_nginx() {
     sed "s#/var/lib/hostguard/#${root}/var/lib/hostguard/#" "${web}/etc/nginx/conf.d/hostguard-realip.conf" \
       >"${srv}/conf.d/hostguard-realip.conf"
   fi
+  local main_include=""
+  if [[ -f "${web}/etc/nginx/modules-enabled/hostguard-worker-shutdown.conf" ]]; then
+    mkdir -p "${srv}/modules-enabled"
+    cp "${web}/etc/nginx/modules-enabled/hostguard-worker-shutdown.conf" "${srv}/modules-enabled/"
+    main_include="include ${srv}/modules-enabled/*.conf;"
+  fi
   cat >"${srv}/nginx.conf" <<CONF
 $(nginx_sandbox_main "${srv}")
+${main_include}
 http {
 $(nginx_sandbox_http_head "${srv}" "${srv}/logs/access.log")
     include ${srv}/conf.d/*.conf;

@@ -76,8 +76,8 @@ start_all() {
   for address in "${PROXY}" "${SERVER}" "${SCANNER}" "${CLIENT}"; do
     ip -n "${F2B_NS}" addr add "${address}/32" dev lo
   done
-  # Part web placed by the real installer from the rendered payload.
-  mkdir -p "${web}"
+  # Part web placed by the real installer from the rendered payload, nginx.conf's head as Debian's.
+  stock_nginx_conf "${web}"
   "${payload}/install" install --part web --root "${web}" --settings "${payload}/hostguard.conf" \
     >"${BATS_TEST_TMPDIR}/web-install.log" 2>&1 || { cat "${BATS_TEST_TMPDIR}/web-install.log" >&2; return 1; }
   proxy_sandbox_write_nginx "${web}" "${ROOT}" "${SRV}" "${PRX}" "${SERVER}" "${PROXY}"
@@ -93,6 +93,22 @@ start_all() {
   receiver_make_root "${ROOT}"
   fail2ban_start
   fail2ban_wait_for 10 status_is 200 via_proxy "${CLIENT}" /
+}
+
+# WEB/etc/nginx/nginx.conf as the head of Debian's and Ubuntu's stock file (its one main-context
+# include), then any further lines given.
+stock_nginx_conf() {
+  local web="$1"
+  shift
+  mkdir -p "${web}/etc/nginx"
+  printf '%s\n' 'user www-data;' 'worker_processes auto;' 'pid /run/nginx.pid;' \
+    'include /etc/nginx/modules-enabled/*.conf;' '' 'events {' '    worker_connections 768;' '}' "$@" \
+    >"${web}/etc/nginx/nginx.conf"
+}
+
+# nginx's worker processes: only the current generation's one (worker_processes 1), the old ones ended.
+old_workers_gone() {
+  [[ "$(pgrep -c -P "$1" || true)" -eq 1 ]]
 }
 
 # HTTP status of a request from ADDRESS through the proxy ("000": no answer).
@@ -238,7 +254,7 @@ scan_through_proxy() {
   ! grep -q "${SCANNER} " "${LIST}" || false
 }
 
-@test "trustedProxies: bans from many addresses reload nginx at most once per 2 s; slow readers pin no more worker generations than that" {
+@test "trustedProxies: bans from many addresses reload nginx at most once per 2 s; slow readers pin no more worker generations than that, and those end within worker_shutdown_timeout" {
   start_all "${PROXIES}"
   head -c 4000000 /dev/zero >"${SRV}/www/big"
   local master i start reloads seconds workers
@@ -262,6 +278,12 @@ scan_through_proxy() {
   ((reloads >= 1 && reloads <= seconds / 2 + 2))
   ((workers <= reloads + 2))
   [[ "$(wc -l <"${LIST}")" -eq 41 ]]
+  # The drop-in install placed (30 s): the old generations the slow readers pin (4 MB at 1 KB/s,
+  # more than an hour) end within 30 s of the last reload. Waited for at most 30 s + 10 s.
+  ((workers > 1))
+  grep -qx 'worker_shutdown_timeout 30s;' "${SRV}/modules-enabled/hostguard-worker-shutdown.conf"
+  fail2ban_wait_for 40 old_workers_gone "${master}"
+  echo "# old workers gone $((($(date +%s%N) - start) / 1000000000)) s after the first ban" >&3
 }
 
 @test "hostguard-nginx-ban: the Python action, loaded by fail2ban, refuses what is not an address, keeps the list atomic and unique; flush empties it; a held lock is waited for boundedly, then the pass tried again" {
@@ -352,4 +374,37 @@ PY
     "${web}/var/lib/hostguard/install.db" | grep -q 'hostguard-realip' || false
   "${payload}/install" uninstall --part web --root "${web}"
   [[ ! -e "${web}/etc/nginx/snippets/hostguard-deny.conf" ]]
+}
+
+@test "install --part web: the worker_shutdown_timeout drop-in comes where nginx.conf includes modules-enabled, stands aside for the user's own, warns without the include; uninstall removes it" {
+  local payload="${BATS_TEST_TMPDIR}/payload" web="${BATS_TEST_TMPDIR}/web-root"
+  local dropin="${BATS_TEST_TMPDIR}/web-root/etc/nginx/modules-enabled/hostguard-worker-shutdown.conf"
+  render_payload "${payload}" "${PROXIES}"
+  stock_nginx_conf "${web}"
+  "${payload}/install" install --part web --root "${web}" --settings "${payload}/hostguard.conf"
+  grep -qx 'worker_shutdown_timeout 30s;' "${dropin}"
+  # The user's own in nginx.conf: a second one would fail nginx -t, so the drop-in goes and install succeeds.
+  stock_nginx_conf "${web}" 'worker_shutdown_timeout 10s;'
+  run -0 "${payload}/install" install --part web --root "${web}" --settings "${payload}/hostguard.conf"
+  [[ "${output}" == *"worker_shutdown_timeout is set in /etc/nginx/nginx.conf: yours is kept"* ]]
+  [[ ! -e "${dropin}" ]]
+  # ... or in a main-context file of its own.
+  stock_nginx_conf "${web}" '# worker_shutdown_timeout 5s; (a comment sets nothing)'
+  printf 'worker_shutdown_timeout 10s;\n' >"${web}/etc/nginx/modules-enabled/50-mine.conf"
+  run -0 "${payload}/install" install --part web --root "${web}" --settings "${payload}/hostguard.conf"
+  [[ "${output}" == *"worker_shutdown_timeout is set in /etc/nginx/modules-enabled/50-mine.conf: yours is kept"* ]]
+  [[ ! -e "${dropin}" ]]
+  rm "${web}/etc/nginx/modules-enabled/50-mine.conf"
+  "${payload}/install" install --part web --root "${web}" --settings "${payload}/hostguard.conf"
+  [[ -f "${dropin}" ]]
+  "${payload}/install" uninstall --part web --root "${web}"
+  [[ ! -e "${dropin}" ]]
+  [[ -f "${web}/etc/nginx/nginx.conf" ]]
+  # An nginx.conf without the include: a warning naming the file and the line to add; nginx.conf untouched.
+  printf 'events {}\nhttp {}\n' >"${web}/etc/nginx/nginx.conf"
+  run -0 "${payload}/install" install --part web --root "${web}" --settings "${payload}/hostguard.conf"
+  [[ "${output}" == *"WARN /etc/nginx/nginx.conf does not include /etc/nginx/modules-enabled/*.conf"* ]]
+  [[ "${output}" == *'add `include /etc/nginx/modules-enabled/*.conf;` at the top of /etc/nginx/nginx.conf'* ]]
+  [[ ! -e "${dropin}" ]]
+  [[ "$(<"${web}/etc/nginx/nginx.conf")" == $'events {}\nhttp {}' ]]
 }

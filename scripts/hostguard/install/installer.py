@@ -34,7 +34,7 @@ from ..format_table import FORMAT_LINE_RE, ROUTING_KEY_LINE_RE
 from ..notify import formats
 from ..settings import Settings, SettingsError, parse
 from ..settings_table import FILE_ROW_ALLOWED, FILE_ROW_RE, FILE_SKIP_RE, PARTS, URL_RE
-from . import f2bcode, programs, properties, safepath, services, sshjournal, txnstore, userio, webedit
+from . import f2bcode, programs, properties, safepath, services, sshjournal, txnstore, userio, webedit, workershutdown
 from .txnstore import Rec, Undo
 
 # The webhook file's lines beside its URL (urlfile.py reads them).
@@ -709,12 +709,15 @@ class Installer:
             self.ensure_dir(folder, mode)
         # The part's programs write files while running (runtime_files.TABLE): noted before they are placed.
         self.step(add=[("runtime", part, "", "")])
+        skip = self.not_wanted(part)
         for src, dest, mode in self.part_files(part):
+            if dest in skip:
+                continue
             with open(self.source_file(src, dest), "rb") as f:
                 self.install_file(f.read(), dest, mode)
         if part == "bantool" and (self.find("file", sshjournal.DROPIN) or sshjournal.needed(self.root)):
             self.install_file(sshjournal.CONTENT, sshjournal.DROPIN, 0o644)  # kept once placed, until uninstall
-        self.remove_dropped(part)
+        self.remove_dropped(part, skip)
         if part == "monitors":
             self.monitor_logs()
         if part == "web":
@@ -725,10 +728,18 @@ class Installer:
         self.commit()
         self.close_work()
 
-    def remove_dropped(self, part: str) -> None:
-        """Files an earlier install of PART placed that its table no longer lists: undone as uninstall does
-        (a URL file set-webhook wrote, kept without a hash, is no row and stays)."""
+    def not_wanted(self, part: str) -> set[str]:
+        """Rows of PART this host does not get: the worker drop-in where nginx would not read it or the user
+        sets their own (install/workershutdown.py)."""
+        if part != "web" or workershutdown.DROPIN not in {d for _, d, _ in self.part_files(part)}:
+            return set()
+        return set() if workershutdown.wanted(self.root, self.host) else {workershutdown.DROPIN}
+
+    def remove_dropped(self, part: str, skip: set[str]) -> None:
+        """Files an earlier install of PART placed that its table no longer lists (or lists in SKIP): undone as
+        uninstall does (a URL file set-webhook wrote, kept without a hash, is no row and stays)."""
         listed = {dest for _, dest, _ in self.part_files(part)} | ({sshjournal.DROPIN} if part == "bantool" else set())
+        listed -= skip
         for rec in list(self.m.values())[::-1]:
             if rec.path in listed or rec.kind not in ("file", "backup") or (rec.kind, rec.a) == ("file", "-"):
                 continue
