@@ -99,7 +99,7 @@ describe("what the docs claim (issue 44)", () => {
     it("every apt line that installs the ban tool holds the packages of both Debians (iptables: 12's banaction, nftables: 13's)", () => {
         assert.ok(/tried: Debian 12 and 13/.test(README), "Does it fit says which Debians were tried");
         const lines = userDocs().flatMap(([name, text]) =>
-            [...text.matchAll(/apt-get install((?:[ \t]+|\n[ \t]+)[\w.-]+)+/g)].map((m) => [name, m[0].split(/\s+/)] as const));
+            [...text.matchAll(/apt-get\x20install((?:[ \t]+|\n[ \t]+)[\w.-]+)+/g)].map((m) => [name, m[0].split(/\s+/)] as const));
         const withBantool = lines.filter(([, words]) => words.includes("fail2ban"));
         assert.ok(withBantool.length >= 2, `apt lines found: ${lines.map(([n]) => n)}`);
         for (const [name, words] of withBantool) {
