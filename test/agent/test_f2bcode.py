@@ -114,6 +114,18 @@ def test_an_uninstall_leaves_a_stopped_fail2ban_stopped(
     assert f2bcode.recorded() is None
 
 
+def test_set_webhooks_reload_skips_a_configuration_that_fails_its_test(
+    calls: list[tuple[str, ...]], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After an uninstall on a host without auth.log, fail2ban runs on a configuration that fails its test
+    (the sshd drop-in went with part bantool); the next deploy's webhook step must not fail on it: part
+    bantool's install places the drop-in and tests fail2ban."""
+    monkeypatch.setattr(services, "fail2ban_test", lambda: (False, "ERROR   Have not found any log file for sshd jail"))
+    services.reload_if_running("")
+    assert verbs(calls) == []
+    assert "fail2ban not reloaded" in capsys.readouterr().err
+
+
 def test_a_record_that_cannot_be_written_is_said_not_raised(
     tmp_path: Path, calls: list[tuple[str, ...]], capsys: pytest.CaptureFixture[str]
 ) -> None:

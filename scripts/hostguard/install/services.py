@@ -174,9 +174,12 @@ def apply(service: str, root: str, undoing: bool = False) -> None:
 
 
 def reload_if_running(root: str) -> None:
-    """set-webhook: a running fail2ban reloads (its action reads the webhook file at start)."""
+    """set-webhook: a running fail2ban reloads (its action reads the webhook file at start). A configuration
+    that fails fail2ban's test is not reloaded and does not fail the webhook's step: part bantool's install
+    (which places its own jail and, on a host without auth.log, the sshd drop-in) tests it and says why."""
     if not allowed("fail2ban-client", root) or not _fail2ban_running():
         return
-    _fail2ban_checked(undoing=False)
+    if not _fail2ban_checked(undoing=True):
+        return
     _run("fail2ban-client", "reload", quiet=True)
     log.info("fail2ban reloaded")
