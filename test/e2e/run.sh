@@ -653,8 +653,9 @@ sshd_banned() {
 ssh_guess() {
   local name="$1" addr="$2" askpass="${E2E_WORK}/askpass"
   [[ -x "${askpass}" ]] || printf '#!/bin/sh\necho wrong-password\n' | install -m 0700 /dev/stdin "${askpass}"
+  # Bounded: once the jail bans the client mid-session its packets are dropped and ssh would wait for ever.
   client_exec "${name}" env -i PATH="${PATH}" SSH_ASKPASS="${askpass}" SSH_ASKPASS_REQUIRE=force DISPLAY=none \
-    ssh -F /dev/null -o BatchMode=no -o PreferredAuthentications=password -o PubkeyAuthentication=no \
+    timeout 20 ssh -F /dev/null -o BatchMode=no -o PreferredAuthentications=password -o PubkeyAuthentication=no \
     -o NumberOfPasswordPrompts=1 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
     -o ConnectTimeout=5 -o LogLevel=ERROR "guess@${addr}" true </dev/null >/dev/null 2>&1 || true
 }
