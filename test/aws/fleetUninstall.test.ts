@@ -1,9 +1,8 @@
 // delivery ssm against moto: `pulumi destroy` uninstalls the fleet (components/fleetUninstall.ts, issue 41 item 6).
 // The delete sends one Run Command (AWS-RunShellScript, the installed
 // `install uninstall`) to exactly the instances carrying the stack's tag, and
-// reads each invocation's status; the SSM calls are SigV4-signed by the code
-// itself (moto verifies the signature only with IAM enforcement, which the
-// fleet's contract test turns on; here the request's shape is what is shown).
+// reads each invocation's status, through the SDK's SSM client (here the
+// request's shape is what is shown).
 // moto runs nothing on an instance (every invocation says Success), so an
 // instance that did not answer is shown through unreachedRefusal; the run
 // on real hosts is scenario 16's destroy (test/e2e/lib/fleet.sh).
