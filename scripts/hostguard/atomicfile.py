@@ -1,5 +1,5 @@
-"""Root-owned files: replaced whole, and locked within a deadline. It imports
-nothing of hostguard, so the spool, the alert state and the ban list use it."""
+"""Root-owned files: replaced whole, written fresh, and locked within a deadline. It imports
+nothing of hostguard, so the spool, the alert state, the ban list and the installer use it."""
 
 import fcntl
 import os
@@ -17,6 +17,20 @@ def write_all(fd: int, data: bytes) -> None:
     while view:
         view = view[os.write(fd, view) :]
     os.fsync(fd)
+
+
+def write_new(path: str, data: bytes, mode: int) -> None:
+    """DATA in a fresh file PATH (one left there replaced), root's, MODE, on the disk before the caller
+    renames it: a file recorded as placed is never empty under its name after a power loss."""
+    if os.path.lexists(path):
+        os.unlink(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.fchown(fd, 0, 0)
+        os.fchmod(fd, mode)
+        write_all(fd, data)
+    finally:
+        os.close(fd)
 
 
 def write_atomic(path: str, data: bytes, tmp: "str | None" = None) -> None:

@@ -21,20 +21,34 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import stat
 import subprocess
 import sys
 import time
+import urllib.parse
 from types import FrameType
 
-from .. import log, paths, runtime_files
-from ..atomicfile import write_all
+from .. import log, paths, runtime_files, settings
+from ..atomicfile import lock_within, write_new
 from ..errors import EX_USAGE, HostguardError
 from ..format_table import FORMAT_LINE_RE, ROUTING_KEY_LINE_RE
 from ..notify import formats
-from ..settings import Settings, SettingsError, parse
+from ..settings import Settings
 from ..settings_table import FILE_ROW_ALLOWED, FILE_ROW_RE, FILE_SKIP_RE, PARTS, URL_RE
-from . import f2bcode, programs, properties, safepath, services, sshjournal, txnstore, userio, webedit, workershutdown
+from . import (
+    f2bcode,
+    programs,
+    properties,
+    rotation,
+    safepath,
+    services,
+    sshjournal,
+    txnstore,
+    userio,
+    webedit,
+    workershutdown,
+)
 from .txnstore import Rec, Undo
 
 # The webhook file's lines beside its URL (urlfile.py reads them).
@@ -135,19 +149,6 @@ def temp_beside(path: str) -> str:
     return f"{os.path.dirname(path)}/{TMP}{os.path.basename(path)}"
 
 
-def write_new(tmp: str, content: bytes, mode: int) -> None:
-    """CONTENT in TMP (a left-over TMP replaced), root's, MODE, on the disk before the caller renames it:
-    the store records a file as placed, so a power loss must not leave it empty under its name."""
-    unlink_if(tmp)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        os.fchown(fd, 0, 0)
-        os.fchmod(fd, mode)
-        write_all(fd, content)
-    finally:
-        os.close(fd)
-
-
 def read_url(data: bytes, what: str = "webhook") -> tuple[str, str]:
     """The secret URL from the first meaningful line, bare or as a curl config url line, and (the
     webhook's) the format and routing_key lines after it, as the file keeps them (format_table's rules).
@@ -180,9 +181,6 @@ def check_format(url: str, extras: str) -> None:
 def undelivered(path: str) -> int:
     """The messages in the spool database PATH (read-only: the notifier's module is not imported); 0 when
     it cannot be read."""
-    import sqlite3
-    import urllib.parse
-
     try:
         db = sqlite3.connect(f"file:{urllib.parse.quote(path)}?mode=ro", uri=True)
         try:
@@ -379,8 +377,6 @@ class Installer:
 
     def lock(self) -> None:
         """One run at a time per root (a deploy runs the parts in parallel); the lock goes with the process."""
-        import fcntl
-
         if self.root and not os.path.exists(self.host("/run")):
             os.mkdir(self.host("/run"), 0o755)
             os.chmod(self.host("/run"), 0o755)  # noqa: S103 - a test root's /run, as a host's
@@ -393,15 +389,8 @@ class Installer:
         if (st.st_uid, stat.S_IMODE(st.st_mode)) != (0, 0o600):
             os.fchown(self.lock_fd, 0, 0)
             os.fchmod(self.lock_fd, 0o600)
-        end = time.monotonic() + LOCK_WAIT
-        while True:
-            try:
-                fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() > end:
-                    raise die(f"another install run kept {LOCK_PATH} locked for {LOCK_WAIT} s") from None
-                time.sleep(0.05)
+        if not lock_within(self.lock_fd, LOCK_WAIT, 0.05):
+            raise die(f"another install run kept {LOCK_PATH} locked for {LOCK_WAIT} s")
 
     def recover(self) -> None:
         """Removes what a killed run left (the work dir, temp files, a store without records); drops a dead run's
@@ -589,13 +578,7 @@ class Installer:
         if not (os.path.isfile(path) and os.access(path, os.R_OK)):
             raise die(f"settings file {path} not readable (install runs from a rendered bundle, or give --settings"
                       " FILE)")  # fmt: skip
-        with open(path, "rb") as f:
-            data = f.read()
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise SettingsError(path, data[: exc.start].count(b"\n") + 1, "not UTF-8 text") from None
-        self.settings = parse(text, path)
+        self.settings = settings.load(path)
 
     def check_programs(self) -> None:
         """A part whose programs are missing changes nothing, not even a killed run's clean-up."""
@@ -890,8 +873,6 @@ class Installer:
         tmp = temp_beside(path)
         write_new(tmp, line, 0o600)
         if self.verify:
-            from . import rotation
-
             try:
                 rotation.accepted(rotation.post_test(f"{self.bundle}/hostguard-notify", self.root), is_file(path))
             except BaseException:
