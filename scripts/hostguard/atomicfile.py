@@ -1,6 +1,7 @@
-"""Root-owned files: replaced whole, written fresh, and locked within a deadline. It imports
-nothing of hostguard, so the spool, the alert state, the ban list and the installer use it."""
+"""Root's own files: small ones read whole or rewritten in place, others replaced whole or written
+fresh, and locks taken within a deadline. It imports nothing of hostguard, so every part uses it."""
 
+import contextlib
 import fcntl
 import os
 import time
@@ -69,3 +70,51 @@ def lock_within(fd: int, wait: float, step: float) -> bool:
             if time.monotonic() >= give_up:
                 return False
         time.sleep(step)
+
+
+def open_lock(path: str) -> int:
+    """A lock file's descriptor (0600, created if missing, no link followed), not yet locked."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+
+
+def read_text(path: str, most: int = 1 << 16) -> "str | None":
+    """A small file's text in one read (the kernel's /proc files come whole;
+    /proc/sys zeroes a buffer of the size asked); None when unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, most).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def first_line(path: str, most: int = 1 << 16) -> str:
+    """The first line of a small file (at most MOST bytes read), stripped; "" when unreadable."""
+    text = read_text(path, most)
+    return text.split("\n", 1)[0].strip() if text else ""
+
+
+def write_small(path: str, text: str) -> bool:
+    """Rewrites PATH (0600, no link followed) in place: written, then cut to
+    its length (O_TRUNC makes ext4 flush the file on close, a fifth of a
+    quiet monitor run). False when it cannot be written."""
+    data = text.encode()
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, data)
+            os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
+    except OSError:
+        return False
+    return True
+
+
+def unlink_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)

@@ -1,4 +1,4 @@
-"""The heartbeat (hostguard/notify/heartbeat.py): a stuck monitor's lock, the bounded GET, the URL file's checks.
+"""The heartbeat (hostguard/notify/heartbeat.py): none while a monitor is stuck, the bounded GET, the URL file's checks.
 
 The GETs against the real HTTPS receiver are in test/payload/host-monitor.bats and container-monitor.bats.
 """
@@ -14,33 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from hostguard import settings
+from hostguard import runlock, settings
 from hostguard.notify import heartbeat
 
 
 def conf(*lines: str) -> settings.Settings:
     return settings.parse("".join(line + "\n" for line in lines), "t.conf")
-
-
-def test_stuck_after_is_the_longest_run_and_a_minute() -> None:
-    assert heartbeat.stuck_after(conf("CONTAINER_RUNTIME_TIMEOUT=60", "NOTIFY_BUDGET=40")) == 3 * 65 + 40 + 60
-
-
-def test_a_lock_is_stuck_only_when_held_longer_than_any_run(tmp_path: Path) -> None:
-    lock = tmp_path / "container-monitor.lock"
-    s = conf()
-    assert heartbeat.lock_stuck(str(lock), s) is None
-    lock.touch()
-    old = int(time.time()) - heartbeat.stuck_after(s) - 5
-    os.utime(lock, (old, old))
-    # Not held: a run that ended long ago.
-    assert heartbeat.lock_stuck(str(lock), s) is None
-    with open(lock, "a") as holder:
-        fcntl.flock(holder, fcntl.LOCK_EX)
-        assert heartbeat.lock_stuck(str(lock), s) == old
-        os.utime(lock)
-        # Held by a run that started now: running, not stuck.
-        assert heartbeat.lock_stuck(str(lock), s) is None
 
 
 @pytest.fixture
@@ -115,6 +94,6 @@ def test_no_ping_while_the_other_monitor_is_stuck(
         fcntl.flock(holder, fcntl.LOCK_EX)
         heartbeat.ping("host-monitor", conf())
     assert asked == []
-    assert f"no heartbeat: a container-monitor run started at {heartbeat.stamp(old)} has not completed" in (
+    assert f"no heartbeat: a container-monitor run started at {runlock.stamp(old)} has not completed" in (
         capsys.readouterr().err
     )

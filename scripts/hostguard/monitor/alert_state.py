@@ -1,5 +1,5 @@
-"""What both monitors share: the alert policy on a per-measure state file, the
-run lock, small state files, and the end of a run (delivery, heartbeat).
+"""The monitors' alert policy on a per-measure state file, and what both monitors share: their
+main (usage, settings, run lock) and the end of a run (delivery, heartbeat).
 
 ALERT_AFTER_RUNS: a measure fires only after N consecutive runs over its
 threshold. ALERT_REPEAT_INTERVAL: a measure that stays over posts again at
@@ -7,25 +7,21 @@ most once per interval (0: every run). ALERT_SEND_RESOLVED: a measure that
 fired and is back to or under its threshold posts one resolved message. The
 defaults (1, 0, false) are the SPEC's behaviour: every run over posts.
 
-The state file (root-only state dir, under the monitor's lock) has one
-record a line, `RUNS<TAB>LAST<TAB>FIRED<TAB>SINCE<TAB>KEY` (SINCE: when the
-measure started firing, its episode, which the alert and its resolution
-carry to formats that thread or resolve: message.Identity); a measure under
-that never fired has none. It is replaced atomically, only when its text changed; a
-line that is not a record, or a file that cannot be read, only forgets: the
-next run may post again, never less.
+The state file has one record a line, `RUNS<TAB>LAST<TAB>FIRED<TAB>SINCE<TAB>KEY`
+(SINCE: when the measure started firing, the episode its alerts carry:
+message.Identity); a measure under that never fired has none. It is replaced
+atomically when its text changed; a line that is not a record, or a file that
+cannot be read, only forgets: the next run may post again, never less.
 """
 
-import contextlib
-import fcntl
 import os
 import sys
 import time
 from collections.abc import Callable
 
-from .. import log, paths
+from .. import log, paths, runlock
 from .. import settings as settings_module
-from ..atomicfile import write_atomic
+from ..atomicfile import read_text, write_atomic
 from ..errors import EX_FAILURE, HostguardError
 from ..notify import delivery, heartbeat
 from ..notify.message import FIRING, RESOLVED, Identity, host_name
@@ -78,75 +74,6 @@ def now() -> int:
     return int(fixed) if digits(fixed, 12) else int(time.time())
 
 
-def read_text(path: str, most: int = 1 << 16) -> "str | None":
-    """A small file's text in one read (the kernel's /proc files come whole;
-    /proc/sys zeroes a buffer of the size asked); None when unreadable."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOCTTY)
-    except OSError:
-        return None
-    try:
-        return os.read(fd, most).decode("utf-8", "replace")
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def first_line(path: str, most: int = 1 << 16) -> str:
-    """The first line of a small file (at most MOST bytes read), stripped; "" when unreadable."""
-    text = read_text(path, most)
-    return text.split("\n", 1)[0].strip() if text else ""
-
-
-def write_small(path: str, text: str) -> bool:
-    """Rewrites PATH (0600, no link followed) in place: written, then cut to
-    its length (O_TRUNC makes ext4 flush the file on close, a fifth of a
-    quiet run). False when it cannot be written."""
-    data = text.encode()
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            os.write(fd, data)
-            os.ftruncate(fd, len(data))
-        finally:
-            os.close(fd)
-    except OSError:
-        return False
-    return True
-
-
-def close_all_but(*keep: int) -> None:
-    """Closes every descriptor above 2 but KEEP (listed: closing every possible
-    one is 20,000 system calls where the limit is that high)."""
-    try:
-        fds = [int(name) for name in os.listdir("/proc/self/fd")]
-    except OSError:
-        fds = list(range(3, max(os.sysconf("SC_OPEN_MAX"), 1024)))
-    for fd in fds:
-        if fd > 2 and fd not in keep:
-            os.closerange(fd, fd + 1)  # ignores the listing's own, already closed
-
-
-def unlink_quietly(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(path)
-
-
-def take_lock(path: str) -> "int | None":
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    # Its mtime says when this run started: how a stuck run is told. No disk space needed.
-    with contextlib.suppress(OSError):
-        os.utime(fd)
-    return fd
-
-
 def another_run(name: str, path: str) -> int:
     """The exit code of a run that finds the lock held by a run still in time:
     runs never overlap, and the next cron run checks again anyway."""
@@ -174,8 +101,8 @@ def main(name: str, argv: list[str], monitor: Callable[[Settings], int], held: "
         if argv:
             raise HostguardError(f"usage: {name} (settings in {paths.under(paths.SETTINGS_PATH)})")
         settings = settings_module.load()
-        lock = heartbeat.lock_path(name)
-        lock_fd = take_lock(lock)
+        lock = runlock.lock_path(name)
+        lock_fd = runlock.take(lock)
         if lock_fd is None:
             return held(settings, lock) if held else another_run(name, lock)
         try:

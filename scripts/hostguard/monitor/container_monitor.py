@@ -23,10 +23,9 @@ from __future__ import annotations
 
 import re
 
-from .. import log, paths
-from ..atomicfile import write_atomic
+from .. import atomicfile, log, paths, runlock
 from ..errors import EX_FAILURE
-from ..notify import delivery, heartbeat
+from ..notify import delivery
 from ..notify.message import FIRING, Identity, host_name
 from ..settings import Settings
 from . import alert_state, runtime
@@ -62,7 +61,7 @@ class Check:
         self.running: list[str] = []
 
     def load_previous(self) -> None:
-        text = alert_state.read_text(paths.under(RUNNING_PATH), _READ_MAX)
+        text = atomicfile.read_text(paths.under(RUNNING_PATH), _READ_MAX)
         for line in (text or "").split("\n"):
             container_id, tab, literal = line.partition("\t")
             if not tab or not CONTAINER_ID.fullmatch(container_id):
@@ -258,7 +257,7 @@ class Check:
     def save_running(self) -> None:
         text = "".join(f"{i}\t{self.info[i].key_name}\n" for i in self.running)
         try:
-            write_atomic(paths.under(RUNNING_PATH), text.encode("utf-8"))
+            atomicfile.write_atomic(paths.under(RUNNING_PATH), text.encode("utf-8"))
         except OSError as error:
             log.warn(f"{NAME}: cannot write {paths.under(RUNNING_PATH)}: {error.strerror}")
 
@@ -288,12 +287,12 @@ def decoded_key(key: str) -> str | None:
 def held(settings: Settings, path: str) -> int:
     """The exit code of a run that finds the lock held: a stuck run alerts once
     (a hung monitor must not go quiet behind WARN lines) and exits 1."""
-    since = heartbeat.lock_stuck(path, settings)
+    since = runlock.lock_stuck(path, settings)
     if since is None:
         return alert_state.another_run(NAME, path)
-    started = heartbeat.stamp(since)
+    started = runlock.stamp(since)
     stuck_file = paths.under(STUCK_PATH)
-    if alert_state.first_line(stuck_file, 64) == str(since):
+    if atomicfile.first_line(stuck_file, 64) == str(since):
         log.error(f"{NAME}: the run started at {started} is still stuck (reported); containers are not checked")
         return EX_FAILURE
     log.error(f"{NAME}: the run started at {started} is stuck (it holds {path}); alerting")
@@ -303,7 +302,7 @@ def held(settings: Settings, path: str) -> int:
     )
     about = Identity(host_name(settings.host_name), "container", "stuck", since, FIRING)
     if delivery.send_alert(settings, PREFIX + text, about):
-        alert_state.write_small(stuck_file, f"{since}\n")
+        atomicfile.write_small(stuck_file, f"{since}\n")
     alert_state.deliver(NAME, settings, ping=False)
     return EX_FAILURE
 
@@ -320,7 +319,7 @@ def runtime_failed(run: alert_state.Run, why: str) -> int:
 
 
 def monitor(settings: Settings) -> int:
-    alert_state.unlink_quietly(paths.under(STUCK_PATH))
+    atomicfile.unlink_quietly(paths.under(STUCK_PATH))
     run = alert_state.Run(NAME, PREFIX, paths.under(ALERT_STATE_PATH), settings)
     check = Check(settings, run)
     check.load_previous()

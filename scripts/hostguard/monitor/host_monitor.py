@@ -23,7 +23,7 @@ import os
 import select
 import time
 
-from .. import log, paths
+from .. import atomicfile, log, paths
 from ..errors import HostguardError
 from ..settings import Settings
 from . import alert_state
@@ -170,7 +170,7 @@ def disk_percent(blocks: int, bfree: int, bavail: int) -> "int | None":
 
 
 def read_sample(proc: str) -> tuple[int, int]:
-    sample = cpu_sample(alert_state.read_text(f"{proc}/stat") or "")
+    sample = cpu_sample(atomicfile.read_text(f"{proc}/stat") or "")
     if sample is None:
         raise HostguardError(f"cannot read {proc}/stat")
     return sample
@@ -179,10 +179,10 @@ def read_sample(proc: str) -> tuple[int, int]:
 def measure_cpu(proc: str) -> str:
     """CPU busy percent since the previous run's sample (`boot_id busy total`,
     same boot), else over a fresh 1 s sample."""
-    boot = alert_state.first_line(f"{proc}/sys/kernel/random/boot_id") or "-"
+    boot = atomicfile.first_line(f"{proc}/sys/kernel/random/boot_id") or "-"
     sample_file = paths.under(CPU_SAMPLE_PATH)
     current = read_sample(proc)
-    saved_boot, _, saved = alert_state.first_line(sample_file).partition(" ")
+    saved_boot, _, saved = atomicfile.first_line(sample_file).partition(" ")
     previous = parse_sample(saved.strip()) if saved_boot == boot else None
     cpu = cpu_percent(previous, current) if previous else None
     if cpu is None:
@@ -192,7 +192,7 @@ def measure_cpu(proc: str) -> str:
         cpu = cpu_percent(previous, current) or "0.0"
     # Under the lock (a torn write costs the next run a short sample); a full
     # disk must not end the run before its alerts are sent.
-    if not alert_state.write_small(sample_file, f"{boot} {current[0]} {current[1]}\n"):
+    if not atomicfile.write_small(sample_file, f"{boot} {current[0]} {current[1]}\n"):
         log.warn(f"{NAME}: cannot save the CPU sample in {sample_file} (disk full?)")
     return cpu
 
@@ -211,7 +211,7 @@ def df_timeout() -> tuple[float, str]:
 def start_time(pid: int) -> "str | None":
     """PID's start time (/proc/PID/stat field 22): with the pid it names one
     process, never a later one that reused the pid."""
-    text = alert_state.read_text(f"/proc/{pid}/stat")
+    text = atomicfile.read_text(f"/proc/{pid}/stat")
     fields = text.rpartition(")")[2].split() if text and ")" in text else []
     return fields[19] if len(fields) > 19 else None
 
@@ -220,7 +220,7 @@ def stuck_child() -> "int | None":
     """The pid of an earlier run's statvfs child that did not answer, while that
     very process still runs: root's, with the start time noted (a user's
     process that got the pid since cannot hold the check off)."""
-    pid_text, _, started = alert_state.first_line(paths.under(DF_PID_PATH)).partition(" ")
+    pid_text, _, started = atomicfile.first_line(paths.under(DF_PID_PATH)).partition(" ")
     if not alert_state.digits(pid_text, 10) or not 0 < int(pid_text) < 1 << 31 or not started:
         return None
     pid = int(pid_text)
@@ -231,6 +231,18 @@ def stuck_child() -> "int | None":
     return pid if owner == os.geteuid() and start_time(pid) == started else None
 
 
+def close_all_but(*keep: int) -> None:
+    """Closes every descriptor above 2 but KEEP (listed: closing every possible
+    one is 20,000 system calls where the limit is that high)."""
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = list(range(3, max(os.sysconf("SC_OPEN_MAX"), 1024)))
+    for fd in fds:
+        if fd > 2 and fd not in keep:
+            os.closerange(fd, fd + 1)  # ignores the listing's own, already closed
+
+
 def statvfs_child(path: str, write_fd: int) -> None:
     """In the forked child: no descriptor but its pipe (a child stuck in the
     kernel must not hold the lock, nor the log's pipe that cron waits on)."""
@@ -238,7 +250,7 @@ def statvfs_child(path: str, write_fd: int) -> None:
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
-        alert_state.close_all_but(write_fd)
+        close_all_but(write_fd)
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             try:
@@ -268,7 +280,7 @@ class DiskCheck:
         self.why = f"statvfs({self.path}) has not answered since an earlier run (pid {stuck})"
         if stuck is not None:
             return
-        alert_state.unlink_quietly(self.pid_file)
+        atomicfile.unlink_quietly(self.pid_file)
         self.read_fd, write_fd = os.pipe()
         self.pid = os.fork()
         if self.pid == 0:
@@ -291,7 +303,7 @@ class DiskCheck:
         if answer is None:
             started = start_time(self.pid)
             if started is not None:
-                alert_state.write_small(self.pid_file, f"{self.pid} {started}\n")
+                atomicfile.write_small(self.pid_file, f"{self.pid} {started}\n")
             return None, f"statvfs({self.path}) did not answer within {shown} s"
         if answer.startswith("E "):
             return None, f"statvfs({self.path}) failed: {answer[2:]}"
@@ -330,7 +342,7 @@ class Figures:
 
 
 def read(path: str) -> str:
-    return alert_state.read_text(path) or ""
+    return atomicfile.read_text(path) or ""
 
 
 def required(value: "str | int | None", why: str) -> str:
@@ -360,7 +372,7 @@ def texts(label: str, value: str, more: str) -> tuple[str, str]:
 
 def monitor(settings: Settings) -> int:
     proc = os.environ.get("HOSTGUARD_PROC", "") or "/proc"
-    hostname = alert_state.first_line(f"{proc}/sys/kernel/hostname") or os.uname().nodename or "unknown"
+    hostname = atomicfile.first_line(f"{proc}/sys/kernel/hostname") or os.uname().nodename or "unknown"
     timestamp = time.strftime("%Y-%m-%d %H:%M:%S")
     figures = Figures(proc)
     run = alert_state.Run(NAME, PREFIX, paths.under(ALERT_STATE_PATH), settings)

@@ -8,58 +8,21 @@ sent while the other monitor's run is stuck: the service notices that too.
 
 from __future__ import annotations
 
-import fcntl
 import os
-import time
 
-from .. import log, paths
+from .. import log, paths, runlock
 from ..settings import Settings
 
 MONITORS = ("host-monitor", "container-monitor")
-
-
-def lock_path(monitor: str) -> str:
-    return paths.under(f"{paths.STATE_PATH}/{monitor}.lock")
-
-
-def stuck_after(settings: Settings) -> int:
-    """Seconds after which a run still holding its lock is stuck: the longest a
-    run can take (three runtime calls, each ended by its timeout and a kill 5 s
-    later, then a delivery run's budget) and a minute more."""
-    return 3 * (settings.container_runtime_timeout + 5) + settings.notify_budget + 60
-
-
-def lock_stuck(path: str, settings: Settings) -> int | None:
-    """The start (epoch seconds: the run stamps the lock's mtime when it takes
-    it) of a run that holds the lock PATH and is stuck; None otherwise. Never
-    pass a lock this process holds (a second descriptor would see it held)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            return None
-        except BlockingIOError:
-            pass
-        since = int(os.fstat(fd).st_mtime)
-    finally:
-        os.close(fd)
-    return since if int(time.time()) - since > stuck_after(settings) else None
-
-
-def stamp(when: int) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
 
 
 def other_run_stuck(who: str, settings: Settings) -> bool:
     for other in MONITORS:
         if other == who:
             continue
-        since = lock_stuck(lock_path(other), settings)
+        since = runlock.lock_stuck(runlock.lock_path(other), settings)
         if since is not None:
-            log.warn(f"{who}: no heartbeat: a {other} run started at {stamp(since)} has not completed")
+            log.warn(f"{who}: no heartbeat: a {other} run started at {runlock.stamp(since)} has not completed")
             return True
     return False
 
