@@ -13,7 +13,7 @@ LIB_PATH = "/usr/local/lib/hostguard"
 CONF_PATH = "/etc/hostguard"
 SETTINGS_PATH = CONF_PATH + "/hostguard.conf"
 WEBHOOK_PATH = CONF_PATH + "/webhook.curlrc"
-# `install set-webhook --verify` writes the new webhook here (its temp name beside it: installer.temp_beside),
+# `install set-webhook --verify` writes the new webhook here (its temp name beside it: install/hostfs.temp_beside),
 # `hostguard-notify --test --candidate` posts the connectivity test to it, and only then it is renamed in place.
 WEBHOOK_CANDIDATE_PATH = CONF_PATH + "/.hostguard-tmp.webhook.curlrc"
 HEARTBEAT_PATH = CONF_PATH + "/heartbeat.curlrc"

@@ -99,9 +99,9 @@ def no_candidate(root: Path) -> bool:
 
 
 def test_the_candidate_is_the_installers_temp_file_beside_the_webhook() -> None:
-    from hostguard.install import installer
+    from hostguard.install import hostfs
 
-    assert installer.temp_beside(paths.WEBHOOK_PATH) == paths.WEBHOOK_CANDIDATE_PATH
+    assert hostfs.temp_beside(paths.WEBHOOK_PATH) == paths.WEBHOOK_CANDIDATE_PATH
 
 
 def test_a_delivered_test_puts_the_new_webhook_in_place(host: tuple[Path, Path]) -> None:
