@@ -3,7 +3,7 @@
 Each row: part, kind, path on the host (a glob in its last name only), the
 program that writes it. `state` files are removed; a `message` file is the
 spool database: uninstall counts its undelivered messages (a read-only query,
-installer.py) before it removes it, and says how many went. The database
+install/parts.py) before it removes it, and says how many went. The database
 comes after its -wal and -shm files here: uninstall removes in reverse order,
 so it counts first. Every path is in hostguard's root-only state or spool
 directory. test/agent/test_runtime_files.py runs each program and checks
