@@ -77,25 +77,35 @@ def check() -> container_monitor.Check:
 ID = "a" * 64
 
 
-def test_list_and_inspect_lines_with_hostile_names() -> None:
+def ps_line(**fields: object) -> str:
+    return json.dumps({"Command": '"sleep"', "ID": ID, "Names": "web", "State": "running", **fields})
+
+
+def inspect_entry(**state: object) -> dict[str, object]:
+    return {"Id": ID, "Name": "/web", "State": {"Status": "exited", "ExitCode": 3, "Error": "", **state}}
+
+
+def test_list_lines_and_inspect_entries_with_hostile_names() -> None:
     found = check()
     name = 'we"b \\ $(x) `id`\t,legacy'
-    found.list_line(f'{ID}\t"running"\t{json.dumps(name)}')
+    found.list_line(ps_line(Names=name))
     assert found.list_ids == [ID] and found.list_state[ID] == "running"
     assert found.name_id == {name: ID, 'we"b \\ $(x) `id`\t': ID, "legacy": ID}
-    error = 'OOM "x" \\ y'
-    found.inspect_line(f'{ID} "exited" -1 {json.dumps("/" + name)} {json.dumps(error)}')
-    assert found.info[ID] == Container("exited", "-1", name, error)
+    error = 'OOM "x" \\ y \u0000'
+    entry = {**inspect_entry(ExitCode=-1, Error=error), "Name": "/" + name}
+    found.inspected(json.loads(json.dumps(entry)))
+    assert found.info[ID] == Container("exited", "-1", name, 'OOM "x" \\ y \ufffd')
 
 
 @pytest.mark.parametrize(
     "line",
     [
-        f'{ID}\t"running"',
-        f'{ID}\t"running"\t"a"\textra',
-        f'{ID[:11]}\t"running"\t"a"',
-        f'{ID}\trunning\t"a"',
-        f'{ID} "running" 0 "/a" "e"',
+        ps_line(ID=ID[:11]),
+        ps_line(State=None),
+        ps_line(Names=["a"]),
+        json.dumps([ps_line()]),
+        ps_line()[:-1],
+        f'{ID}\t"running"\t"a"',
     ],
 )
 def test_unparsable_list_lines_are_skipped(line: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -106,13 +116,21 @@ def test_unparsable_list_lines_are_skipped(line: str, capsys: pytest.CaptureFixt
 
 
 @pytest.mark.parametrize(
-    "line", [f'{ID} "running" x "/a" "e"', f'{ID} "running" 0 "/a"', f'{ID} "running" 0 "/a" "e" ', f'{ID}\t"x"']
+    "entry",
+    [
+        inspect_entry(ExitCode="0"),
+        inspect_entry(ExitCode=True),
+        inspect_entry(Status=None),
+        {**inspect_entry(), "Id": "web"},
+        {**inspect_entry(), "State": "exited"},
+        ID,
+    ],
 )
-def test_unparsable_inspect_lines_are_skipped(line: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unparsable_inspect_entries_are_skipped(entry: object, capsys: pytest.CaptureFixture[str]) -> None:
     found = check()
-    found.inspect_line(line)
+    found.inspected(entry)
     assert found.info == {}
-    assert "unparsable inspect line" in capsys.readouterr().err
+    assert "unparsable inspect entry" in capsys.readouterr().err
 
 
 def runtime_settings(root: Path, runtime: str, timeout: int = 60, *more: str) -> settings.Settings:
@@ -302,3 +320,18 @@ def test_a_containers_own_error_text_reaches_slack_escaped(root: Path, docker: P
     shown = json.loads(parse_qs(body.decode("ascii"))["payload"][0])["text"]
     assert "<!channel>" not in shown and "<https://" not in shown
     assert "&lt;!channel&gt; boom &lt;https://evil.example|runbook&gt; &amp; @here" in shown
+
+
+def test_an_inspect_answer_that_is_no_json_array_concludes_nothing(
+    root: Path, tmp_path: Path, posts: Posts, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runtime = tmp_path / "odd"
+    line = json.dumps({"ID": ID, "Names": "web", "State": "running"})
+    runtime.write_text(f"#!/bin/sh\ncase $1 in ps) echo '{line}';; inspect) echo '{{\"Id\": 1}}';; esac\n")
+    runtime.chmod(0o755)
+    (root / "etc/hostguard").mkdir(parents=True)
+    (root / "etc/hostguard/hostguard.conf").write_text(f"CONTAINER_RUNTIME={runtime}\n")
+    assert container_monitor.main([]) == 1
+    why = f"runtime unavailable: {runtime} inspect printed no JSON array"
+    assert posts.take() == [f"{P}Container check failed: {why}; containers are not checked until it works again"]
+    assert f"{why}; nothing checked, previous state kept" in capsys.readouterr().err

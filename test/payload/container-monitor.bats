@@ -240,7 +240,7 @@ P="[Container Alert] "$'\n'
   receiver_expect_texts "${P}Container stopped: web (Status: exited)"$'\n'"Exit Code: 3"$'\n'"Error: No specific error"
 }
 
-@test "fake docker answers like the real client: table, quiet, inspect errors" {
+@test "fake docker answers like the real client: table, quiet, JSON lines, inspect's array and errors" {
   containers web running 1.00% 1.00% 0 "" old exited 0.00% 0.00% 2 ""
   run docker ps
   [[ "${lines[0]}" =~ ^CONTAINER\ ID\ +IMAGE\ +COMMAND\ +CREATED\ +STATUS\ +PORTS\ +NAMES$ ]]
@@ -255,6 +255,18 @@ P="[Container Alert] "$'\n'
   [[ "${output}" == *"Error: No such object: nope"* ]]
   run docker stats --no-stream --format '{{.Name}}\t{{.CPUPerc}}' web nope
   [[ "${status}" -eq 1 && "${output}" == *"No such container: nope"* ]]
+  # {{json .}}: one object a line, keys sorted, <, > and & escaped as json.Marshal does.
+  containers 'a<b>&c' running 1.00% 1.00% 0 ""
+  run docker ps --no-trunc --format '{{json .}}'
+  [[ "${output}" == '{"Command":"\"sleep infinity\"","CreatedAt":"2024-05-01 10:00:00 +0000 UTC","ID":"'*'","Image":"busybox:1.36","Labels":"","LocalVolumes":"0","Mounts":"","Names":"a\u003cb\u003e\u0026c","Networks":"bridge","Ports":"","RunningFor":"2 hours ago","Size":"0B","State":"running","Status":"Up 2 hours"}' ]]
+  run docker ps --format '{{json .Names}}'
+  [[ "${output}" == '"a<b>&c"' ]]
+  # inspect without a format: one array indented by four spaces, the unknown ones on stderr, exit 1.
+  run docker inspect 'a<b>&c' nope
+  [[ "${status}" -eq 1 && "${lines[0]}" == "[" && "${lines[1]}" == "    {" && "${lines[2]}" == '        "Id": "'* ]]
+  [[ "${output}" == *'"Name": "/a\u003cb\u003e\u0026c",'*$'\n    }\n]\nError: No such object: nope' ]]
+  run docker inspect nope
+  [[ "${status}" -eq 1 && "${output}" == $'[]\nError: No such object: nope' ]]
   run docker ps --bogus
   [[ "${status}" -eq 125 ]]
 }

@@ -21,6 +21,7 @@ container-monitor.stuck (the stuck run already reported) and the lock.
 
 from __future__ import annotations
 
+import json
 import re
 
 from .. import atomicfile, log, paths, runlock
@@ -74,7 +75,7 @@ class Check:
                 self.previous[container_id] = name
 
     def list_containers(self) -> None:
-        answer = self.ask("cannot list containers", "ps", "--all", "--no-trunc", "--format", runtime.PS_FORMAT)
+        answer = self.ask("cannot list containers", "ps", "--all", "--no-trunc", "--format", runtime.JSON_LINES)
         if answer.rc != 0:
             raise self.refused("cannot list containers", "ps", answer)
         for line in answer.out.split("\n"):
@@ -111,20 +112,25 @@ class Check:
     def inspect(self, ids: list[str]) -> None:
         if not ids:
             return
-        answer = self.ask("cannot inspect containers", "inspect", "--format", runtime.INSPECT_FORMAT, *ids)
+        answer = self.ask("cannot inspect containers", "inspect", *ids)
         # Unknown IDs (removed since the list) are expected; anything else
         # means the runtime did not answer and nothing can be concluded.
         if answer.rc != 0 and not runtime.only_gone(answer):
             raise self.refused("cannot inspect containers", "inspect", answer)
-        for line in answer.out.split("\n"):
-            if line:
-                self.inspect_line(line)
-
-    def inspect_line(self, line: str) -> None:
         try:
-            container_id, container = runtime.inspect_line(line)
+            entries = runtime.inspect_array(answer.out)
         except ValueError:
-            log.warn(f"{NAME}: unparsable inspect line: {quoted(line)}")
+            raise RuntimeFailed(
+                f"runtime unavailable: {self.settings.container_runtime} inspect printed no JSON array"
+            ) from None
+        for entry in entries:
+            self.inspected(entry)
+
+    def inspected(self, entry: object) -> None:
+        try:
+            container_id, container = runtime.inspected(entry)
+        except ValueError:
+            log.warn(f"{NAME}: unparsable inspect entry: {quoted(json.dumps(entry, ensure_ascii=False))}")
             return
         self.info[container_id] = container
 
@@ -133,7 +139,7 @@ class Check:
         figure unknown (logged), never "fine"."""
         if not self.running:
             return
-        args = ("stats", "--no-stream", "--no-trunc", "--format", runtime.STATS_FORMAT, *self.running)
+        args = ("stats", "--no-stream", "--no-trunc", "--format", runtime.JSON_LINES, *self.running)
         try:
             answer = self.ask("stats failed", *args)
         except RuntimeFailed:

@@ -1,11 +1,10 @@
-"""The container runtime (CONTAINER_RUNTIME) as the container monitor asks
-it: bounded calls, and the decoding of what they print.
+"""The container runtime (CONTAINER_RUNTIME) as the container monitor asks it: bounded calls, and
+what they print read as JSON.
 
-A call is ended after CONTAINER_RUNTIME_TIMEOUT or once it printed
-OUTPUT_MAX bytes, its whole process group with it. Every untrusted field
-(names, states, error texts: chosen by whoever may run containers) is asked
-for as a JSON string and decoded with json; a line that does not parse
-raises ValueError.
+A call is ended after CONTAINER_RUNTIME_TIMEOUT or once it printed OUTPUT_MAX bytes, its whole
+process group with it. `ps` and `stats` print one JSON object a line (`--format '{{json .}}'`),
+`inspect` one JSON array; every field used (names, states, error texts: chosen by whoever may run
+containers) is checked for its type, and one that is not what it should be raises ValueError.
 """
 
 from __future__ import annotations
@@ -22,19 +21,17 @@ from typing import NamedTuple
 
 from ..settings import Settings
 
-# The client turns a literal \t into a tab in ps and stats formats.
-PS_FORMAT = r"{{.ID}}\t{{json .State}}\t{{json .Names}}"
-INSPECT_FORMAT = "{{.ID}} {{json .State.Status}} {{.State.ExitCode}} {{json .Name}} {{json .State.Error}}"
-STATS_FORMAT = r"{{.ID}}\t{{.CPUPerc}}\t{{.MemPerc}}"
+# ps and stats: one JSON object a line (the client's template); inspect: without --format, a JSON array.
+JSON_LINES = "{{json .}}"
 # After the timeout: SIGTERM, this long to end, then SIGKILL and one more second.
 KILL_AFTER = 4.0
 # What one call may print, stdout and stderr together: it is read into
-# root's memory. Thousands of containers' lines are well under a MiB; more
-# than this is a runtime gone wrong, and the call fails like a hung one.
+# root's memory. An inspect answer is some 10 KiB a container and only the
+# running, watched and tracked ones are inspected: hundreds are well under
+# this; more is a runtime gone wrong, and the call fails like a hung one.
 OUTPUT_MAX = 4 << 20
 CONTAINER_ID = re.compile(r"[0-9a-f]{12,64}")
-_EXIT_CODE = re.compile(r" (-?[0-9]+) ")
-_NO_SUCH = re.compile(r"(Error: |Error response from daemon: )No such (object|container): .*")
+_NO_SUCH = re.compile(r"(error: |error response from daemon: )no such (object|container): .*", re.IGNORECASE)
 _UNSAFE = re.compile("[\x00\ud800-\udfff]")
 _DECODER = json.JSONDecoder()
 
@@ -153,41 +150,59 @@ def only_gone(answer: Answer) -> bool:
     return all(_NO_SUCH.fullmatch(line) for line in answer.err.splitlines())
 
 
+def text(value: object) -> str:
+    """A JSON string field of the runtime's answer, NUL and lone surrogates as U+FFFD; ValueError else."""
+    if not isinstance(value, str):
+        raise ValueError("not a JSON string")
+    return _UNSAFE.sub("\ufffd", value)
+
+
+def container_id(value: object) -> str:
+    if not isinstance(value, str) or not CONTAINER_ID.fullmatch(value):
+        raise ValueError("no ID")
+    return value
+
+
+def json_object(line: str) -> dict[str, object]:
+    """One `{{json .}}` line as its object; ValueError for anything else."""
+    value = json.loads(line)
+    if not isinstance(value, dict):
+        raise ValueError("not a JSON object")
+    return value
+
+
 def list_line(line: str) -> tuple[str, str, str]:
-    """ID, state and names (comma-joined) of a PS_FORMAT line."""
-    container_id, _, rest = line.partition("\t")
-    if not CONTAINER_ID.fullmatch(container_id):
-        raise ValueError("no ID")
-    status, end = json_string(rest, 0)
-    if rest[end : end + 1] != "\t":
-        raise ValueError("no tab")
-    names, end = json_string(rest, end + 1)
-    if end != len(rest):
-        raise ValueError("trailing text")
-    return container_id, status, names
+    """ID, state and names (comma-joined) of a `ps` line."""
+    found = json_object(line)
+    return container_id(found.get("ID")), text(found.get("State")), text(found.get("Names"))
 
 
-def inspect_line(line: str) -> tuple[str, Container]:
-    """ID and Container of an INSPECT_FORMAT line (the name without its leading /)."""
-    container_id = line.partition(" ")[0]
-    if not CONTAINER_ID.fullmatch(container_id):
-        raise ValueError("no ID")
-    status, end = json_string(line, len(container_id) + 1)
-    code = _EXIT_CODE.match(line, end)
-    if code is None:
+def inspected(entry: object) -> tuple[str, Container]:
+    """ID and Container of one element of inspect's array (the name without its leading /)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("State"), dict):
+        raise ValueError("not a container")
+    state, code = entry["State"], entry["State"].get("ExitCode")
+    if not isinstance(code, int) or isinstance(code, bool):
         raise ValueError("no exit code")
-    name, end = json_string(line, code.end())
-    if line[end : end + 1] != " ":
-        raise ValueError("no space")
-    error, end = json_string(line, end + 1)
-    if end != len(line):
-        raise ValueError("trailing text")
-    return container_id, Container(status, code.group(1), name[1:] if name[:1] == "/" else name, error)
+    name = text(entry.get("Name"))
+    container = Container(
+        text(state.get("Status")), str(code), name[1:] if name[:1] == "/" else name, text(state.get("Error"))
+    )
+    return container_id(entry.get("Id")), container
+
+
+def inspect_array(out: str) -> list[object]:
+    """The elements of inspect's JSON array; ValueError when it printed none."""
+    found = json.loads(out)
+    if not isinstance(found, list):
+        raise ValueError("not a JSON array")
+    return found
 
 
 def stats_line(line: str) -> tuple[str, str, str] | None:
-    """ID, CPU and memory figures (as printed) of a STATS_FORMAT line; None for another line."""
-    fields = line.split("\t", 2)
-    if len(fields) != 3 or not CONTAINER_ID.fullmatch(fields[0]):
+    """ID, CPU and memory figures (as printed) of a `stats` line; None for another line."""
+    try:
+        found = json_object(line)
+        return container_id(found.get("ID")), text(found.get("CPUPerc")), text(found.get("MemPerc"))
+    except ValueError:
         return None
-    return fields[0], fields[1], fields[2]
