@@ -203,58 +203,81 @@ def _try_files_unsafe(args: list[str]) -> bool:
     return any(not _TRY_SAFE.fullmatch(arg) or _DENIED_END.search(arg) for arg in args[1:-1])
 
 
-def scan(text: str, ctx: str = "auto") -> Scan:
-    """The blocks of TEXT read as a file of context CTX (auto, http, main); ConfError if nginx refuses it."""
-    parser = _Parser(text)
-    stack: list[_Frame] = [_Frame("", [], "", None, None, False)]
-    blocks: list[tuple[str, Block]] = []
-    servers: list[tuple[str, Server]] = []
-    includes: list[tuple[int, str, str]] = []
-    rewrites: list[tuple[str, int, str, Server | None, bool, str]] = []
-    main = False
-    while True:
-        words, line, start, end, at = parser.statement()
-        top = stack[-1]
-        if end == "":
-            if len(stack) > 1:
-                raise parser.fail(len(text), 'unexpected end of file, expecting "}"')
-            break
-        if end == "}":
-            if len(stack) == 1:
-                raise parser.fail(at, 'unexpected "}"')
-            stack.pop()
-            continue
-        name = words[0]
-        if end == ";":
-            if name == "include" and len(words) == 2:
-                if top.block is not None and words[1] == SNIPPET:
-                    top.block.has = True
-                elif top.server is not None and not top.in_location and words[1] != SNIPPET:
-                    top.server.foreign_include = True
-                includes.append((line, top.path, words[1]))
-            elif name == "rewrite" or (name == "try_files" and _try_files_unsafe(words)):
-                flag = words[3] if len(words) >= 4 and name == "rewrite" else ""
-                rewrites.append((top.path, line, name, top.server, top.in_location, flag))
-            continue
-        if len(stack) == 1 and name in _MAIN_ONLY:
-            main = True
+_Rewrite = tuple[str, int, str, "Server | None", bool, str]
+
+
+class _Found:
+    """What one pass over a text finds, each under its context path (`http server location`)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.stack: list[_Frame] = [_Frame("", [], "", None, None, False)]
+        self.blocks: list[tuple[str, Block]] = []
+        self.servers: list[tuple[str, Server]] = []
+        self.includes: list[tuple[int, str, str]] = []
+        self.rewrites: list[_Rewrite] = []
+        self.main = False
+
+    def directive(self, words: list[str], line: int) -> None:
+        """A simple directive (ended by `;`): an include, or a rewrite the deny rule cannot see past."""
+        top, name = self.stack[-1], words[0]
+        if name == "include" and len(words) == 2:
+            if top.block is not None and words[1] == SNIPPET:
+                top.block.has = True
+            elif top.server is not None and not top.in_location and words[1] != SNIPPET:
+                top.server.foreign_include = True
+            self.includes.append((line, top.path, words[1]))
+        elif name == "rewrite" or (name == "try_files" and _try_files_unsafe(words)):
+            flag = words[3] if len(words) >= 4 and name == "rewrite" else ""
+            self.rewrites.append((top.path, line, name, top.server, top.in_location, flag))
+
+    def open(self, words: list[str], line: int, start: int, at: int) -> None:
+        """A block (ended by `{`): a server or a location in one is noted with where its include goes."""
+        top, name = self.stack[-1], words[0]
+        if len(self.stack) == 1 and name in _MAIN_ONLY:
+            self.main = True
         path = f"{top.path} {name}" if top.path else name
         frame = _Frame(name, words, path, None, top.server, top.in_location)
         if (name == "server" and len(words) == 1) or (name == "location" and top.server is not None):
-            insert, split = _insert_point(text, at)
-            block = Block("S" if name == "server" else "L", line, insert, split, _indent_of(text, start))
+            insert, split = _insert_point(self.text, at)
+            block = Block("S" if name == "server" else "L", line, insert, split, _indent_of(self.text, start))
             frame.block = block
-            blocks.append((top.path, block))
+            self.blocks.append((top.path, block))
             if name == "server":
                 frame.server = Server(block)
-                servers.append((top.path, frame.server))
+                self.servers.append((top.path, frame.server))
             else:
                 frame.in_location = True
                 if top.name == "server" and top.server is not None and words[1:] in (["/"], ["^~", "/"]):
                     top.server.catch_all = True
-        stack.append(frame)
+        self.stack.append(frame)
+
+
+def _read(text: str) -> _Found:
+    """TEXT's statements in one pass; ConfError where nginx refuses its structure."""
+    parser = _Parser(text)
+    found = _Found(text)
+    while True:
+        words, line, start, end, at = parser.statement()
+        if end == "":
+            if len(found.stack) > 1:
+                raise parser.fail(len(text), 'unexpected end of file, expecting "}"')
+            return found
+        if end == "}":
+            if len(found.stack) == 1:
+                raise parser.fail(at, 'unexpected "}"')
+            found.stack.pop()
+        elif end == ";":
+            found.directive(words, line)
+        else:
+            found.open(words, line, start, at)
+
+
+def scan(text: str, ctx: str = "auto") -> Scan:
+    """The blocks of TEXT read as a file of context CTX (auto, http, main); ConfError if nginx refuses it."""
+    found = _read(text)
     if ctx == "auto":
-        ctx = "main" if main else "http"
+        ctx = "main" if found.main else "http"
     want = "http" if ctx == "main" else ""
     srvpath = "http server" if ctx == "main" else "server"
 
@@ -262,22 +285,22 @@ def scan(text: str, ctx: str = "auto") -> Scan:
         return path == srvpath or path.startswith(srvpath + " ")
 
     result = Scan(ctx)
-    for parent, block in blocks:
+    for parent, block in found.blocks:
         if (block.kind == "S" and parent == want) or (block.kind == "L" and in_server(parent)):
             result.blocks.append(block)
-    result.servers = [s for parent, s in servers if parent == want]
-    for line, parent, arg in includes:
+    result.servers = [s for parent, s in found.servers if parent == want]
+    for line, parent, arg in found.includes:
         if parent == "" or (parent == "http" and ctx == "main"):
             if _CONTROL.search(arg):
                 raise ConfError(f"line {line}: an include path with a control character")
             result.includes.append((line, ctx if parent == "" else "http", arg))
-    _rewrite_warnings(result, rewrites, in_server)
+    _rewrite_warnings(result, found.rewrites, in_server)
     return result
 
 
 def _rewrite_warnings(
     result: Scan,
-    rewrites: list[tuple[str, int, str, Server | None, bool, str]],
+    rewrites: list[_Rewrite],
     in_server: Callable[[str], bool],
 ) -> None:
     """Warnings for what no check sees; the routes that need the null location."""

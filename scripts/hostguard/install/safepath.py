@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import pwd
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import HostguardError
 
@@ -70,83 +70,105 @@ def _split(path: str) -> list[str]:
     return [c for c in path.split("/") if c not in ("", ".")]
 
 
+@dataclass
+class _Walk:
+    """A resolve's state: the directories open (the root's first) and their names, the components left, the
+    uid that controls what is under the current directory (0: root) and its group, the links followed."""
+
+    label: str
+    path: str
+    fds: list[int]
+    todo: list[str]
+    names: list[str] = field(default_factory=list)
+    controller: int = 0
+    gid: int = 0
+    hops: int = 0
+
+    def up(self) -> None:
+        if self.names:
+            self.names.pop()
+            os.close(self.fds.pop())
+
+    def follow(self, comp: str, nxt: str) -> None:
+        if self.controller:
+            raise HostguardError(
+                f"{self.label}: {nxt} is a symbolic link in a directory of uid {self.controller}: refused"
+                " (root follows links only in root's directories)"
+            )
+        self.hops += 1
+        if self.hops > _MAX_HOPS:
+            raise HostguardError(f"{self.label}: {self.path}: too many symbolic links")
+        target = os.readlink(comp, dir_fd=self.fds[-1])
+        if target.startswith("/"):
+            for fd in self.fds[1:]:
+                os.close(fd)
+            del self.fds[1:]
+            self.names.clear()
+        self.todo[:0] = _split(target)
+
+    def enter(self, comp: str, nxt: str, st: os.stat_result) -> None:
+        if not stat.S_ISDIR(st.st_mode):
+            raise HostguardError(f"{self.label}: {nxt} is not a directory")
+        fd = os.open(comp, _DIR_FLAGS, dir_fd=self.fds[-1])
+        self.fds.append(fd)
+        self.names.append(comp)
+        # Checked on what was opened: a swap since the stat before is what we check.
+        st = os.fstat(fd)
+        _owner_only(self.label, nxt, st.st_mode)
+        if st.st_uid != 0:
+            if self.controller not in (0, st.st_uid):
+                raise HostguardError(
+                    f"{self.label}: {nxt} belongs to uid {st.st_uid} under a directory of uid {self.controller}:"
+                    " refused"
+                )
+            if self.controller != st.st_uid:
+                self.gid = _account_gid(self.label, nxt, st.st_uid)
+            self.controller = st.st_uid
+
+    def target(self, comp: str, nxt: str, st: os.stat_result) -> Target:
+        if not stat.S_ISREG(st.st_mode):
+            raise HostguardError(f"{self.label}: {nxt} is not a regular file")
+        if self.controller and st.st_uid != self.controller:
+            raise HostguardError(
+                f"{self.label}: {nxt} belongs to uid {st.st_uid} but its directory to uid {self.controller}: refused"
+            )
+        if st.st_size > READ_MAX:
+            raise HostguardError(
+                f"{self.label}: {nxt} is {st.st_size} bytes, over the limit of {READ_MAX} bytes root reads from such"
+                " a file: refused"
+            )
+        dir_fd = self.fds.pop()
+        return Target(
+            self.label, nxt, dir_fd, comp, self.controller, self.gid if self.controller else 0,
+            st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode), st.st_size,
+        )  # fmt: skip
+
+
 def resolve(label: str, path: str, root: str) -> Target:
     """The regular file at host PATH (under ROOT) for an edit, or HostguardError naming what is wrong."""
     if not path.startswith("/"):
         raise HostguardError(f"{label}: {path} is not an absolute path")
-    fds = [os.open(root or "/", _DIR_FLAGS)]
-    names: list[str] = []
-    todo = _split(path)
-    controller = 0
-    gid = 0
-    hops = 0
+    walk = _Walk(label, path, [os.open(root or "/", _DIR_FLAGS)], _split(path))
     try:
-        while todo:
-            comp = todo.pop(0)
+        while walk.todo:
+            comp = walk.todo.pop(0)
             if comp == "..":
-                if names:
-                    names.pop()
-                    os.close(fds.pop())
+                walk.up()
                 continue
-            nxt = "/" + "/".join([*names, comp])
+            nxt = "/" + "/".join([*walk.names, comp])
             try:
-                st = os.stat(comp, dir_fd=fds[-1], follow_symlinks=False)
+                st = os.stat(comp, dir_fd=walk.fds[-1], follow_symlinks=False)
             except FileNotFoundError:
                 raise HostguardError(f"{label}: {path} is not a file under the root ({nxt} is missing)") from None
             if stat.S_ISLNK(st.st_mode):
-                if controller:
-                    raise HostguardError(
-                        f"{label}: {nxt} is a symbolic link in a directory of uid {controller}: refused"
-                        " (root follows links only in root's directories)"
-                    )
-                hops += 1
-                if hops > _MAX_HOPS:
-                    raise HostguardError(f"{label}: {path}: too many symbolic links")
-                target = os.readlink(comp, dir_fd=fds[-1])
-                if target.startswith("/"):
-                    for fd in fds[1:]:
-                        os.close(fd)
-                    del fds[1:]
-                    names.clear()
-                todo[:0] = _split(target)
-                continue
-            if todo:
-                if not stat.S_ISDIR(st.st_mode):
-                    raise HostguardError(f"{label}: {nxt} is not a directory")
-                fd = os.open(comp, _DIR_FLAGS, dir_fd=fds[-1])
-                fds.append(fd)
-                names.append(comp)
-                # Checked on what was opened: a swap since the stat above is what we check.
-                st = os.fstat(fd)
-                _owner_only(label, nxt, st.st_mode)
-                if st.st_uid != 0:
-                    if controller not in (0, st.st_uid):
-                        raise HostguardError(
-                            f"{label}: {nxt} belongs to uid {st.st_uid} under a directory of uid {controller}: refused"
-                        )
-                    if controller != st.st_uid:
-                        gid = _account_gid(label, nxt, st.st_uid)
-                    controller = st.st_uid
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                raise HostguardError(f"{label}: {nxt} is not a regular file")
-            if controller and st.st_uid != controller:
-                raise HostguardError(
-                    f"{label}: {nxt} belongs to uid {st.st_uid} but its directory to uid {controller}: refused"
-                )
-            if st.st_size > READ_MAX:
-                raise HostguardError(
-                    f"{label}: {nxt} is {st.st_size} bytes, over the limit of {READ_MAX} bytes root reads from such"
-                    " a file: refused"
-                )
-            dir_fd = fds.pop()
-            return Target(
-                label, nxt, dir_fd, comp, controller, gid if controller else 0,
-                st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode), st.st_size,
-            )  # fmt: skip
+                walk.follow(comp, nxt)
+            elif walk.todo:
+                walk.enter(comp, nxt, st)
+            else:
+                return walk.target(comp, nxt, st)
         raise HostguardError(f"{label}: {path} is not a file")
     finally:
-        for fd in fds:
+        for fd in walk.fds:
             os.close(fd)
 
 
