@@ -1,13 +1,9 @@
 """Which of hostguard's code the running fail2ban-server loaded, so that a deploy reaches it.
 
-fail2ban keeps the modules of its Python actions (the `hostguard` package,
-which action.d/slack-notify.py and hostguard-nginx-ban.py import) in
-fail2ban-server's sys.modules across `fail2ban-client reload` and a jail's
-restart: only a new server process runs new code. Install records the digest
-of those files when it starts or restarts fail2ban (RECORD, root's, removed
-with part bantool), and restarts a running fail2ban instead of reloading it
-when the files on disk differ from what it recorded (services.apply). A
-spool schema change then never meets old code in fail2ban's process.
+fail2ban keeps its actions' modules (the `hostguard` package) across a reload: only a new server process
+runs new code. Install records the digest of those files when it starts or restarts fail2ban (RECORD,
+root's, removed with part bantool), and restarts a running fail2ban instead of reloading it when the files
+on disk differ from what it recorded (services.apply).
 """
 
 from __future__ import annotations

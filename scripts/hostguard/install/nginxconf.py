@@ -1,23 +1,11 @@
 """The deny include in nginx's own config files: found by nginx's lexer, added and removed byte for byte.
 
-`scan` reads a config text the way `ngx_conf_read_token` (src/core/ngx_conf_file.c)
-does: comments, quotes, escapes, `${var}`, a `}` or `#` inside a word is part of
-it, `{` on another line; one linear pass of compiled patterns. On top of it the
-block structure: the `server` blocks of the http context and every `location`
-inside one, the includes nginx follows where a server may stand, and what the
-deny rule cannot see (README: "What the deny rule covers").
-
-The null location: after `rewrite ... last` (or without flag) in a location, or
-a server-level rewrite, nginx searches the locations again; a URI none matches
-is served from the server's own configuration without any location's rewrite
-phase, so the deny rule at the top of each location never runs. Where a server
-can route so and has no catch-all `location /`, the edit adds one holding only
-the include (it inherits every directive of the server, so the server serves
-what it served before); when the server includes other files (which may hold
-its `location /`), it warns with the file and line instead.
-
-Text is handled as latin-1, so offsets are byte offsets and every byte (NUL,
-CR, 0x80-0xff) goes through untouched.
+`scan` reads a config text as `ngx_conf_read_token` (src/core/ngx_conf_file.c) does, in one linear pass,
+and returns the `server` blocks of the http context, every `location` inside one, the includes nginx
+follows where a server may stand, and warnings for what the deny rule cannot see (README: "What the deny
+rule covers"). A server that can route a URI to no location (a rewrite) and has no catch-all `location /`
+gets one holding only the include, or, when it includes other files, a warning naming the file and line.
+Text is latin-1: offsets are byte offsets and every byte goes through untouched.
 """
 
 from __future__ import annotations

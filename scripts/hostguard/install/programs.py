@@ -1,17 +1,9 @@
 """The programs each part of the payload needs on the host, with the Debian/Ubuntu package of each.
 
-One table (TABLE), the firewall programs of the jail's banaction
-(BANACTION_PROGRAMS) and the packages of the usual container runtimes. install
-checks the parts it is asked to install before it locks, recovers or writes
-anything: a missing program refuses the run with one line per program, naming
-the part, the program and its package, and nothing is changed. A part not
-being installed is not checked; uninstall checks nothing. The interpreter
-itself (`@python`) is checked by the installer's shim (scripts/install)
-before this module can run: a host without it gets that one line.
-
-Programs are looked up on the installer's PATH (an absolute CONTAINER_RUNTIME
-as is). `check` prints the refusals on stderr and warnings as log lines;
-`programs table` prints the tables (the README test reads them).
+`check`: before install locks, recovers or writes anything, a missing program of a part asked for refuses
+the run with one line per program (part, program, package; on stderr), nothing changed; warnings as log
+lines. Uninstall checks nothing; the interpreter itself is the shim's (scripts/install). Programs are looked
+up on the installer's PATH (an absolute CONTAINER_RUNTIME as is). `programs table` prints the tables.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """The Spring setting of `install --part web`: one final document that says spring.web.resources.add-mappings=false.
 
-Spring Boot (2.4 and later) reads a configuration file's documents in order,
-a later one overriding an earlier one, whatever the profiles and however a
-key is spelled (`add\\-mappings`, `addMappings`). So install touches none of
-the user's lines: it appends one unconditional document, for `.properties`
-a `#---` line then `KEY=false`, for `.yml`/`.yaml` a `---` line then
-`KEY: false`, and records exactly the bytes appended; uninstall removes them
-while they are still the file's end. To an older loader `#---` is a comment
-and the last line still wins. `#---` separates documents only after a line
-that is not a `#` comment and does not continue on the next line, so after
-such a line (and a last line without its newline) the document starts with a
-line end of the file's own kind. A sibling file of the same configuration
-name (`application-PROFILE.properties`, `application.yml` beside
-`application.properties`) outranks this one: `outranking` names those that
-set the key again, for a warning.
+The user's lines are never touched: one unconditional document is appended (`.properties`: a `#---` line
+then `KEY=false`; `.yml`/`.yaml`: `---` then `KEY: false`, after a line end of the file's own kind where
+needed) and exactly the bytes appended are recorded; uninstall removes them while they are still the file's
+end. `siblings` and `sets_key` find the files of the same configuration name that outrank it and set the key
+again (for a warning).
 """
 
 from __future__ import annotations

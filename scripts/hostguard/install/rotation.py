@@ -1,18 +1,9 @@
 """`install set-webhook --verify`: a new webhook takes the old one's place only once the service accepted it.
 
-The installer writes the new webhook file under its temp name beside
-webhook.curlrc (paths.WEBHOOK_CANDIDATE_PATH: root's, 0600, which the next
-install run removes if this one is killed), then `try_candidate` posts the
-connectivity test to it (`hostguard-notify --test --candidate`, whose lines
-name the service's answer and never the URL) and says whether to rename it in
-place:
-
-- delivered: yes;
-- refused (any exit but 0 and 75): no, the host keeps the webhook it had;
-- a "try later" answer (75: 429, 5xx, a timeout, no connection): no when
-  the host has a webhook (the up fails, to be run again later), yes on the
-  first set (there is no webhook to keep; alerts wait in the spool), with
-  TRANSIENT_LINE on stdout, which the deploy turns into a warning.
+`post_test` sends the connectivity test to the candidate (paths.WEBHOOK_CANDIDATE_PATH, the installer's
+temp file beside the webhook) through `hostguard-notify --test --candidate`; `accepted` says whether to
+rename it in place: delivered: yes; refused (any exit but 0 and 75): no; a "try later" answer (75): no
+when the host has a webhook, yes on the first set, with TRANSIENT_LINE on stdout (the deploy turns it into a warning).
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Service tests and reloads of install: only on the live root and when the tool is installed.
 
-`nginx -t` / `fail2ban-client -t` always before a reload; a failed test fails
-the part (install rolls it back). Every call is bounded in time, and none
-gets a descriptor of the installer's (the install lock stays root's run's:
-a fail2ban server this starts lives on without it). `apply`: test, then
-reload (or start fail2ban; restart it when hostguard's code it runs changed,
-f2bcode.py); `reload_if_running`: set-webhook's (the action
-reads the new file). A failed `fail2ban-client -t` prints fail2ban's own
-lines, then what to do; after an uninstall it only warns (the configuration
-is the user's again, and fail2ban runs on with the jails it has).
+`apply`: `nginx -t` / `fail2ban-client -t`, then reload (or start fail2ban; restart it when hostguard's code
+it runs changed, f2bcode.py); a failed test fails the part (install rolls it back), after an uninstall it
+only warns. `reload_if_running`: set-webhook's. A failed `fail2ban-client -t` prints fail2ban's own lines,
+then what to do. Every call is bounded in time and gets no descriptor of the installer's.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """fail2ban's own sshd jail on a host without /var/log/auth.log: it reads the systemd journal instead.
 
-Debian 12 installs no rsyslog, so there is no /var/log/auth.log, yet its
-fail2ban (1.0.2) enables the `sshd` jail on that file
-(jail.d/defaults-debian.conf): `fail2ban-client -t` fails ("Have not found
-any log file for sshd jail", fail2ban#3292) and fail2ban does not start.
-The bantool part then places DROPIN (`[sshd] backend = systemd`, the known
-fix), recorded like its other files: uninstall removes it. Only when all of
-these hold, so a host with auth.log (rsyslog) gets nothing: the root is /,
-auth.log is absent, `fail2ban-client -t` fails on exactly that, and there
-is a journal fail2ban can read (journal files, python3-systemd for
-fail2ban's interpreter). Otherwise the failure stays, and services.py prints
-fail2ban's lines and what to do. DROPIN is the first jail.d/*.conf by name
-(00-): fail2ban reads every other jail.d/*.conf, jail.local and
-jail.d/*.local after it, so a user's own [sshd] settings win wherever they
-stand (a user's jail.d/custom.conf lost to a later name). Nothing here turns
-a jail off.
+Part bantool places DROPIN (`[sshd] backend = systemd`, recorded like its other files) only when the root
+is /, auth.log is absent, `fail2ban-client -t` fails on exactly that (fail2ban#3292: Debian 12 without
+rsyslog) and fail2ban's interpreter can read the journal. DROPIN is the first jail.d/*.conf by name, so a
+user's own [sshd] settings win. Nothing here turns a jail off.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """A user's file read and written with that user's rights only, within one deadline per install.
 
-A file under a directory a user controls is read and replaced by a child that
-dropped to that user (`os.setgroups` to the user's groups from the group
-database, `os.setgid` to its primary group, `os.setuid`, in that order), never
-the file's group. The child is forked, not executed: a process that changed
-its credentials is not dumpable, so the user can stop or kill it but not trace
-it or take its descriptors. It works from the directory descriptor root
-checked (safepath.resolve), holds nothing else but its pipe, and root waits
-on both ends of that pipe with the install's one deadline: a stopped child, a
-FIFO, a lease or a copy of the pipe someone holds can stall root until the
-deadline at most, never longer. A file in root's own directory is read and
-replaced by root itself, by descriptor.
-
-`Budget` is the bound of one install: total seconds and total bytes over every
-file read; over either the part is refused naming the file and the bound.
+A file under a directory a user controls is read and replaced by a forked child that dropped to that user
+(setgroups to the user's groups, setgid to its primary group, setuid), working from the directory
+descriptor root checked (safepath.resolve); root waits on the child's pipe with the install's one
+deadline, never longer. A file in root's own directory is read and replaced by root, by descriptor.
+`Budget` bounds one install in total seconds and bytes read; over either the part is refused naming the
+file and the bound.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """The users' files of `install --part web`: the files nginx loads from NGINX_SERVER_CONF, and APP_PROPERTIES.
 
-The installer (hostguard/install/installer.py) drives a `Web` per step, in its own
-process: every read and write of a user's file goes through safepath and
-userio, within one budget (`deadline`: the step's end, in seconds since the
-epoch, and userio's total bytes). `nginx` and `props` refuse what cannot be
-edited (HostguardError naming the file), before any write; with `plan` they
-also collect the changes (`changes`: old and new content of each file) and
-the log lines (`notes`) and the files the settings edit (`visited`,
-`props_real`); `undo` plans the changes that give a manifest record's file
-back; `stale` picks the records whose edit the settings no longer make (an
-install undoes them: the host holds what the current settings produce);
+A `Web` per installer step (install/webpart.py) reads and writes each file through safepath and userio
+within one deadline and budget. `nginx` and `props` refuse what cannot be edited (HostguardError naming the
+file) before any write; with `plan` they collect the changes and log lines (`notes`); `undo` plans the
+changes that give a record's file back; `stale` picks the records whose edit the settings no longer make;
 `write` replaces a file as its controller.
 """
 

@@ -1,23 +1,11 @@
 """Part web's main-context drop-in with trustedProxies: old nginx workers end within a set time.
 
-With trustedProxies every ban pass of the nginx ban action (nginxban.py, at
-most one per 2 s) reloads nginx, and a reload's old worker generation lives
-on as long as one client holds a connection to it: a slow download opened
-before each reload pins every generation (20 bans: 21 workers). Without
-trustedProxies bans are firewall rules and nginx is reloaded only by install,
-so nothing is placed. DROPIN (rendered by components/hostFiles.ts, a row of
-files.table) sets nginx's `worker_shutdown_timeout`, a main-context
-directive: conf.d/ is read inside http {}, so it goes in modules-enabled/,
-the one main-context include of Debian's and Ubuntu's stock nginx.conf.
-
-Placed only when both hold (`wanted`), else install says why and goes on:
-- NGINX_CONF includes modules-enabled/*.conf (else a warning naming the file
-  and the line to add; nginx.conf is never edited);
-- no `worker_shutdown_timeout` of the user's (a second one fails `nginx -t`):
-  looked for in `nginx -T` on the live root and in NGINX_CONF and the other
-  modules-enabled/*.conf files (also under --root, and when `nginx -T` fails).
-It is recorded like the part's other files (uninstall removes it); part web's
-`nginx -t` runs before the reload, and a failure rolls the part back.
+DROPIN (nginx's `worker_shutdown_timeout`, rendered by components/hostFiles.ts, a row of files.table) is
+placed only when both hold (`wanted`), else install says why and goes on:
+- NGINX_CONF includes modules-enabled/*.conf (else a warning naming the file and the line to add);
+- no `worker_shutdown_timeout` of the user's (`nginx -T` on the live root, and NGINX_CONF and the other
+  modules-enabled/*.conf files).
+Recorded like the part's other files; part web's `nginx -t` before the reload rolls a failure back.
 """
 
 from __future__ import annotations
