@@ -9,7 +9,7 @@ import shutil
 import time
 
 from .. import log, paths
-from ..atomicfile import lock_within
+from ..atomicfile import lock_within, open_lock
 from ..errors import HostguardError
 from . import safepath, txnstore, userio, webedit
 from .hostfs import TMP, copy_a, is_dir, set_mode_owner, unlink_if
@@ -217,7 +217,7 @@ def lock(t: Txn) -> None:
     path = t.host(LOCK_PATH)
     if os.path.islink(path) or (os.path.exists(path) and not os.path.isfile(path)):
         raise HostguardError(f"{LOCK_PATH} is not a regular file: refused (remove it)")
-    t.lock_fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    t.lock_fd = open_lock(path)
     st = os.fstat(t.lock_fd)
     if (st.st_uid, st.st_mode & 0o7777) != (0, 0o600):
         os.fchown(t.lock_fd, 0, 0)
