@@ -195,12 +195,16 @@ export const adoptedGroupProvider: pulumi.dynamic.ResourceProvider = {
  * Puts the group's inbound rules back to ORIGINAL and says on the provider's
  * output what could not be put back. QUIET_UNLESS_CHANGED: the record's
  * delete after the enforcing resource's, which already restored and warned:
- * it says something only when it had to change the group itself.
+ * it says something only when it had to change the group itself. A group that
+ * is gone is named by the record's delete alone: it runs on every destroy,
+ * after the enforcing resource's, so the line is said once.
  */
 async function restoreRecorded(s: { region: string; profile?: string; groupId: string }, original: RuleAtom[], quietUnlessChanged: boolean): Promise<void> {
     const r = await ec2.restoreIngress(client(s as AdoptedGroupState), s.groupId, original);
     if (r === null) {
-        console.warn(`hostguard: security group ${s.groupId} no longer exists; its recorded inbound rules were not restored`);
+        if (quietUnlessChanged) {
+            console.warn(`hostguard: security group ${s.groupId} no longer exists; its recorded inbound rules were not restored`);
+        }
         return;
     }
     const changed = r.revoked.length + r.authorized.length + r.described.length > 0;

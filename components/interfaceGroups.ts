@@ -264,24 +264,31 @@ export const interfaceGroupsProvider: pulumi.dynamic.ResourceProvider = {
 
 /**
  * Puts GROUPS back on ENI if it is still on INSTANCE_ID or detached (one moved
- * to another server is left as it is, with a warning). Groups deleted since
- * are left out; when none is left it gets its VPC's default group. With
- * ONLY_IF_CARRYING (the record's delete), an interface that does not carry
- * that group is left as it is, silently: hostguard's change is not on it.
+ * to another server is left as it is). Groups deleted since are left out; when
+ * none is left it gets its VPC's default group. With ONLY_IF_CARRYING (the
+ * record's delete), an interface that does not carry that group is left as it
+ * is, silently: hostguard's change is not on it. An interface that is gone or
+ * moved is named by the record's delete alone: it runs on every destroy, after
+ * the enforcing resource's, so the line is said once.
  */
 async function restoreInterface(c: ec2.Ec2, instanceId: string, eni: string, groups: string[], onlyIfCarrying?: string): Promise<void> {
+    const record = onlyIfCarrying !== undefined;
     const now = await ec2.describeInterface(c, eni);
     if (now === null) {
-        console.warn(`hostguard: network interface ${eni} of ${instanceId} no longer exists (the instance was terminated, or the interface deleted): `
-            + `its groups before hostguard (${groups.join(", ")}) were not restored`);
-        return;
-    }
-    if (onlyIfCarrying !== undefined && !now.groups.includes(onlyIfCarrying)) {
+        if (record) {
+            console.warn(`hostguard: network interface ${eni} of ${instanceId} no longer exists (the instance was terminated, or the interface deleted): `
+                + `its groups before hostguard (${groups.join(", ")}) were not restored`);
+        }
         return;
     }
     if (now.instanceId !== undefined && now.instanceId !== instanceId) {
-        console.warn(`hostguard: network interface ${eni} moved from ${instanceId} to ${now.instanceId}: its groups (${now.groups.join(", ")}) are left as they are `
-            + `(its groups on ${instanceId} were ${groups.join(", ")})`);
+        if (record) {
+            console.warn(`hostguard: network interface ${eni} moved from ${instanceId} to ${now.instanceId}: its groups (${now.groups.join(", ")}) are left as they are `
+                + `(its groups on ${instanceId} were ${groups.join(", ")})`);
+        }
+        return;
+    }
+    if (record && !now.groups.includes(onlyIfCarrying)) {
         return;
     }
     let alive = await ec2.existingGroups(c, groups);

@@ -204,6 +204,33 @@ describe("issue 41: an up killed after its first EC2 change, then destroy with n
     });
 });
 
+describe("destroy after the group or interface is gone: what was not restored is said once (the record's delete says it)", () => {
+    const notRestored = (warnings: string[]) => warnings.filter((w) => /were not restored|are left as they are/.test(w));
+
+    it("adopt: the group deleted after a complete up: one line, from the record's delete", async () => {
+        const groupId = await account.group([], "deleted-adopted");
+        const steps = adoptStack(groupId, RULES);
+        const cp = await up(steps);
+        await account.client.send(new DeleteSecurityGroupCommand({ GroupId: groupId }));
+        const warnings = await warningsOf(() => destroy(steps, cp));
+        assert.deepEqual(notRestored(warnings), [`hostguard: security group ${groupId} no longer exists; its recorded inbound rules were not restored`], warnings.join("\n"));
+        assert.deepEqual(cp, {}, "both resources leave the state");
+    });
+
+    it("create path: the instance terminated after a complete up: one line", async () => {
+        const allowAll = await account.group(ALLOW_ALL, "default");
+        const hostguard = await account.group([], "hostguard");
+        const host = await account.instance([allowAll]);
+        const steps = createStack(host.instanceId, account.vpcId, [hostguard]);
+        const cp = await up(steps);
+        await account.terminate(host.instanceId);
+        const warnings = await warningsOf(() => destroy(steps, cp));
+        assert.equal(notRestored(warnings).length, 1, warnings.join("\n"));
+        assert.match(notRestored(warnings)[0], new RegExp(`network interface ${host.networkInterfaceId} of ${host.instanceId} no longer exists.*\\(${allowAll}\\) were not restored`));
+        await account.client.send(new DeleteSecurityGroupCommand({ GroupId: hostguard }));
+    });
+});
+
 /** The enforcing resource's delete alone, as destroy calls it first; it leaves the record in CP. */
 function adoptedDelete(steps: ReturnType<typeof adoptStack>, cp: Checkpoint): () => Promise<void> {
     return async () => {
@@ -349,7 +376,8 @@ describe("interfaces whose originals are gone, that outlive or leave their insta
             console.warn = warn;
         }
         assert.deepEqual(await account.groupsOn(floating), [hostguard], "the other server's interface is not opened");
-        assert.ok(warnings.some((w) => w.includes(`${floating} moved from ${host.instanceId} to ${other.instanceId}`)), warnings.join("\n"));
+        // Said once: by the record's delete, not by the enforcing resource's too.
+        assert.equal(warnings.filter((w) => w.includes(`${floating} moved from ${host.instanceId} to ${other.instanceId}`)).length, 1, warnings.join("\n"));
         assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
     });
 
