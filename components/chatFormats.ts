@@ -60,17 +60,6 @@ export const FORMAT_HOSTS: readonly HostRow[] = [
 /** A PagerDuty Events API v2 routing (integration) key. */
 export const ROUTING_KEY_PATTERN = "^[A-Za-z0-9]{32}$";
 
-/**
- * The webhook file's lines beside `url = "..."` (remoteCommands.webhookFileText writes them; the
- * host agent reads them by the generated FORMAT_LINE_RE and ROUTING_KEY_LINE_RE).
- */
-export function formatLine(format: ChatFormat): string {
-    return `format = "${format}"`;
-}
-export function routingKeyLine(key: string): string {
-    return `routing_key = "${key}"`;
-}
-
 /** PagerDuty's Events API v2 endpoint per `hostguard:pagerdutyRegion`. */
 export const PAGERDUTY_REGIONS = { us: "https://events.pagerduty.com/v2/enqueue", eu: "https://events.eu.pagerduty.com/v2/enqueue" } as const;
 export type PagerdutyRegion = keyof typeof PAGERDUTY_REGIONS;
@@ -230,9 +219,8 @@ export function renderPythonFormatsBlock(): string {
         ...Object.entries(PAGERDUTY_REGIONS).map(([k, v]) => `    ${py(k)}: ${py(v)},`),
         "}",
         `RETIRED_HINT: str = ${py(RETIRED_HINT)}  # noqa: E501`,
-        "# The webhook file's lines beside the URL: the format (none: slack) and PagerDuty's routing key",
-        `FORMAT_LINE_RE: str = ${py(`^${formatLine(`(${CHAT_FORMATS.join("|")})` as ChatFormat)}$`)}`,
-        `ROUTING_KEY_LINE_RE: str = ${py(`^${routingKeyLine(`(${ROUTING_KEY_PATTERN.slice(1, -1)})`)}$`)}`,
+        "# PagerDuty's routing key (the webhook file's routing_key=)",
+        `ROUTING_KEY_RE: str = ${py(ROUTING_KEY_PATTERN)}`,
         "# fmt: on",
         FORMATS_BLOCK_END,
     ].join("\n");

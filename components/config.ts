@@ -617,7 +617,7 @@ function secretPresent(raw: RawConfig, key: StackKey, required: boolean): boolea
     if (isEncrypted(v)) {
         return true;
     }
-    // The URL is sent trimmed (curlUrlLine); the host checks the same rule on it.
+    // The URL is sent trimmed (urlLine); the host checks the same rule on it.
     const value = typeof v === "string" && row.rule === "httpsUrl" ? v.trim() : v;
     if (typeof value !== "string" || !ruleRegExp(row.rule!).test(value)) {
         throw new ConfigError(key, `must be ${RULES[row.rule!].allowed} (the value is not shown because it is a secret)`);

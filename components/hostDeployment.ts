@@ -13,7 +13,7 @@ import { BastionSettings, PayloadSettings, TargetHost } from "./config";
 import { PARTS, type Part } from "./fileTable";
 import { JAIL_NAME } from "./hostFiles";
 import {
-    curlUrlLine, partCreateCommand, partDeleteCommand, removeHeartbeatCommand, setHeartbeatCommand, setWebhookCommand,
+    urlLine, partCreateCommand, partDeleteCommand, removeHeartbeatCommand, setHeartbeatCommand, setWebhookCommand,
     WEBHOOK_CHECK_TRANSIENT, webhookFileText,
 } from "./remoteCommands";
 
@@ -124,7 +124,7 @@ export class HostDeployment extends pulumi.ComponentResource {
                 connection,
                 create: setHeartbeatCommand(sudo),
                 delete: removeHeartbeatCommand(sudo),
-                stdin: pulumi.secret(pulumi.output(args.heartbeatUrl).apply(curlUrlLine)),
+                stdin: pulumi.secret(pulumi.output(args.heartbeatUrl).apply(urlLine)),
                 logging: "none",
                 addPreviousOutputInEnv: false,
             }, { parent: this, dependsOn: [base], additionalSecretOutputs: ["stdin", "stdout", "stderr"] });

@@ -3,7 +3,7 @@
 // prints them). Pure functions: a command's text never carries a secret, which
 // travels only on its stdin.
 import { type PartBundle } from "./bundles";
-import { formatLine, routingKeyLine, type ChatFormat } from "./chatFormats";
+import type { ChatFormat } from "./chatFormats";
 import { type Part } from "./fileTable";
 import { INSTALL_DIR } from "./hostFiles";
 
@@ -50,7 +50,7 @@ export function setWebhookCommand(sudo: boolean, verify = false): string {
     ].join("\n"), sudo);
 }
 
-/** Writes the heartbeat URL (a curl config line on stdin) to heartbeat.curlrc, 0600. */
+/** Writes the heartbeat URL (`url=URL` on stdin) to heartbeat.curlrc, 0600. */
 export function setHeartbeatCommand(sudo: boolean): string {
     return asRoot(`${INSTALL_DIR}/install set-heartbeat`, sudo);
 }
@@ -61,29 +61,30 @@ export function removeHeartbeatCommand(sudo: boolean): string {
 }
 
 /**
- * The stdin of set-webhook and of set-heartbeat: the URL as a curl config
- * line. Only ever built inside a secret Output.
+ * One `KEY=VALUE` line of a URL file (scripts/hostguard/urltext.py reads them). A value holding a line
+ * break or NUL is refused (it would add a line); the error never shows it.
  */
-export function curlUrlLine(url: string): string {
-    return `url = "${url.trim()}"\n`;
+function keyLine(key: string, value: string): string {
+    if (/[\r\n\0]/.test(value)) {
+        throw new Error(`the ${key}= value of a URL file may not hold a line break or NUL (value not shown)`);
+    }
+    return `${key}=${value}\n`;
+}
+
+/** The stdin of set-heartbeat: `url=URL`. Only ever built inside a secret Output. */
+export function urlLine(url: string): string {
+    return keyLine("url", url.trim());
 }
 
 /**
- * The stdin of set-webhook: the webhook file's text. The URL line, then, beside
- * it in the same root-only file, `format = "..."` for any format but slack (the
- * host's default) and, for PagerDuty, `routing_key = "..."`: so a rotation and a
- * format change are one in-place update, and neither reaches argv. Only ever
- * built inside a secret Output. The host agent reads them (scripts/hostguard/notify/urlfile.py).
+ * The stdin of set-webhook: the webhook file's text. `url=`, then, beside it in the same root-only
+ * file, `format=` for any format but slack (the host's default) and, for PagerDuty, `routing_key=`:
+ * so a rotation and a format change are one in-place update, and neither reaches argv. Only ever
+ * built inside a secret Output.
  */
 export function webhookFileText(url: string, format: ChatFormat = "slack", routingKey?: string): string {
-    const lines = [curlUrlLine(url)];
-    if (format !== "slack") {
-        lines.push(`${formatLine(format)}\n`);
-    }
-    if (routingKey !== undefined) {
-        lines.push(`${routingKeyLine(routingKey.trim())}\n`);
-    }
-    return lines.join("");
+    return urlLine(url) + (format !== "slack" ? keyLine("format", format) : "")
+        + (routingKey !== undefined ? keyLine("routing_key", routingKey.trim()) : "");
 }
 
 function asRoot(script: string, sudo: boolean): string {

@@ -70,8 +70,8 @@ const PORT = "([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[
  * an optional port 1-65535, a path and a query of RFC 3986 characters, no
  * fragment. Nothing curl would glob ({ } [ ]), nothing that ends its config
  * line (a quote) or starts a comment (#), no space or control character.
- * Generated into the host agent (URL_RE, URL_LINE_RE in hostguard/settings_table.py) for
- * `install set-webhook/set-heartbeat` (hostguard/install/installer.py) and hostguard/notify/urlfile.py.
+ * Generated into the host agent (URL_RE in hostguard/settings_table.py) for the URL files' one
+ * parser (hostguard/urltext.py: `install set-webhook/set-heartbeat` and the notifier).
  */
 export const URL_BODY = `https://([${URL_CHARS}-]+@)?(${LABEL}([.]${LABEL})*[.]?|\\[[0-9A-Fa-f:.]+\\])(:${PORT})?(/[${URL_CHARS}@/-]*)?([?][${URL_CHARS}@/?-]*)?`;
 

@@ -10,15 +10,10 @@ import * as path from "node:path";
 import { FORMATS_BLOCK_BEGIN, FORMATS_BLOCK_END, renderPythonFormatsBlock } from "../components/chatFormats";
 import { FILE_TABLE_BLOCK_BEGIN, FILE_TABLE_BLOCK_END, renderPythonFileTableBlock } from "../components/fileTable";
 import {
-    defaultWords, HOST_SETTINGS, PER_HOST_SETTINGS, RULES, SETTINGS, STACK_KEYS, URL_BODY, type FieldRow, type SettingRow, type StackKeyRow,
+    defaultWords, HOST_SETTINGS, PER_HOST_SETTINGS, RULES, SETTINGS, STACK_KEYS, type FieldRow, type SettingRow, type StackKeyRow,
 } from "../components/settings";
 
 // ---- derived text: the host parser's block and the README tables, from components/settings.ts's tables ----
-
-/** A curl config line `url = "URL"` (or `--url`, `:`, no quotes) of one URL of the rule; a POSIX ERE; pyPattern makes it Python's. */
-export function urlLinePattern(): string {
-    return `^[[:space:]]*(--)?url[[:space:]]*[=:]?[[:space:]]*("${URL_BODY}"|${URL_BODY})[[:space:]]*$`;
-}
 
 /** The host agent's block of the settings table (scripts/hostguard/settings_table.py). */
 export const PY_BLOCK_BEGIN = "# BEGIN settings table (generated from components/settings.ts by `npm run settings:gen`; do not edit)";
@@ -57,8 +52,6 @@ export function renderPythonSettingsBlock(): string {
         "}",
         "# The one URL rule of the webhook and the heartbeat URL (RULES.httpsUrl).",
         `URL_RE: str = ${pyString(pyPattern(RULES.httpsUrl.pattern))}`,
-        "# A curl-config style line `url = \"https://...\"` holding one such URL and nothing else.",
-        `URL_LINE_RE: str = ${pyString(pyPattern(urlLinePattern()))}`,
     ];
     return [...lines, PY_BLOCK_END].join("\n");
 }

@@ -41,8 +41,7 @@ PAGERDUTY_URLS: dict[str, str] = {
     "eu": "https://events.eu.pagerduty.com/v2/enqueue",
 }
 RETIRED_HINT: str = "a Microsoft Teams Office 365 connector URL: Microsoft switched these off in May 2026; create a Workflows webhook (Teams: the channel's ... > Workflows > \"Send webhook alerts to a channel\") and set its URL"  # noqa: E501
-# The webhook file's lines beside the URL: the format (none: slack) and PagerDuty's routing key
-FORMAT_LINE_RE: str = "^format = \"(slack|mattermost|rocketchat|teams|googlechat|discord|pagerduty|webhook)\"$"
-ROUTING_KEY_LINE_RE: str = "^routing_key = \"([A-Za-z0-9]{32})\"$"
+# PagerDuty's routing key (the webhook file's routing_key=)
+ROUTING_KEY_RE: str = "^[A-Za-z0-9]{32}$"
 # fmt: on
 # END format table

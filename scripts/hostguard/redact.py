@@ -7,7 +7,7 @@ the root-only files (and set-webhook's candidate): the whole URL, host and path,
 alone, its secret segments (the last one, and any of 16 characters or more),
 each query value alone (Teams' `sig`, a `token`), each also percent-decoded,
 percent-encoded (either case) and JSON-escaped; and PagerDuty's routing key
-(the webhook file's routing_key line). A fixed word of a service's URLs
+(the webhook file's routing_key=). A fixed word of a service's URLs
 (Google Chat's `messages`, PagerDuty's `v2/enqueue`, an `api-version` date)
 is no secret: it is never replaced on its own.
 """
@@ -15,37 +15,17 @@ is no secret: it is never replaced on its own.
 import re
 from urllib.parse import quote, unquote, unquote_plus
 
-from . import paths
-from .format_table import ROUTING_KEY_LINE_RE
+from . import paths, urltext
 
 REDACTED = "[secret URL redacted]"
 # Pieces shorter than this are not secrets of their own (/, /services).
 _MIN = 8
-_SCHEME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
-_URL_END = frozenset("\"' \t\r\n\f\v")
 # A word every webhook of a service has: words of at most 15 lower-case letters (joined by - _ /), or a
 # version or date (groups of at most 4 digits). A longer run of letters or digits may be a secret.
 _FIXED = re.compile(r"/*(?:[a-z]{1,15}(?:[-_/][a-z]{1,15})*|v?[0-9]{1,4}(?:[-._][0-9]{1,4})*)/*")
 
 # Every form of the pieces: plain, JSON-escaped, percent-encoded; longest first.
 _pieces: "list[str] | None" = None
-
-
-def urls_in(text: str) -> list[str]:
-    """The `scheme://...` URLs in TEXT, each up to a quote or white space (a curl config line's value)."""
-    found = []
-    at = text.find("://")
-    while at != -1:
-        start = at
-        while start > 0 and text[start - 1] in _SCHEME:
-            start -= 1
-        end = at + 3
-        while end < len(text) and text[end] not in _URL_END:
-            end += 1
-        if start < at and text[start].isalpha() and end > at + 3:
-            found.append(text[start:end])
-        at = text.find("://", end)
-    return found
 
 
 def secret(piece: str) -> bool:
@@ -101,9 +81,12 @@ def load(files: "tuple[str, ...] | None" = None) -> list[str]:
                 text = handle.read(65536)
         except OSError:
             continue
-        for url in urls_in(text):
-            raw += raw_pieces(url)
-        raw += [m.group(1) for m in (re.fullmatch(ROUTING_KEY_LINE_RE, line.strip()) for line in text.split("\n")) if m]
+        # Every url= and routing_key= value, even of a file the notifier would refuse.
+        for _, key, value in urltext.lines(text):
+            if key == "url":
+                raw += raw_pieces(value)
+            elif key == "routing_key" and secret(value):
+                raw.append(value)
     return _longest_first(set(plain_forms(raw)) | set(encoded_forms(raw)))
 
 

@@ -63,7 +63,7 @@ def test_no_file_no_heartbeat_and_a_bad_file_is_refused(
     assert asked == [] and capsys.readouterr().out == ""
     (root / "etc/hostguard").mkdir(parents=True)
     file = root / "etc/hostguard/heartbeat.curlrc"
-    file.write_text('url = "https://hc.example.test/ping/SECRETsecret0123456789"\n')
+    file.write_text("url=https://hc.example.test/ping/SECRETsecret0123456789\n")
     file.chmod(0o644)
     heartbeat.ping("host-monitor", conf())
     out = capsys.readouterr()
@@ -82,7 +82,7 @@ def test_no_ping_while_the_other_monitor_is_stuck(
     asked = recorder(monkeypatch)
     (root / "etc/hostguard").mkdir(parents=True)
     file = root / "etc/hostguard/heartbeat.curlrc"
-    file.write_text('url = "https://hc.example.test/ping/x"\n')
+    file.write_text("url=https://hc.example.test/ping/x\n")
     file.chmod(0o600)
     state = root / "var/lib/hostguard"
     state.mkdir(parents=True)

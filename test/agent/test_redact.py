@@ -23,7 +23,7 @@ def lower_escapes(text: str) -> str:
 
 def with_secret_file(tmp: Path, url: str) -> None:
     hook = tmp / "webhook.curlrc"
-    hook.write_text(f'# the webhook\nurl = "{url}"\n')
+    hook.write_text(f"url={url}\n")
     redact.forget()
     redact._pieces = redact.load((str(hook),))
 
@@ -61,10 +61,18 @@ def test_every_form_of_the_url_is_redacted(
         assert redact.REDACTED in text
 
 
-def test_urls_are_found_as_a_curl_config_writes_them() -> None:
-    text = 'url = "https://h.example/a/b"\n--url https://x.example/p\nurl="https://q.example/z?x=1" # c\n'
-    assert redact.urls_in(text) == ["https://h.example/a/b", "https://x.example/p", "https://q.example/z?x=1"]
-    assert redact.urls_in("no url here: ://nothing, 1://x") == []
+def test_every_url_and_routing_key_value_is_read_even_from_a_file_the_notifier_refuses(tmp_path: Path) -> None:
+    """The file's url= and routing_key= values (urltext.lines), whatever else it holds; no value too short to
+    be a secret, nor the format, is redacted on its own."""
+    hook = tmp_path / "webhook.curlrc"
+    key = "RoutingKey0123456789abcdefABCDEF"
+    hook.write_text(
+        f"garbage line\nurl=http://h.example/a/SecretSegment01\nformat=discord\nrouting_key={key}\nrouting_key=short\n"
+    )
+    redact.forget()
+    redact._pieces = redact.load((str(hook),))
+    text = redact.redact(f"POST /a/SecretSegment01 with {key}: short answer from discord")
+    assert text == f"POST {redact.REDACTED} with {redact.REDACTED}: short answer from discord"
 
 
 def test_without_secret_files_text_is_unchanged(root: Path) -> None:

@@ -80,7 +80,7 @@ def set_webhook(bundle: Path, root: Path, url: str, status: int, *flags: str) ->
         "NOTIFIER_LOG": str(root.parent / "notifier.log"),
         "NOTIFIER_STATUS": str(root.parent / "status"),
     }
-    return run(bundle, "set-webhook", *flags, "--root", str(root), stdin=f'url = "{url}"\n', env=env)
+    return run(bundle, "set-webhook", *flags, "--root", str(root), stdin=f"url={url}\n", env=env)
 
 
 def hook_file(root: Path) -> str:
@@ -109,12 +109,12 @@ def test_a_delivered_test_puts_the_new_webhook_in_place(host: tuple[Path, Path])
     first = set_webhook(bundle, root, OLD, 0, "--verify")
     assert first.returncode == 0, first.stderr
     assert "hostguard: connectivity test delivered" in first.stdout
-    assert posted_to(root) == f'args --test --candidate\n600 0\nurl = "{OLD}"\n'
-    assert hook_file(root) == f'url = "{OLD}"\n' and no_candidate(root)
+    assert posted_to(root) == f"args --test --candidate\n600 0\nurl={OLD}\n"
+    assert hook_file(root) == f"url={OLD}\n" and no_candidate(root)
     again = set_webhook(bundle, root, NEW, 0, "--verify")
     assert again.returncode == 0, again.stderr
-    assert posted_to(root) == f'args --test --candidate\n600 0\nurl = "{NEW}"\n'
-    assert hook_file(root) == f'url = "{NEW}"\n' and no_candidate(root)
+    assert posted_to(root) == f"args --test --candidate\n600 0\nurl={NEW}\n"
+    assert hook_file(root) == f"url={NEW}\n" and no_candidate(root)
     assert stat.S_IMODE((root / "etc/hostguard/webhook.curlrc").stat().st_mode) == 0o600
 
 
@@ -129,8 +129,8 @@ def test_a_refused_webhook_fails_and_the_old_one_stays(host: tuple[Path, Path], 
     assert "the host keeps the webhook it had" in refused.stderr
     assert "HTTP 404 no_service" in refused.stderr
     assert "SENTINEL" not in refused.stdout + refused.stderr
-    assert posted_to(root).endswith(f'url = "{NEW}"\n')
-    assert hook_file(root) == f'url = "{OLD}"\n' and no_candidate(root)
+    assert posted_to(root).endswith(f"url={NEW}\n")
+    assert hook_file(root) == f"url={OLD}\n" and no_candidate(root)
     # The old one set back: it is what the host has, so nothing is written and nothing posted.
     back = set_webhook(bundle, root, OLD, 77, "--verify")
     assert back.returncode == 0 and "webhook unchanged" in back.stdout, back.stderr
@@ -138,7 +138,7 @@ def test_a_refused_webhook_fails_and_the_old_one_stays(host: tuple[Path, Path], 
     # The new one again, once the service takes it.
     retried = set_webhook(bundle, root, NEW, 0, "--verify")
     assert retried.returncode == 0, retried.stderr
-    assert hook_file(root) == f'url = "{NEW}"\n'
+    assert hook_file(root) == f"url={NEW}\n"
 
 
 def test_try_later_keeps_the_old_webhook_but_sets_a_first_one(host: tuple[Path, Path]) -> None:
@@ -146,11 +146,11 @@ def test_try_later_keeps_the_old_webhook_but_sets_a_first_one(host: tuple[Path, 
     first = set_webhook(bundle, root, OLD, 75, "--verify")
     assert first.returncode == 0, first.stderr
     assert "hostguard: connectivity test not delivered (transient failure)" in first.stdout
-    assert hook_file(root) == f'url = "{OLD}"\n' and no_candidate(root)
+    assert hook_file(root) == f"url={OLD}\n" and no_candidate(root)
     later = set_webhook(bundle, root, NEW, 75, "--verify")
     assert later.returncode == 75
     assert "was not delivered (a transient failure" in later.stderr and "run the deploy again later" in later.stderr
-    assert hook_file(root) == f'url = "{OLD}"\n' and no_candidate(root)
+    assert hook_file(root) == f"url={OLD}\n" and no_candidate(root)
 
 
 def test_a_refused_first_webhook_leaves_none_and_uninstall_the_root_as_before(host: tuple[Path, Path]) -> None:
@@ -166,7 +166,7 @@ def test_without_verify_nothing_is_posted(host: tuple[Path, Path]) -> None:
     bundle, root = host
     done = set_webhook(bundle, root, NEW, 77)
     assert done.returncode == 0, done.stderr
-    assert posted_to(root) == "" and hook_file(root) == f'url = "{NEW}"\n'
+    assert posted_to(root) == "" and hook_file(root) == f"url={NEW}\n"
 
 
 def test_verify_is_only_for_set_webhook(host: tuple[Path, Path]) -> None:
@@ -182,7 +182,7 @@ def test_the_notifiers_candidate_test_posts_to_it_and_records_no_refusal(
     conf.mkdir(parents=True)
     (root / "var/spool/hostguard").mkdir(parents=True)
     for name, url in (("webhook.curlrc", OLD), (".hostguard-tmp.webhook.curlrc", NEW)):
-        (conf / name).write_text(f'url = "{url}"\n')
+        (conf / name).write_text(f"url={url}\n")
         (conf / name).chmod(0o600)
     urls: list[str] = []
 
@@ -209,7 +209,7 @@ def test_the_candidates_url_echoed_by_the_service_is_redacted(
     conf.mkdir(parents=True)
     (root / "var/spool/hostguard").mkdir(parents=True)
     for name, url in (("webhook.curlrc", OLD), (".hostguard-tmp.webhook.curlrc", NEW)):
-        (conf / name).write_text(f'url = "{url}"\n')
+        (conf / name).write_text(f"url={url}\n")
         (conf / name).chmod(0o600)
 
     def refuse(_hook: webhook.Hook, _message: formats.Message, _timeout: float) -> chat.Answer:

@@ -296,10 +296,10 @@ def test_a_ban_starts_a_flush_only_when_one_can_make_progress(root: Path, monkey
     assert bans(50) == 0, "no webhook file (a new fleet host before its first step)"
     hook_file = root / "etc/hostguard/webhook.curlrc"
     hook_file.parent.mkdir(parents=True, exist_ok=True)
-    hook_file.write_text('url = "ftp://not.a.webhook/x"\n')
+    hook_file.write_text("url=ftp://not.a.webhook/x\n")
     hook_file.chmod(0o600)
     assert bans(20) == 0, "a webhook file that cannot be used"
-    hook_file.write_text('url = "https://hooks.slack.com/services/T0/B0/SECRETSECRETSECRET"\n')
+    hook_file.write_text("url=https://hooks.slack.com/services/T0/B0/SECRETSECRETSECRET\n")
     assert bans(3) == 3, "usable and not refused: each ban with the lock free starts one"
     box = Spool(100, str(spool_dir(root)))
     identity = webhook.check_webhook(settings.parse("", "hostguard.conf")).identity
@@ -326,7 +326,7 @@ def test_no_second_flush_while_the_first_has_not_yet_taken_the_lock(
     monkeypatch.setattr(events, "start_flush", start_flush)
     hook_file = root / "etc/hostguard/webhook.curlrc"
     hook_file.parent.mkdir(parents=True, exist_ok=True)
-    hook_file.write_text('url = "https://hooks.slack.com/services/T0/B0/SECRETSECRETSECRET"\n')
+    hook_file.write_text("url=https://hooks.slack.com/services/T0/B0/SECRETSECRETSECRET\n")
     hook_file.chmod(0o600)
     notices = events.BanNotices("ops")
     try:
@@ -374,7 +374,7 @@ def test_a_webhook_file_fixed_by_chmod_opens_the_gate(root: Path, monkeypatch: p
     notices = events.BanNotices("ops")
     hook_file = root / "etc/hostguard/webhook.curlrc"
     hook_file.parent.mkdir(parents=True, exist_ok=True)
-    hook_file.write_text('url = "https://hooks.slack.com/services/T0/B0/SECRETSECRETSECRET"\n')
+    hook_file.write_text("url=https://hooks.slack.com/services/T0/B0/SECRETSECRETSECRET\n")
     hook_file.chmod(0o644)
     notices.ban("j", "192.0.2.1", "10", "1700000000")
     assert started == [], "a webhook file others can read is refused"

@@ -166,7 +166,7 @@ def host(moto: str, bundle: bytes, tmp_path_factory: pytest.TempPathFactory) -> 
     if os.geteuid() != 0:
         pytest.fail("the installer runs as root (the tests' sandboxes need it)")
     root = tmp_path_factory.mktemp("host")
-    version = _put_parameter(moto, f'url = "{URL_1}"\n')
+    version = _put_parameter(moto, f"url={URL_1}\n")
     bundles = f"{_upload(moto, 'base', bundle)} {_upload(moto, 'monitors', bundle)}"
     done = _step(moto, root, bundles, version)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -227,7 +227,7 @@ def test_a_missing_object_is_refused_the_same_way(moto: str, bundle: bytes, host
 
 
 def test_a_rotation_reaches_the_host_at_the_next_run(moto: str, bundle: bytes, host: Path) -> None:
-    version = _put_parameter(moto, f'url = "{URL_2}"\n')
+    version = _put_parameter(moto, f"url={URL_2}\n")
     assert version == 2
     sha = hashlib.sha256(bundle).hexdigest()
     done = _step(moto, host, f"base:{sha} monitors:{sha}", version)

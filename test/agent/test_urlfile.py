@@ -1,4 +1,4 @@
-"""urlfile.py: the webhook file's checks (owner, mode, one URL line) and NOTIFY_CA_FILE's."""
+"""urlfile.py and urltext.py: the URL file's checks (owner, mode, its KEY=VALUE lines) and NOTIFY_CA_FILE's."""
 
 from __future__ import annotations
 
@@ -28,20 +28,11 @@ def refused(path: Path) -> str:
     return message
 
 
-@pytest.mark.parametrize(
-    "line",
-    [
-        f'url = "{URL}"',
-        f"url={URL}",
-        f"  --url: {URL}  ",
-        f'url "{URL}"',
-        'url = "https://[2001:db8::1]:8443/x?y=1"',
-    ],
-)
-def test_accepted_lines(tmp_path: Path, line: str) -> None:
-    path = write(tmp_path / "webhook.curlrc", f"# the webhook\n\n{line}\n")
+@pytest.mark.parametrize("url", [URL, "https://[2001:db8::1]:8443/x?y=1=2", "https://u:p@h.example/a;b=c"])
+def test_accepted_files(tmp_path: Path, url: str) -> None:
+    path = write(tmp_path / "webhook.curlrc", f"\nurl={url}\n\n")
     found = urlfile.read(str(path))
-    assert found.url.startswith("https://") and '"' not in found.url
+    assert found.url == url and found[2:] == ("", "")
     info = path.stat()
     assert found.identity == f"{info.st_ino}:{info.st_mtime_ns}:{info.st_size}"
 
@@ -49,22 +40,32 @@ def test_accepted_lines(tmp_path: Path, line: str) -> None:
 def test_refusals(tmp_path: Path) -> None:
     path = tmp_path / "webhook.curlrc"
     assert "missing or unreadable" in refused(path)
-    write(path, f'url = "{URL}"\n', 0o644)
+    write(path, f"url={URL}\n", 0o644)
     assert "readable by group or others (mode 644); chmod 600 it" in refused(path)
-    write(path, f'url = "{URL}"\ninsecure\n')
-    assert 'may hold only one url = "https://..." line' in refused(path)
-    write(path, f'url = "{URL.replace("https", "http")}"\n')
-    assert "is refused: not one https:// URL" in refused(path)
-    write(path, f'url = "{URL}/x{{a,b}}y[1-2]"\n')
-    assert "is refused: not one https:// URL" in refused(path)
-    write(path, f'url = "{URL}"\nurl = "{URL}"\n')
-    assert 'must hold exactly one url = "https://..." line' in refused(path)
-    write(path, "# nothing\n")
-    assert "must hold exactly one" in refused(path)
+    not_a_line = "not a url=https://..., format= or routing_key= line (line not shown)"
+    for text, why in [
+        (f"url={URL}\ninsecure\n", f"line 2: {not_a_line}"),
+        (f"url={URL}\n{URL}?x=y\n", f"line 2: {not_a_line}"),
+        (f"# the webhook\nurl={URL}\n", f"line 1: {not_a_line}"),
+        (f'url = "{URL}"\n', f"line 1: {not_a_line}"),
+        (f'url="{URL}"\n', "line 1: url= is refused: not one https:// URL"),
+        (f"url={URL} \n", "line 1: url= is refused"),
+        (f"url={URL}\r\n", "line 1: url= is refused"),
+        (f"url={URL}\0\n", "line 1: url= is refused"),
+        (f"url={URL.replace('https', 'http')}\n", "line 1: url= is refused: not one https:// URL"),
+        (f"url={URL}/x{{a,b}}y[1-2]\n", "line 1: url= is refused"),
+        (f"url={URL}é\n", "line 1: url= is refused"),
+        (f"url={URL}\nurl={URL}\n", "line 2: a second url= line"),
+        ("\n", "holds no url=https://... line"),
+    ]:
+        write(path, text)
+        assert f"webhook file {path} {why}" in refused(path), text
+    write(path, "x" * 65537)
+    assert "is larger than 65536 bytes" in refused(path)
 
 
 def test_a_link_is_not_followed(tmp_path: Path) -> None:
-    target = write(tmp_path / "real", f'url = "{URL}"\n')
+    target = write(tmp_path / "real", f"url={URL}\n")
     link = tmp_path / "webhook.curlrc"
     link.symlink_to(target)
     assert "missing or unreadable" in refused(link)
@@ -73,7 +74,7 @@ def test_a_link_is_not_followed(tmp_path: Path) -> None:
 def test_owner_must_be_the_caller(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root to chown")
-    path = write(tmp_path / "webhook.curlrc", f'url = "{URL}"\n')
+    path = write(tmp_path / "webhook.curlrc", f"url={URL}\n")
     os.chown(path, 64123, -1)
     assert "must be owned by uid 0" in refused(path)
 
@@ -127,18 +128,17 @@ KEY = "SENTINELsecret0123456789abcdef01"
 
 
 def test_the_format_and_routing_key_lines_travel_with_the_webhook(tmp_path: Path) -> None:
-    path = write(tmp_path / "webhook.curlrc", f'url = "{URL}"\nformat = "discord"\n')
+    path = write(tmp_path / "webhook.curlrc", f"url={URL}\nformat=discord\n")
     assert urlfile.read(str(path))[2:] == ("discord", "")
-    path = write(
-        path, f'url = "https://events.pagerduty.com/v2/enqueue"\nformat = "pagerduty"\nrouting_key = "{KEY}"\n'
-    )
+    path = write(path, f"format=pagerduty\nrouting_key={KEY}\nurl=https://events.pagerduty.com/v2/enqueue\n")
     assert urlfile.read(str(path))[2:] == ("pagerduty", KEY)
-    write(path, f'url = "{URL}"\nformat = "discord"\nformat = "slack"\n')
-    assert "more than one format line" in refused(path)
-    write(path, f'url = "{URL}"\nformat = "irc"\n')
-    assert "its format line is refused (a chat format in double quotes" in refused(path)
-    write(path, f'url = "{URL}"\nrouting_key = "{KEY}x"\n')
+    write(path, f"url={URL}\nformat=discord\nformat=slack\n")
+    assert "line 3: a second format= line" in refused(path)
+    write(path, f"url={URL}\nformat=irc\n")
+    assert "line 2: format= is refused: not one of slack, mattermost," in refused(path)
+    write(path, f"url={URL}\nrouting_key={KEY}x\n")
     message = refused(path)
-    assert "its routing_key line is refused" in message and "0123456789" not in message
-    with pytest.raises(ConfigError, match="may hold only one url"):
-        urlfile.read(str(write(tmp_path / "heartbeat.curlrc", f'url = "{URL}"\nformat = "discord"\n')), "heartbeat")
+    assert "line 2: routing_key= is refused: not 32 letters and digits (value not shown)" in message
+    assert "0123456789" not in message
+    with pytest.raises(ConfigError, match="line 2: not a url=https://... line"):
+        urlfile.read(str(write(tmp_path / "heartbeat.curlrc", f"url={URL}\nformat=discord\n")), "heartbeat")

@@ -27,13 +27,13 @@ def hook_of(root: Path, text: str) -> webhook.Hook:
 @pytest.mark.parametrize(
     ("text", "fmt"),
     [
-        ('url = "https://hooks.slack.com/services/T/B/SENTINELsecret"\n', "slack"),
-        ('url = "https://chat.example.org/hooks/SENTINELsecret"\n', "slack"),
-        ('url = "https://chat.example.org/hooks/SENTINELsecret"\nformat = "mattermost"\n', "mattermost"),
-        ('url = "https://discord.com/api/webhooks/1/SENTINELsecret"\n', "discord"),
-        ('url = "https://chat.googleapis.com/v1/spaces/A/messages?key=k&token=SENTINELsecret"\n', "googlechat"),
-        (f'url = "{PD}"\nrouting_key = "{KEY}"\n', "pagerduty"),
-        (f'url = "{PD}"\nformat = "pagerduty"\nrouting_key = "{KEY}"\n', "pagerduty"),
+        ("url=https://hooks.slack.com/services/T/B/SENTINELsecret\n", "slack"),
+        ("url=https://chat.example.org/hooks/SENTINELsecret\n", "slack"),
+        ("url=https://chat.example.org/hooks/SENTINELsecret\nformat=mattermost\n", "mattermost"),
+        ("url=https://discord.com/api/webhooks/1/SENTINELsecret\n", "discord"),
+        ("url=https://chat.googleapis.com/v1/spaces/A/messages?key=k&token=SENTINELsecret\n", "googlechat"),
+        (f"url={PD}\nrouting_key={KEY}\n", "pagerduty"),
+        (f"url={PD}\nformat=pagerduty\nrouting_key={KEY}\n", "pagerduty"),
     ],
 )
 def test_the_format_is_the_files_else_the_hosts_else_slack(root: Path, text: str, fmt: str) -> None:
@@ -44,11 +44,11 @@ def test_the_format_is_the_files_else_the_hosts_else_slack(root: Path, text: str
 @pytest.mark.parametrize(
     ("text", "why"),
     [
-        ('url = "https://discord.com/api/webhooks/1/SENTINELsecret"\nformat = "slack"\n', "set it to discord"),
-        ('url = "https://x.webhook.office.com/webhookb2/SENTINELsecret"\n', "switched these off"),
-        (f'url = "{PD}"\n', "format pagerduty needs a routing_key"),
+        ("url=https://discord.com/api/webhooks/1/SENTINELsecret\nformat=slack\n", "set it to discord"),
+        ("url=https://x.webhook.office.com/webhookb2/SENTINELsecret\n", "switched these off"),
+        (f"url={PD}\n", "format pagerduty needs a routing_key"),
         (
-            f'url = "https://chat.example.org/hooks/SENTINELsecret"\nrouting_key = "{KEY}"\n',
+            f"url=https://chat.example.org/hooks/SENTINELsecret\nrouting_key={KEY}\n",
             "for format pagerduty only",
         ),
     ],
@@ -62,7 +62,7 @@ def test_a_contradiction_is_refused_naming_the_file(root: Path, text: str, why: 
 
 
 def test_the_routing_key_is_redacted_like_the_url(root: Path) -> None:
-    hook_of(root, f'url = "{PD}"\nrouting_key = "{KEY}"\n')
+    hook_of(root, f"url={PD}\nrouting_key={KEY}\n")
     redact.forget()
     assert redact.redact(f'{{"routing_key":"{KEY}"}}') == f'{{"routing_key":"{redact.REDACTED}"}}'
     assert urlfile.read(urlfile.webhook_path()).routing_key == KEY

@@ -77,8 +77,8 @@ describe("the fleet's calls against moto", () => {
         }
 
         assert.deepEqual(out.parameter, {
-            versions: [1, 2], type: "SecureString", latest: 'url = "https://hooks.example.test/two"\n', version: 2,
-            byVersion: 'url = "https://hooks.example.test/one"\n',
+            versions: [1, 2], type: "SecureString", latest: 'url=https://hooks.example.test/two\n', version: 2,
+            byVersion: 'url=https://hooks.example.test/one\n',
         });
     });
 

@@ -109,8 +109,8 @@ def calls():
     # The SecureString round-trips and rotates; the step reads one version by name:VERSION.
     key_id = kms.create_key(Description="hostguard test")["KeyMetadata"]["Arn"]
     name = params["WebhookParameter"]
-    v1 = ssm.put_parameter(Name=name, Value='url = "https://hooks.example.test/one"\n', Type="SecureString", KeyId=key_id)["Version"]
-    v2 = ssm.put_parameter(Name=name, Value='url = "https://hooks.example.test/two"\n', Type="SecureString", KeyId=key_id, Overwrite=True)["Version"]
+    v1 = ssm.put_parameter(Name=name, Value='url=https://hooks.example.test/one\n', Type="SecureString", KeyId=key_id)["Version"]
+    v2 = ssm.put_parameter(Name=name, Value='url=https://hooks.example.test/two\n', Type="SecureString", KeyId=key_id, Overwrite=True)["Version"]
     p = ssm.get_parameter(Name=name, WithDecryption=True)["Parameter"]
     old = ssm.get_parameter(Name="%s:%d" % (name, v1), WithDecryption=True)["Parameter"]
     out["parameter"] = {"versions": [v1, v2], "type": p["Type"], "latest": p["Value"], "version": p["Version"], "byVersion": old["Value"]}

@@ -144,7 +144,7 @@ t_fail2ban_cron() {
 t_receiver() {
   host_exec h1 install -D -m 0644 /dev/stdin /etc/hostguard/test-ca.pem <"${RECEIVER_CA}"
   # The URL goes through curl's config on stdin, never argv.
-  printf 'url = "%s"\n' "${RECEIVER_URL}" |
+  printf 'url=%s\n' "${RECEIVER_URL}" |
     host_exec h1 curl -sS --max-time 5 --cacert /etc/hostguard/test-ca.pem \
       --data-urlencode 'payload={"text":"hello from h1"}' -K - >/dev/null
   receiver_wait_count 1 5

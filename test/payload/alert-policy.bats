@@ -90,7 +90,7 @@ JSON
   done
 }
 
-@test "set-heartbeat: 0600 curl config line, never in argv; --remove and uninstall leave the root as before" {
+@test "set-heartbeat: 0600 url= line, never in argv; --remove and uninstall leave the root as before" {
   load helpers/install
   hg_make_payload
   hg_make_root
@@ -98,14 +98,14 @@ JSON
   hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
   hg_install install --part base >/dev/null
   run hg_install set-heartbeat <<<"http://hc-ping.example.test/HBs3cr3t"
-  [[ "${status}" -ne 0 && "${output}" == *"the heartbeat must be one https:// URL"*"(value not shown)"* ]]
+  [[ "${status}" -ne 0 && "${output}" == *"set-heartbeat: refused: stdin line 1: url= is refused: not one https:// URL"*"(value not shown)"* ]]
   [[ "${output}" != *HBs3cr3t* ]]
-  printf 'url = "%s"\n' "${url}" \
+  printf 'url=%s\n' "${url}" \
     | strace -f -qq -e trace=execve -s 100000 -o "${BATS_TEST_TMPDIR}/trace" \
       "${PAYLOAD}/install" set-heartbeat --root "${ROOT}"
   ! grep -F 'HBs3cr3t' "${BATS_TEST_TMPDIR}/trace" || false
   hg_assert_mode_owner "${ROOT}/etc/hostguard/heartbeat.curlrc" "600 root:root"
-  diff <(printf 'url = "%s"\n' "${url}") "${ROOT}/etc/hostguard/heartbeat.curlrc"
+  diff <(printf 'url=%s\n' "${url}") "${ROOT}/etc/hostguard/heartbeat.curlrc"
   run hg_install set-heartbeat --remove
   [[ "${status}" -eq 0 ]]
   [[ ! -e "${ROOT}/etc/hostguard/heartbeat.curlrc" ]]
@@ -137,7 +137,7 @@ webhook_command() {
   cmd="$(webhook_command)"
   [[ "${cmd}" == *"/install set-webhook --verify"* ]]
   # Delivered: exit 0, the SPEC's connectivity test message arrives, the webhook is in place.
-  run env HOSTGUARD_ROOT="${ROOT}" sh -c "${cmd}" <<<"url = \"${RECEIVER_URL}\""
+  run env HOSTGUARD_ROOT="${ROOT}" sh -c "${cmd}" <<<"url=${RECEIVER_URL}"
   echo "${output}"
   [[ "${status}" -eq 0 ]]
   [[ "${output}" == *"hostguard: connectivity test delivered"* ]]
@@ -147,7 +147,7 @@ webhook_command() {
   [[ "${kept}" == *"${RECEIVER_URL}"* ]]
   # A new webhook not delivered for now (500): exit 75, the old one stays in place.
   receiver_mode status500
-  run env HOSTGUARD_ROOT="${ROOT}" sh -c "${cmd}" <<<"url = \"${RECEIVER_URL}/new\""
+  run env HOSTGUARD_ROOT="${ROOT}" sh -c "${cmd}" <<<"url=${RECEIVER_URL}/new"
   echo "${output}"
   [[ "${status}" -eq 75 ]]
   [[ "${output}" == *"the host keeps the webhook it had"* ]]
@@ -156,7 +156,7 @@ webhook_command() {
   # its output (which the resource's error shows) names the status and the
   # service's error text, and the old webhook stays.
   receiver_mode status 404 no_service
-  run env HOSTGUARD_ROOT="${ROOT}" sh -c "${cmd}" <<<"url = \"${RECEIVER_URL}/new\""
+  run env HOSTGUARD_ROOT="${ROOT}" sh -c "${cmd}" <<<"url=${RECEIVER_URL}/new"
   echo "${output}"
   [[ "${status}" -ne 0 && "${status}" -ne 75 ]]
   [[ "${output}" == *"404"*"no_service"* ]]

@@ -387,7 +387,7 @@ run_at() {
 
 @test "heartbeat after a completed run; none when the runtime is unavailable" {
   local ping="https://127.0.0.1:${RECEIVER_PORT}/ping/hb"
-  (umask 077 && printf 'url = "%s"\n' "${ping}" >"${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.curlrc")
+  (umask 077 && printf 'url=%s\n' "${ping}" >"${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.curlrc")
   containers web running 1.00% 1.00% 0 ""
   run_at 1000
   [[ "${output}" == *"container-monitor: heartbeat sent (HTTP 200)"* ]]
@@ -399,7 +399,7 @@ run_at() {
 
 # A heartbeat URL on the receiver (its GETs are recorded as requests).
 heartbeat_on() {
-  (umask 077 && printf 'url = "https://127.0.0.1:%s/ping/HEARTBEATsecret0123456789"\n' "${RECEIVER_PORT}" \
+  (umask 077 && printf 'url=https://127.0.0.1:%s/ping/HEARTBEATsecret0123456789\n' "${RECEIVER_PORT}" \
     >"${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.curlrc")
 }
 

@@ -311,7 +311,7 @@ run_at() {
 @test "heartbeat: one GET per completed run, never after an undelivered alert" {
   receiver_make_root CPU_THRESHOLD=100 MEMORY_THRESHOLD=100 DISK_THRESHOLD=100
   local ping="https://127.0.0.1:${RECEIVER_PORT}/ping/${RECEIVER_SENTINEL}-hb"
-  (umask 077 && printf 'url = "%s"\n' "${ping}" >"${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.curlrc")
+  (umask 077 && printf 'url=%s\n' "${ping}" >"${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.curlrc")
   run_at 1000
   [[ "${output}" == *"host-monitor: heartbeat sent (HTTP 200)"* ]]
   [[ "$(grep -c '"method": "GET"' "${RECEIVER_REQUESTS}")" -eq 1 ]]
@@ -320,7 +320,7 @@ run_at() {
   [[ "$(grep -c '"method": "GET"' "${RECEIVER_REQUESTS}")" -eq 2 ]]
   # An alert the chat service refuses stays spooled: no heartbeat.
   receiver_make_root CPU_THRESHOLD=0 MEMORY_THRESHOLD=100 DISK_THRESHOLD=100 NOTIFY_ATTEMPTS=1
-  (umask 077 && printf 'url = "%s"\n' "${ping}" >"${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.curlrc")
+  (umask 077 && printf 'url=%s\n' "${ping}" >"${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.curlrc")
   receiver_mode status500
   run_at 2200
   [[ "${output}" == *"no heartbeat"* ]]

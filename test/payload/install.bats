@@ -417,7 +417,8 @@ EOF
 @test "set-webhook refuses anything but https:// without echoing the value" {
   hg_install install --part base --settings "${SETTINGS}"
   local input
-  for input in 'url = "http://hooks.example.test/s3cr3t-plain"' 'http://hooks.example.test/s3cr3t-plain' \
+  for input in 'url=http://hooks.example.test/s3cr3t-plain' 'http://hooks.example.test/s3cr3t-plain' \
+    'url = "https://hooks.example.test/s3cr3t-plain"' 'url="https://hooks.example.test/s3cr3t-plain"' \
     'ftp://hooks.example.test/s3cr3t-plain' 'https://hooks.example.test/s3cr3t-pl"ain' '' \
     'https://hooks.example.test/s3cr3t-{a,b}' 'https://hooks.example.test/s3cr3t-[1-2]' \
     'https://hooks.example.test/s3cr3t x' 'https://hooks.example.test/s3cr3t#frag' \
@@ -432,11 +433,11 @@ EOF
   done
 }
 
-@test "set-webhook writes a 0600 curl config line, never with the URL in any argv" {
+@test "set-webhook writes a 0600 url= line, never with the URL in any argv" {
   hg_install install --part base --settings "${SETTINGS}"
   command -v strace >/dev/null || { echo "strace not installed (.ci/run installs it): the test cannot run" >&2; false; }
   # Every execve of the run, with its whole argv: the URL must be in none.
-  printf 'url = "%s"\n' "${HOOK_URL}" \
+  printf 'url=%s\n' "${HOOK_URL}" \
     | strace -f -qq -e trace=execve -s 100000 -o "${BATS_TEST_TMPDIR}/trace" \
       "${PAYLOAD}/install" set-webhook --root "${ROOT}"
   grep -q 'execve("[^"]*python3", \["[^"]*python3", "-I", "-S", "-B"' "${BATS_TEST_TMPDIR}/trace" # the trace does see argv
@@ -445,7 +446,7 @@ EOF
     false
   fi
   hg_assert_mode_owner "${ROOT}/etc/hostguard/webhook.curlrc" "600 root:root"
-  diff <(printf 'url = "%s"\n' "${HOOK_URL}") "${ROOT}/etc/hostguard/webhook.curlrc"
+  diff <(printf 'url=%s\n' "${HOOK_URL}") "${ROOT}/etc/hostguard/webhook.curlrc"
   # A bare URL gives the same file; the same URL again does not rewrite it.
   local before after
   before="$(stat -c '%Y.%y' "${ROOT}/etc/hostguard/webhook.curlrc")"
@@ -456,32 +457,36 @@ EOF
   [[ "${before}" == "${after}" ]]
 }
 
-@test "set-webhook keeps the format and routing_key lines beside the URL; anything else after it is refused unseen" {
+@test "set-webhook keeps the format= and routing_key= lines beside the URL; any other line is refused unseen" {
   hg_install install --part base --settings "${SETTINGS}"
   local key="s3cr3tKEY0123456789abcdef0123456"
-  printf 'url = "%s"\nformat = "pagerduty"\nrouting_key = "%s"\n' "${HOOK_URL}" "${key}" | hg_install set-webhook
-  diff <(printf 'url = "%s"\nformat = "pagerduty"\nrouting_key = "%s"\n' "${HOOK_URL}" "${key}") \
+  printf 'routing_key=%s\nformat=pagerduty\nurl=%s\n' "${key}" "${HOOK_URL}" | hg_install set-webhook
+  diff <(printf 'url=%s\nformat=pagerduty\nrouting_key=%s\n' "${HOOK_URL}" "${key}") \
     "${ROOT}/etc/hostguard/webhook.curlrc"
   local extra
-  for extra in 'insecure' 'format = "irc"' 'format = "discord"'$'\n''format = "slack"' "routing_key = \"${key}x\""; do
-    run hg_install set-webhook <<<"url = \"${HOOK_URL}\""$'\n'"${extra}"
+  for extra in 'insecure:line 2: not a url=https://..., format= or routing_key= line' \
+    'format=irc:line 2: format= is refused: not one of slack,' \
+    'format=discord'$'\n''format=slack:line 3: a second format= line' \
+    "routing_key=${key}x:line 2: routing_key= is refused: not 32 letters and digits (value not shown)"; do
+    run hg_install set-webhook <<<"url=${HOOK_URL}"$'\n'"${extra%%:line*}"
     [[ "${status}" -ne 0 ]]
-    hg_assert_contains "${output}" 'only one format = "..." and one routing_key = "..." line'
+    hg_assert_contains "${output}" "set-webhook: refused: stdin line${extra#*:line}"
     hg_assert_not_contains "${output}" "s3cr3t"
   done
   # A format the URL's host contradicts, or PagerDuty without its key: refused before writing, not at every post.
-  run hg_install set-webhook <<<'url = "https://discord.com/api/webhooks/1/s3cr3t-x"'$'\n''format = "slack"'
+  run hg_install set-webhook <<<'url=https://discord.com/api/webhooks/1/s3cr3t-x'$'\n''format=slack'
   [[ "${status}" -ne 0 ]]
   hg_assert_contains "${output}" "set it to discord"
-  run hg_install set-webhook <<<"url = \"${HOOK_URL}\""$'\n''format = "pagerduty"'
+  run hg_install set-webhook <<<"url=${HOOK_URL}"$'\n''format=pagerduty'
   [[ "${status}" -ne 0 ]]
   hg_assert_contains "${output}" "format pagerduty needs a routing_key"
   hg_assert_not_contains "${output}" "s3cr3t"
-  diff <(printf 'url = "%s"\nformat = "pagerduty"\nrouting_key = "%s"\n' "${HOOK_URL}" "${key}") \
+  diff <(printf 'url=%s\nformat=pagerduty\nrouting_key=%s\n' "${HOOK_URL}" "${key}") \
     "${ROOT}/etc/hostguard/webhook.curlrc"
   # The heartbeat takes the URL alone.
-  run hg_install set-heartbeat <<<"url = \"${HOOK_URL}\""$'\n''format = "discord"'
+  run hg_install set-heartbeat <<<"url=${HOOK_URL}"$'\n''format=discord'
   [[ "${status}" -ne 0 ]]
+  hg_assert_contains "${output}" "set-heartbeat: refused: stdin line 2: not a url=https://... line"
   [[ ! -e "${ROOT}/etc/hostguard/heartbeat.curlrc" ]]
 }
 

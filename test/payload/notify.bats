@@ -61,7 +61,7 @@ dead_reasons() {
 # A new webhook file, as `install set-webhook` writes it (temp file, rename).
 rotate_webhook() {
   local file="${HOSTGUARD_ROOT}/etc/hostguard/webhook.curlrc"
-  (umask 077 && printf 'url = "%s"\n' "${RECEIVER_URL}" >"${file}.new")
+  (umask 077 && printf 'url=%s\n' "${RECEIVER_URL}" >"${file}.new")
   mv -f "${file}.new" "${file}"
 }
 
@@ -480,7 +480,7 @@ print("children", children)
 @test "bad webhook file: http:// URL refused without printing it" {
   receiver_start
   receiver_make_root
-  printf 'url = "http://127.0.0.1:%s%s"\n' "${RECEIVER_PORT}" "${RECEIVER_SECRET_PATH}" \
+  printf 'url=http://127.0.0.1:%s%s\n' "${RECEIVER_PORT}" "${RECEIVER_SECRET_PATH}" \
     >"${HOSTGUARD_ROOT}/etc/hostguard/webhook.curlrc"
   notify text m1
   expect_status 78
@@ -740,7 +740,7 @@ print("children", children)
 @test "url: a webhook file with {a,b} or [1-2] in its URL is refused as install refuses it: nothing posted, not echoed" {
   receiver_start
   receiver_make_root
-  printf 'url = "%s"\n' "${RECEIVER_URL}/x{a,b}y[1-2]" >"${HOSTGUARD_ROOT}/etc/hostguard/webhook.curlrc"
+  printf 'url=%s\n' "${RECEIVER_URL}/x{a,b}y[1-2]" >"${HOSTGUARD_ROOT}/etc/hostguard/webhook.curlrc"
   notify text m1
   expect_status 78
   [[ "${output}" == *"is refused: not one https:// URL"* ]]

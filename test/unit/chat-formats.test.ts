@@ -180,35 +180,31 @@ describe("PagerDuty: a routing key instead of a URL", () => {
 });
 
 describe("the webhook file's text (set-webhook's stdin)", () => {
-    it("keeps today's one line for slack; the format and the routing key beside the URL otherwise", () => {
-        assert.equal(webhookFileText(" https://hooks.slack.com/services/T/B/X "), 'url = "https://hooks.slack.com/services/T/B/X"\n');
-        assert.equal(webhookFileText("https://hooks.slack.com/services/T/B/X", "slack"), 'url = "https://hooks.slack.com/services/T/B/X"\n');
-        assert.equal(webhookFileText("https://chat.example.org/hooks/x", "teams"), 'url = "https://chat.example.org/hooks/x"\nformat = "teams"\n');
+    it("url= alone for slack; the format and the routing key beside the URL otherwise", () => {
+        assert.equal(webhookFileText(" https://hooks.slack.com/services/T/B/X "), 'url=https://hooks.slack.com/services/T/B/X\n');
+        assert.equal(webhookFileText("https://hooks.slack.com/services/T/B/X", "slack"), 'url=https://hooks.slack.com/services/T/B/X\n');
+        assert.equal(webhookFileText("https://chat.example.org/hooks/x", "teams"), 'url=https://chat.example.org/hooks/x\nformat=teams\n');
         assert.equal(webhookFileText("https://events.eu.pagerduty.com/v2/enqueue", "pagerduty", ROUTING),
-            `url = "https://events.eu.pagerduty.com/v2/enqueue"\nformat = "pagerduty"\nrouting_key = "${ROUTING}"\n`);
+            `url=https://events.eu.pagerduty.com/v2/enqueue\nformat=pagerduty\nrouting_key=${ROUTING}\n`);
     });
 });
 
-describe("the host agent reads the webhook file's lines by the generated rules (format_table.py, Debian's python3)", () => {
-    it("every format line and the routing key line match; the URL line is urlfile's", () => {
+describe("the host agent reads the webhook file the deploy writes (urltext.parse, Debian's python3)", () => {
+    it("every format and the routing key come back as written", () => {
         const texts = [...CHAT_FORMATS.map((f) => webhookFileText("https://chat.example.org/hooks/x", f)),
             webhookFileText("https://events.pagerduty.com/v2/enqueue", "pagerduty", ROUTING)];
         const program = [
-            "import json, re, sys",
-            "from hostguard.format_table import FORMAT_LINE_RE, ROUTING_KEY_LINE_RE",
-            "out = []",
-            "for text in json.load(sys.stdin):",
-            "    found = {}",
-            "    for line in text.splitlines()[1:]:",
-            "        m = re.fullmatch(FORMAT_LINE_RE, line) or re.fullmatch(ROUTING_KEY_LINE_RE, line)",
-            "        found[line.split(' ')[0]] = m.group(1) if m else None",
-            "    out.append(found)",
-            "print(json.dumps(out))",
+            "import json, sys",
+            "from hostguard import urltext",
+            "print(json.dumps([urltext.parse(text, 'test')._asdict() for text in json.load(sys.stdin)]))",
         ].join("\n");
         const host = JSON.parse(execFileSync("python3", ["-c", program], {
             input: JSON.stringify(texts), env: { ...process.env, PYTHONPATH: SCRIPTS }, encoding: "utf8",
-        })) as Array<Record<string, string | null>>;
-        assert.deepEqual(host, [...CHAT_FORMATS.map((f) => (f === "slack" ? {} : { format: f })), { format: "pagerduty", routing_key: ROUTING }]);
+        })) as Array<Record<string, string>>;
+        assert.deepEqual(host, [
+            ...CHAT_FORMATS.map((f) => ({ url: "https://chat.example.org/hooks/x", format: f === "slack" ? "" : f, routing_key: "" })),
+            { url: "https://events.pagerduty.com/v2/enqueue", format: "pagerduty", routing_key: ROUTING },
+        ]);
     });
 });
 

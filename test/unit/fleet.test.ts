@@ -195,7 +195,7 @@ describe("delivery ssm: the fleet's resources", () => {
             const inputs = { ...r.inputs };
             if (r.type === "aws:ssm/parameter:Parameter") {
                 assert.ok(SECRET_SIG_KEY in inputs.value, "the parameter's value is a secret");
-                assert.equal(plain(inputs.value), `url = "${SENTINEL}"\n`);
+                assert.equal(plain(inputs.value), `url=${SENTINEL}\n`);
                 delete inputs.value;
             }
             assert.ok(!JSON.stringify(inputs).includes("SENTINEL"), `${r.type} ${r.name} carries the webhook`);
@@ -370,7 +370,7 @@ describe("npm run render on a fleet stack (tools/render.ts renderFleet)", () => 
             const policy = JSON.parse(fs.readFileSync(path.join(out, "host-policy.json"), "utf8"));
             assert.deepEqual(policy.Statement.map((x: any) => [x.Sid, x.Action]),
                 JSON.parse(one(resources, "aws:iam/rolePolicy:RolePolicy").inputs.policy).Statement.map((x: any) => [x.Sid, x.Action]));
-            assert.equal(fs.readFileSync(path.join(out, "webhook-parameter.txt"), "utf8"), 'url = "<redacted: set with pulumi config set --secret hostguard:webhookUrl>"\n');
+            assert.equal(fs.readFileSync(path.join(out, "webhook-parameter.txt"), "utf8"), 'url=<redacted: set with pulumi config set --secret hostguard:webhookUrl>\n');
             assert.equal(fs.statSync(path.join(out, "webhook-parameter.txt")).mode & 0o777, 0o600);
             const manifest = JSON.parse(fs.readFileSync(path.join(out, "manifest.json"), "utf8"));
             assert.equal(manifest.targetTag, "hostguard-stack=hostguard/test");

@@ -274,7 +274,7 @@ describe("the webhook secret", () => {
             const inputs = { ...r.inputs };
             if (r.name.endsWith("-webhook")) {
                 assert.ok(isMockSecret(inputs.stdin), `${r.name}: stdin must be secret`);
-                assert.equal(unwrap(inputs.stdin), `url = "${SENTINEL}"\n`);
+                assert.equal(unwrap(inputs.stdin), `url=${SENTINEL}\n`);
                 assert.equal(inputs.logging, "none");
                 assert.equal(inputs.create, setWebhookCommand(true, true));
                 assert.ok(inputs.create.startsWith("sudo -n sh -c '# hostguard webhook: a candidate, the connectivity test to it, then in place"));
@@ -364,7 +364,7 @@ describe("the chat format and PagerDuty's routing key (issue 34)", () => {
         const { resources } = await build(rawConfig(["web1"], { webhookUrl: teams }));
         const hook = resources.find((r) => r.name === "web1-webhook")!;
         assert.ok(isMockSecret(hook.inputs.stdin));
-        assert.equal(unwrap(hook.inputs.stdin), `url = "${teams}"\nformat = "teams"\n`);
+        assert.equal(unwrap(hook.inputs.stdin), `url=${teams}\nformat=teams\n`);
         assert.equal(hook.inputs.create, setWebhookCommand(true, true));
         assert.ok(!plainInputs(resources).includes("SENTINEL") && !plainInputs(resources).includes("teams"));
     });
@@ -372,7 +372,7 @@ describe("the chat format and PagerDuty's routing key (issue 34)", () => {
         const { resources, out } = await build(rawConfig(["web1"], { webhookUrl: undefined, pagerdutyRoutingKey: ROUTING, pagerdutyRegion: "eu", alertSendResolved: "true" }));
         const hook = resources.find((r) => r.name === "web1-webhook")!;
         assert.ok(isMockSecret(hook.inputs.stdin));
-        assert.equal(unwrap(hook.inputs.stdin), `url = "https://events.eu.pagerduty.com/v2/enqueue"\nformat = "pagerduty"\nrouting_key = "${ROUTING}"\n`);
+        assert.equal(unwrap(hook.inputs.stdin), `url=https://events.eu.pagerduty.com/v2/enqueue\nformat=pagerduty\nrouting_key=${ROUTING}\n`);
         assert.equal(hook.inputs.logging, "none");
         assert.ok(!plainInputs(resources).includes("SENTINEL"), "the routing key outside the secret stdin");
         for (const o of [out.hosts.web1.files, out.hosts.web1.partHashes]) {
@@ -391,7 +391,7 @@ describe("alert keys, heartbeat and ban safety (issue 11)", () => {
         assert.equal(hb.inputs.delete, "sudo -n sh -c '/usr/local/lib/hostguard/install set-heartbeat --remove'");
         assert.equal(hb.inputs.logging, "none");
         assert.ok(isMockSecret(hb.inputs.stdin), "the heartbeat URL travels only in a secret stdin");
-        assert.equal(unwrap(hb.inputs.stdin), `url = "${HEARTBEAT}"\n`);
+        assert.equal(unwrap(hb.inputs.stdin), `url=${HEARTBEAT}\n`);
         for (const r of resources) {
             const inputs = { ...r.inputs };
             delete inputs.connection;

@@ -1,10 +1,9 @@
 // The one URL rule of the webhook and the heartbeat (RULES.httpsUrl in
 // components/settings.ts), on both sides: the stack validator (validateConfig,
 // webhookUrl and heartbeatUrl) and the host, where the real `install
-// set-webhook` reads the stdin the deploy sends (curlUrlLine) and checks it
-// with the generated HG_URL_RE, and the host agent (hostguard/notify/urlfile.py, the
-// notifier's and the heartbeat's reader) accepts the line install wrote
-// (settings_table.URL_LINE_RE). The same URLs go to every side: fixed
+// set-webhook` reads the stdin the deploy sends (urlLine, `url=URL`) and checks it
+// with the URL files' one parser (hostguard/urltext.py, settings_table.URL_RE), which
+// the notifier and the heartbeat read the file install wrote with. The same URLs go to every side: fixed
 // hostile cases and fast-check values; they must agree on each.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -14,7 +13,7 @@ import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import fc from "fast-check";
 import { ConfigError, SECRET_KEYS, validateConfig } from "../../components/config";
-import { curlUrlLine } from "../../components/remoteCommands";
+import { urlLine } from "../../components/remoteCommands";
 
 const SCRIPTS = path.resolve(__dirname, "../../scripts");
 const RUNS = Number(process.env.CONTRACT_RUNS ?? 3);
@@ -47,10 +46,11 @@ function preview(url: string): boolean {
 }
 
 /**
- * The real `install set-webhook --root EMPTY` on the stdin the deploy sends. It checks the URL
- * before anything else: a refused URL dies "refused"; an accepted one goes on and stops at the
- * missing base install. Then the line install would write goes through the agent's own reader of
- * that line (urlfile._url_of, Debian's python3 as on hosts). One bash per URL for install.
+ * The real `install set-webhook --root EMPTY` on the stdin the deploy would send, unguarded (`url=`
+ * and the trimmed URL: urlLine itself refuses a line break or NUL). It checks the URL before
+ * anything else: a refused URL dies "refused"; an accepted one goes on and stops at the missing
+ * base install. Then the text install would write goes through the agent's reader of the file
+ * (urltext.parse, Debian's python3 as on hosts). One bash per URL for install.
  */
 function host(urls: string[]): boolean[] {
     const root = fs.mkdtempSync(path.join(work, "root-"));
@@ -58,7 +58,7 @@ function host(urls: string[]): boolean[] {
         let stderr = "";
         try {
             execFileSync("bash", [path.join(SCRIPTS, "install"), "set-webhook", "--root", root], {
-                input: curlUrlLine(url), stdio: "pipe", timeout: 30_000, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" },
+                input: `url=${url.trim()}\n`, stdio: "pipe", timeout: 30_000, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" },
             });
             assert.fail(`install set-webhook succeeded without a base install for ${JSON.stringify(url)}`);
         } catch (e: any) {
@@ -68,11 +68,10 @@ function host(urls: string[]): boolean[] {
         assert.ok(refused || /run install --part base first/.test(stderr), `unexpected install output: ${stderr}`);
         assert.ok(url.trim().length < 12 || !stderr.includes(url.trim()), "install echoed the URL");
         if (!refused) {
-            // What install writes (`url = "URL"`, the trimmed URL) must be a line the agent accepts, as that URL.
-            const line = `url = "${url.trim()}"`;
+            // What install writes (urlLine of the trimmed URL) must be a file the agent accepts, as that URL.
             const read = execFileSync("/usr/bin/python3", ["-IS", "-c",
-                "import sys; sys.path.insert(0, sys.argv[1]); from hostguard.notify import urlfile; print(urlfile._url_of(sys.argv[2]) or 'REFUSED')",
-                SCRIPTS, line], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" } }).toString().trim();
+                "import sys; sys.path.insert(0, sys.argv[1]); from hostguard import urltext; print(urltext.parse(sys.argv[2], 'test').url)",
+                SCRIPTS, urlLine(url)], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" } }).toString().trim();
             assert.equal(read, url.trim(), `the agent would refuse the line install wrote for ${JSON.stringify(url)}`);
         }
         return !refused;
@@ -123,6 +122,12 @@ describe("URL contract: preview and the host use one rule", () => {
             assert.equal(preview(url), want, `preview on ${JSON.stringify(url)}`);
             assert.equal(got[i], want, `install on ${JSON.stringify(url)}`);
         });
+    });
+
+    it("a line break, CR or NUL: urlLine refuses to write it, never showing the value", () => {
+        for (const url of ["https://hooks.example.test/a\nformat=slack", "https://hooks.example.test/a\rb", "https://hooks.example.test/a\u0000b"]) {
+            assert.throws(() => urlLine(url), (e: Error) => /url= value of a URL file may not hold a line break or NUL/.test(e.message) && !e.message.includes("hooks"));
+        }
     });
 
     it("a NUL byte: preview refuses it (bash drops NULs when it reads, so the host would see another URL)", () => {

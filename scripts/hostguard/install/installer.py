@@ -26,7 +26,8 @@ from .txn import Txn
 USAGE = """usage: install install [--part base|monitors|bantool|web] [--root DIR] [--settings FILE]
                          (from a rendered bundle: its files.table and hostguard.conf beside this script)
        install uninstall [--part base|monitors|bantool|web] [--root DIR]
-       install set-webhook [--verify] [--root DIR]   (URL or curl line `url = "https://..."` on stdin;
+       install set-webhook [--verify] [--root DIR]   (the URL, or the file's url=https://... line and its
+                         format= and routing_key= lines, on stdin;
                          --verify: in place only once the connectivity test was delivered)
        install set-heartbeat [--remove] [--root DIR]   (the heartbeat URL, the same way; --remove: none)
        install list [--part PART]         (the file table: part, source, destination, mode)

@@ -4,62 +4,36 @@ recorded in part base's manifest; with --verify only once the connectivity test 
 from __future__ import annotations
 
 import os
-import re
 import sys
 
-from .. import log, paths
+from .. import log, paths, urltext
 from ..atomicfile import write_new
-from ..errors import HostguardError
-from ..format_table import FORMAT_LINE_RE, ROUTING_KEY_LINE_RE
+from ..errors import ConfigError, HostguardError
 from ..notify import formats
-from ..settings_table import URL_RE
 from . import rotation
 from .hostfs import holds, is_file, temp_beside, unlink_if
 from .txn import Txn
 
-# The webhook file's lines beside its URL (urlfile.py reads them).
-EXTRA_LINES = (("format", FORMAT_LINE_RE), ("routing_key", ROUTING_KEY_LINE_RE))
 
-
-def read_url(data: bytes, what: str = "webhook") -> tuple[str, str]:
-    """The secret URL from the first meaningful line, bare or as a curl config url line, and (the
-    webhook's) the format and routing_key lines after it, as the file keeps them (format_table's rules).
-    An other line is refused naming its place, never its text."""
-    lines = [raw.strip(" \t\r\f\v") for raw in data.decode("utf-8", "surrogateescape").split("\n")]
-    lines = [line for line in lines if line and not line.startswith("#")]
-    if not lines:
-        return "", ""
-    m = re.fullmatch(r'url[ \t\r\f\v]*[=:]?[ \t\r\f\v]*"([^"]*)"', lines[0]) or re.fullmatch(
-        r'url[ \t\r\f\v]*[=:]?[ \t\r\f\v]*([^ \t\r\f\v"]+)', lines[0]
-    )
-    extras = lines[1:]
-    kinds = [next((k for k, rule in EXTRA_LINES if re.fullmatch(rule, line)), "") for line in extras]
-    if extras and (what != "webhook" or "" in kinds or len(set(kinds)) != len(kinds)):
-        raise HostguardError(f'set-{what}: refused: after the URL only one format = "..." and one routing_key ='
-                             ' "..." line may follow, for the webhook (value not shown)')  # fmt: skip
-    return (m.group(1) if m else lines[0]), "".join(line + "\n" for line in extras)
-
-
-def check_format(url: str, extras: str) -> None:
-    """Refuses a webhook whose format line contradicts its URL's host or whose routing key is amiss, as the
-    notifier would read it (formats.checked): never written to fail every delivery."""
-    found = {name: m.group(1) for name, rule in EXTRA_LINES for m in re.finditer(rule, extras, re.M)}
+def read_url(data: bytes, what: str = "webhook") -> urltext.UrlText:
+    """The URL file's values from DATA (its lines, urltext.py, or a bare URL), checked as the notifier
+    reads them (a format its URL's host contradicts or PagerDuty without its key: refused, never
+    written to fail every delivery). Refusals name the line, never a value."""
+    text = data.decode("utf-8", "surrogateescape").lstrip()
+    if "://" in text.split("\n", 1)[0].split("=", 1)[0]:
+        text = "url=" + text.strip()
     try:
-        formats.checked(url, found.get("format", ""), found.get("routing_key", ""))
-    except formats.FormatError as error:
-        raise HostguardError(f"set-webhook: refused: {error}") from None
+        found = urltext.parse(text, "stdin", what)
+        if what == "webhook":
+            formats.checked(found.url, found.format, found.routing_key)
+    except (ConfigError, formats.FormatError) as error:
+        raise HostguardError(f"set-{what}: refused: {error}") from None
+    return found
 
 
 def file_text(what: str) -> bytes:
-    """The URL file's content from the URL on stdin, checked."""
-    url, extras = read_url(sys.stdin.buffer.read(1 << 16), what)
-    if not url.isascii() or not re.match(URL_RE, url) or "\n" in url:
-        raise HostguardError(f"set-{what}: refused: the {what} must be one https:// URL: a host name or [IPv6]"
-                             " address, an optional port, path and query of RFC 3986 characters; no fragment (#),"
-                             " quote, space, { } [ ] | ^ ` < > or control character (value not shown)")  # fmt: skip
-    if what == "webhook":
-        check_format(url, extras)
-    return f'url = "{url}"\n{extras}'.encode()
+    """The URL file's content (urltext.text) from what stdin holds, checked."""
+    return urltext.text(read_url(sys.stdin.buffer.read(1 << 16), what)).encode()
 
 
 def set_url_file(t: Txn, what: str, dest: str, notifier: str, verify: bool) -> bool:

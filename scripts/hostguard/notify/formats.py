@@ -355,7 +355,7 @@ def checked(url: str, configured: str, routing_key: str) -> str:
     for PagerDuty; FormatError naming what is amiss (never the URL or the key)."""
     fmt = detect(url, configured)
     if fmt == "pagerduty" and not routing_key:
-        raise FormatError('format pagerduty needs a routing_key = "..." line (hostguard:pagerdutyRoutingKey)')
+        raise FormatError("format pagerduty needs a routing_key= line (hostguard:pagerdutyRoutingKey)")
     if fmt != "pagerduty" and routing_key:
         raise FormatError(f"a routing_key line is for format pagerduty only, not {fmt}")
     return fmt

@@ -1,16 +1,10 @@
 """The secret URL files (webhook.curlrc, heartbeat.curlrc) and the CA bundle that guards them.
 
-A URL file is root's own (the caller's uid), mode 0600 or stricter, and
-holds exactly one `url = "https://..."` line (comments and blank lines
-aside) whose URL obeys the one URL rule (settings_table.URL_LINE_RE, the
-rule install set-webhook applies). The webhook file may also hold the chat
-format (`format = "discord"`; none: detected from the URL's host, else
-Slack's) and PagerDuty's `routing_key = "..."`, each once (format_table.py's
-line rules): the format travels with the webhook, so a rotation and a format
-change are the same write of the same root-only file. Errors name the file, never the URL or
-the file's lines. The file's identity (inode, mtime, size) tells a rotated
-webhook (install set-webhook writes a new file) from the one the chat
-service refused.
+A URL file is root's own (the caller's uid), mode 0600 or stricter, read from a descriptor
+opened without following a link, and holds `KEY=VALUE` lines (urltext.py: `url=`, and the
+webhook's `format=` and `routing_key=`). Errors name the file and line, never a value. The
+file's identity (inode, mtime, size) tells a rotated webhook (install set-webhook writes a new
+file) from the one the chat service refused.
 
 NOTIFY_CA_FILE decides which server gets the webhook, so it and every
 directory above it, as given and resolved, must be root's and writable by
@@ -22,18 +16,13 @@ the bundle checked is the bundle used.
 from __future__ import annotations
 
 import os
-import re
 import stat
 from typing import NamedTuple
 
-from .. import paths
+from .. import paths, urltext
 from ..errors import ConfigError
-from ..format_table import FORMAT_LINE_RE, ROUTING_KEY_LINE_RE
-from ..settings_table import URL_LINE_RE
 
 _MAX_BYTES = 65536
-_SKIP = r"[ \t\n\r\f\v]*(#.*)?"
-_URLISH = r"[ \t\n\r\f\v]*(--)?url[ \t\n\r\f\v=:]"
 _WRITABLE = stat.S_IWGRP | stat.S_IWOTH
 _CA_WHY = "(only root may be able to change the CA bundle)"
 
@@ -77,64 +66,15 @@ def _read_own(path: str, what: str) -> tuple[bytes, os.stat_result]:
     finally:
         os.close(fd)
     if len(data) > _MAX_BYTES:
-        raise ConfigError(f'{what} file {path} may hold only one url = "https://..." line')
+        raise ConfigError(f"{what} file {path} is larger than {_MAX_BYTES} bytes")
     return data, info
 
 
-def _url_of(line: str) -> str | None:
-    """The URL of a `url = "https://..."` line, None when LINE is not one (the rule compiled at first use)."""
-    match = re.fullmatch(URL_LINE_RE, line)
-    return None if match is None else match.group(2).strip('"')
-
-
 def read(path: str, what: str = "webhook") -> UrlFile:
-    """The URL in PATH (WHAT names it in errors: webhook, heartbeat); ConfigError naming the file if refused."""
+    """The URL file PATH, checked (WHAT names it in errors: webhook, heartbeat); ConfigError naming the file."""
     data, info = _read_own(path, what)
-    urls: list[str] = []
-    extras = {"format": "", "routing_key": ""}
-    # Byte-wise, as the bash read it: the rule allows ASCII only.
-    for line in data.decode("utf-8", "surrogateescape").split("\n"):
-        if re.fullmatch(_SKIP, line):
-            continue
-        url = _url_of(line)
-        if url is not None:
-            urls.append(url)
-            continue
-        if re.match(_URLISH, line):
-            raise ConfigError(
-                f"{what} URL in {path} is refused: not one https:// URL of the characters"
-                " install set-webhook allows (URL not shown)"
-            )
-        if what == "webhook" and _extra(line, extras, path):
-            continue
-        raise ConfigError(f'{what} file {path} may hold only one url = "https://..." line{_EXTRAS[what]}')
-    if len(urls) != 1:
-        raise ConfigError(f'{what} file {path} must hold exactly one url = "https://..." line')
-    identity = f"{info.st_ino}:{info.st_mtime_ns}:{info.st_size}"
-    return UrlFile(urls[0], identity, extras["format"], extras["routing_key"])
-
-
-_EXTRAS = {"webhook": ', a format = "..." and a routing_key = "..." line', "heartbeat": ""}
-
-
-def _extra(line: str, extras: dict[str, str], path: str) -> bool:
-    """Takes LINE into EXTRAS when it is a format or routing_key line (each once; the key never shown)."""
-    for name, rule in (("format", FORMAT_LINE_RE), ("routing_key", ROUTING_KEY_LINE_RE)):
-        match = re.fullmatch(rule, line.strip(" \t\r"))
-        if match is None:
-            if line.strip().startswith(name):
-                raise ConfigError(
-                    f"webhook file {path}: its {name} line is refused ({_ALLOWED[name]}; value not shown)"
-                )
-            continue
-        if extras[name]:
-            raise ConfigError(f"webhook file {path} holds more than one {name} line")
-        extras[name] = match.group(1)
-        return True
-    return False
-
-
-_ALLOWED = {"format": "a chat format in double quotes", "routing_key": "32 letters and digits in double quotes"}
+    found = urltext.parse(data.decode("utf-8", "surrogateescape"), f"{what} file {path}", what)
+    return UrlFile(found.url, f"{info.st_ino}:{info.st_mtime_ns}:{info.st_size}", found.format, found.routing_key)
 
 
 def _chain(path: str) -> list[str]:
