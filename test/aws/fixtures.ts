@@ -9,6 +9,9 @@ import {
 } from "@aws-sdk/client-ec2";
 import type { WantedRule } from "../../components/ec2Reconcile";
 
+/** An inbound rule that lets everything in from anywhere (a wizard's default group). */
+export const ALLOW_ALL: IpPermission[] = [{ IpProtocol: "-1", IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "allow all" }] }];
+
 export class Account {
     private n = 0;
     constructor(readonly client: EC2Client, readonly vpcId: string, readonly subnetId: string, readonly imageId: string) {}

@@ -5,37 +5,28 @@
 // untagged instance, or on an instance of another project's stack of the same
 // name, is not the fleet's. The provider is called the way the engine calls it.
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { CreateTagsCommand } from "@aws-sdk/client-ec2";
 import { permissionsOf, wantedAtoms } from "../../components/ec2Reconcile";
 import { FLEET_EXPOSURE_KIND, fleetExposureProvider, type FleetExposureState } from "../../components/fleetExposure";
-import { ingressRules } from "../../components/securityGroup";
 import { FLEET_TAG, fleetNames } from "../../components/ssmDocument";
-import { Account } from "./fixtures";
-import { REGION, startMoto, type Moto } from "./moto";
+import { RULES } from "./engine";
+import { motoAccount } from "./harness";
+import { REGION } from "./moto";
 
-let moto: Moto;
-let account: Account;
 const p = fleetExposureProvider as Required<typeof fleetExposureProvider>;
-const RULES = ingressRules({ privateCidrs: ["10.0.0.0/8"], adminCidrs: ["203.0.113.0/24"] });
 const SSH_ANYWHERE = [{ IpProtocol: "tcp", FromPort: 22, ToPort: 22, IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "ssh from anywhere" }] }];
 
-before(async () => {
-    moto = await startMoto();
-    account = await Account.create(moto.client);
-});
-after(async () => {
-    await moto?.stop();
-});
+const aws = motoAccount();
 
 function inputs(tagValue: string): FleetExposureState {
     return { kind: FLEET_EXPOSURE_KIND, region: REGION, tagKey: FLEET_TAG, tagValue, ingress: RULES };
 }
 
 async function launch(groups: string[], tagValue?: string): Promise<string> {
-    const { instanceId } = await account.instance(groups);
+    const { instanceId } = await aws.account.instance(groups);
     if (tagValue !== undefined) {
-        await account.client.send(new CreateTagsCommand({ Resources: [instanceId], Tags: [{ Key: FLEET_TAG, Value: tagValue }] }));
+        await aws.account.client.send(new CreateTagsCommand({ Resources: [instanceId], Tags: [{ Key: FLEET_TAG, Value: tagValue }] }));
     }
     return instanceId;
 }
@@ -43,10 +34,10 @@ async function launch(groups: string[], tagValue?: string): Promise<string> {
 describe("a fleet's whole-host check (delivery ssm)", () => {
     it("instances launched with the fleet's group pass; a second group opening 22 to the world on one of them stops preview, naming both", async () => {
         const tag = fleetNames("shop", "prod").tagValue;
-        const fleetGroup = await account.group(permissionsOf(wantedAtoms(RULES)), "fleet");
+        const fleetGroup = await aws.account.group(permissionsOf(wantedAtoms(RULES)), "fleet");
         const a = await launch([fleetGroup], tag);
         const b = await launch([fleetGroup], tag);
-        const ssh = await account.group(SSH_ANYWHERE, "ssh-anywhere");
+        const ssh = await aws.account.group(SSH_ANYWHERE, "ssh-anywhere");
         // Not the fleet's: untagged, and another project's stack named prod.
         await launch([fleetGroup, ssh]);
         await launch([fleetGroup, ssh], fleetNames("blog", "prod").tagValue);

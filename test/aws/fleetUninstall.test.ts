@@ -9,33 +9,24 @@
 import assert from "node:assert/strict";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { CreateTagsCommand, StopInstancesCommand } from "@aws-sdk/client-ec2";
 import { ListCommandsCommand } from "@aws-sdk/client-ssm";
 import { FLEET_UNINSTALL_KIND, fleetUninstallProvider, ssmClient, UNINSTALL_COMMAND, uninstallFleet, unreachedRefusal, type FleetUninstallState } from "../../components/fleetUninstall";
 import { FLEET_TAG, fleetNames } from "../../components/ssmDocument";
-import { Account } from "./fixtures";
-import { REGION, startMoto, type Moto } from "./moto";
+import { motoAccount } from "./harness";
+import { REGION } from "./moto";
 
-let moto: Moto;
-let account: Account;
-
-before(async () => {
-    moto = await startMoto();
-    account = await Account.create(moto.client);
-});
-after(async () => {
-    await moto?.stop();
-});
+const aws = motoAccount();
 
 function state(tagValue: string): FleetUninstallState {
     return { kind: FLEET_UNINSTALL_KIND, region: REGION, tagKey: FLEET_TAG, tagValue, waitSeconds: 30 };
 }
 
 async function launch(tagValue?: string): Promise<string> {
-    const { instanceId } = await account.instance([await account.group([], "fleet")]);
+    const { instanceId } = await aws.account.instance([await aws.account.group([], "fleet")]);
     if (tagValue !== undefined) {
-        await account.client.send(new CreateTagsCommand({ Resources: [instanceId], Tags: [{ Key: FLEET_TAG, Value: tagValue }] }));
+        await aws.account.client.send(new CreateTagsCommand({ Resources: [instanceId], Tags: [{ Key: FLEET_TAG, Value: tagValue }] }));
     }
     return instanceId;
 }
@@ -75,9 +66,9 @@ describe("fleet destroy uninstalls (delivery ssm)", () => {
         assert.match(reason, /The stack's resources stay: .* run pulumi destroy again/);
         assert.equal(unreachedRefusal(s, { "i-0aaa": "Success" }), "");
         const stopped = await launch("shop/stage");
-        await account.client.send(new StopInstancesCommand({ InstanceIds: [stopped] }));
+        await aws.account.client.send(new StopInstancesCommand({ InstanceIds: [stopped] }));
         const gone = await launch("shop/stage");
-        await account.terminate(gone);
+        await aws.account.terminate(gone);
         const status = await uninstallFleet(s, 100);
         assert.deepEqual(Object.keys(status), [stopped], "a stopped instance is a target (it keeps the payload), a terminated one is not");
     });
@@ -110,7 +101,7 @@ describe("fleet destroy uninstalls (delivery ssm)", () => {
                     headers[k] = v;
                 }
             }
-            const up = await fetch(`${moto.endpoint}${req.url}`, { method: req.method, headers, ...(body.length > 0 ? { body } : {}) });
+            const up = await fetch(`${aws.moto.endpoint}${req.url}`, { method: req.method, headers, ...(body.length > 0 ? { body } : {}) });
             res.writeHead(up.status, { "content-type": up.headers.get("content-type") ?? "application/x-amz-json-1.1" }).end(Buffer.from(await up.arrayBuffer()));
         });
         await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", () => r()));

@@ -10,41 +10,22 @@ import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { after, afterEach, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import {
     CreateSubnetCommand, CreateVpcCommand, DeleteSecurityGroupCommand,
     DescribeSecurityGroupsCommand, ModifyNetworkInterfaceAttributeCommand, RunInstancesCommand,
 } from "@aws-sdk/client-ec2";
-import { ingressRules } from "../../components/securityGroup";
 import { interfaceGroupsProvider, type InterfaceGroupsState } from "../../components/interfaceGroups";
-import { adoptStack, createStack, destroy, refresh, up, type Checkpoint } from "./engine";
-import { startFaultProxy, type FaultProxy } from "./faultProxy";
-import { Account, messyIngress, wantedLines } from "./fixtures";
-import { REGION, startMoto, useEndpoint, type Moto } from "./moto";
+import { adoptStack, createStack, destroy, refresh, RULES, up, type Checkpoint } from "./engine";
+import { ALLOW_ALL, messyIngress, wantedLines } from "./fixtures";
+import { motoAccount, warningsOf, withFaultProxy } from "./harness";
+import { REGION, useEndpoint } from "./moto";
 
-let moto: Moto;
-let account: Account;
-let proxy: FaultProxy;
 const q = interfaceGroupsProvider as Required<typeof interfaceGroupsProvider>;
 
-before(async () => {
-    moto = await startMoto();
-    account = await Account.create(moto.client);
-    proxy = await startFaultProxy(moto.endpoint);
-});
-after(async () => {
-    await proxy?.stop();
-    await moto?.stop();
-});
-afterEach(() => {
-    proxy.rule = () => false;
-    useEndpoint(moto.endpoint);
-    delete process.env.AWS_MAX_ATTEMPTS;
-    delete process.env.HOSTGUARD_READBACK_TRIES;
-});
+const aws = motoAccount();
+withFaultProxy(aws);
 
-const RULES = ingressRules({ privateCidrs: ["10.0.0.0/8"], adminCidrs: ["203.0.113.0/24"] });
-const ALLOW_ALL = [{ IpProtocol: "-1", IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "allow all" }] }];
 const CHANGES = ["AuthorizeSecurityGroupIngress", "RevokeSecurityGroupIngress", "UpdateSecurityGroupRuleDescriptionsIngress", "ModifyNetworkInterfaceAttribute"];
 
 /**
@@ -57,7 +38,7 @@ async function killedUp(spec: Record<string, unknown>): Promise<Checkpoint> {
     const file = path.join(dir, "checkpoint.json");
     let first = true;
     const held = new Promise<string>((resolve) => {
-        proxy.rule = (action) => {
+        aws.proxy.rule = (action) => {
             if (first && CHANGES.includes(action)) {
                 first = false;
                 setImmediate(() => resolve(action));
@@ -67,7 +48,7 @@ async function killedUp(spec: Record<string, unknown>): Promise<Checkpoint> {
         };
     });
     const child = spawn(process.execPath, ["--import", "tsx", path.join(__dirname, "engineChild.ts"), JSON.stringify({ ...spec, file })], {
-        env: { ...process.env, AWS_ENDPOINT_URL: proxy.endpoint }, stdio: ["ignore", "ignore", "pipe"],
+        env: { ...process.env, AWS_ENDPOINT_URL: aws.proxy.endpoint }, stdio: ["ignore", "ignore", "pipe"],
     });
     let stderr = "";
     child.stderr!.on("data", (d) => (stderr += d));
@@ -75,7 +56,7 @@ async function killedUp(spec: Record<string, unknown>): Promise<Checkpoint> {
     const action = await Promise.race([held, exited.then((code) => { throw new Error(`the up ended (${code}) before any change: ${stderr}`); })]);
     child.kill("SIGKILL");
     await exited;
-    proxy.rule = () => false;
+    aws.proxy.rule = () => false;
     assert.ok(CHANGES.includes(action));
     const cp = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, "utf8")) as Checkpoint : {};
     fs.rmSync(dir, { recursive: true, force: true });
@@ -84,123 +65,110 @@ async function killedUp(spec: Record<string, unknown>): Promise<Checkpoint> {
 
 describe("an up killed with SIGKILL after its first EC2 change", () => {
     it("adopt: the second up and destroy restore every original rule", async () => {
-        const groupId = await account.group(messyIngress(await account.group(), await account.prefixList()), "killed");
-        const before = await account.snapshot(groupId);
+        const groupId = await aws.account.group(messyIngress(await aws.account.group(), await aws.account.prefixList()), "killed");
+        const before = await aws.account.snapshot(groupId);
         const cp = await killedUp({ stack: "adopt", groupId, ingress: RULES });
         assert.deepEqual(Object.keys(cp), ["record"], "the record was checkpointed; the change was pending");
-        assert.notDeepEqual(await account.ingress(groupId), before.ingress, "the first change reached EC2");
+        assert.notDeepEqual(await aws.account.ingress(groupId), before.ingress, "the first change reached EC2");
 
         const steps = adoptStack(groupId, RULES);
         await up(steps, cp);
-        assert.deepEqual(await account.ingress(groupId), wantedLines(RULES));
+        assert.deepEqual(await aws.account.ingress(groupId), wantedLines(RULES));
         await destroy(steps, cp);
-        assert.deepEqual(await account.snapshot(groupId), before, "every original rule is back");
+        assert.deepEqual(await aws.account.snapshot(groupId), before, "every original rule is back");
     });
 
     it("create path: the second up and destroy restore every interface's groups", async () => {
-        const allowAll = await account.group(ALLOW_ALL, "default");
-        const web = await account.group([], "web");
-        const hostguard = await account.group([], "hostguard");
-        const host = await account.instance([allowAll]);
-        const second = await account.secondaryInterface(host.instanceId, [allowAll, web]);
-        const cp = await killedUp({ stack: "create", instanceId: host.instanceId, vpcId: account.vpcId, groups: [hostguard] });
+        const allowAll = await aws.account.group(ALLOW_ALL, "default");
+        const web = await aws.account.group([], "web");
+        const hostguard = await aws.account.group([], "hostguard");
+        const host = await aws.account.instance([allowAll]);
+        const second = await aws.account.secondaryInterface(host.instanceId, [allowAll, web]);
+        const cp = await killedUp({ stack: "create", instanceId: host.instanceId, vpcId: aws.account.vpcId, groups: [hostguard] });
         assert.deepEqual(Object.keys(cp), ["record"]);
-        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [hostguard], "the first interface was changed");
+        assert.deepEqual(await aws.account.groupsOn(host.networkInterfaceId), [hostguard], "the first interface was changed");
 
-        const steps = createStack(host.instanceId, account.vpcId, [hostguard]);
+        const steps = createStack(host.instanceId, aws.account.vpcId, [hostguard]);
         await up(steps, cp);
-        assert.deepEqual(await account.groupsOn(second), [hostguard]);
+        assert.deepEqual(await aws.account.groupsOn(second), [hostguard]);
         await destroy(steps, cp);
-        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
-        assert.deepEqual(await account.groupsOn(second), [allowAll, web].sort());
-        await account.client.send(new DeleteSecurityGroupCommand({ GroupId: hostguard }));
+        assert.deepEqual(await aws.account.groupsOn(host.networkInterfaceId), [allowAll]);
+        assert.deepEqual(await aws.account.groupsOn(second), [allowAll, web].sort());
+        await aws.account.client.send(new DeleteSecurityGroupCommand({ GroupId: hostguard }));
     });
 
     it("a record made after such a kill without one (another stack, a deleted state) is refused, naming what to do", async () => {
-        const groupId = await account.group([], "already-hostguards");
+        const groupId = await aws.account.group([], "already-hostguards");
         const steps = adoptStack(groupId, RULES);
         await up(steps);
         const err = await up(adoptStack(groupId, RULES)).then(() => null, (e: Error) => e);
         assert.match(String(err?.message), new RegExp(`security group ${groupId} already holds hostguard's inbound rules.*run up again`));
 
-        const allowAll = await account.group(ALLOW_ALL, "default");
-        const hostguard = await account.group([], "hostguard");
-        const host = await account.instance([hostguard, allowAll]);
-        const refused = await up(createStack(host.instanceId, account.vpcId, [hostguard])).then(() => null, (e: Error) => e);
+        const allowAll = await aws.account.group(ALLOW_ALL, "default");
+        const hostguard = await aws.account.group([], "hostguard");
+        const host = await aws.account.instance([hostguard, allowAll]);
+        const refused = await up(createStack(host.instanceId, aws.account.vpcId, [hostguard])).then(() => null, (e: Error) => e);
         assert.match(String(refused?.message), new RegExp(`network interface ${host.networkInterfaceId} of instance ${host.instanceId} already carries hostguard's group ${hostguard}`));
-        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [hostguard, allowAll].sort(), "nothing changed");
+        assert.deepEqual(await aws.account.groupsOn(host.networkInterfaceId), [hostguard, allowAll].sort(), "nothing changed");
     });
 });
 
-/** Runs F with console.warn captured: its lines. */
-async function warningsOf(f: () => Promise<unknown>): Promise<string[]> {
-    const warnings: string[] = [];
-    const warn = console.warn;
-    console.warn = (m: string) => warnings.push(m);
-    try {
-        await f();
-    } finally {
-        console.warn = warn;
-    }
-    return warnings;
-}
-
 describe("issue 41: an up killed after its first EC2 change, then destroy with no up between", () => {
     it("adopt: the record's delete puts every original rule back (the pending create is not in the state)", async () => {
-        const groupId = await account.group(messyIngress(await account.group(), await account.prefixList()), "killed-destroy");
-        const before = await account.snapshot(groupId);
+        const groupId = await aws.account.group(messyIngress(await aws.account.group(), await aws.account.prefixList()), "killed-destroy");
+        const before = await aws.account.snapshot(groupId);
         const cp = await killedUp({ stack: "adopt", groupId, ingress: RULES });
         assert.deepEqual(Object.keys(cp), ["record"]);
-        assert.notDeepEqual(await account.snapshot(groupId), before, "the first change reached EC2");
+        assert.notDeepEqual(await aws.account.snapshot(groupId), before, "the first change reached EC2");
         const warnings = await warningsOf(() => destroy(adoptStack(groupId, RULES), cp));
-        assert.deepEqual(await account.snapshot(groupId), before, "every original rule is back");
+        assert.deepEqual(await aws.account.snapshot(groupId), before, "every original rule is back");
         assert.ok(warnings.some((w) => w.includes(`security group ${groupId} was still changed by hostguard`)), warnings.join("\n"));
     });
 
     it("create path: the record's delete gives the changed interface its groups back and leaves the unchanged one alone", async () => {
-        const allowAll = await account.group(ALLOW_ALL, "default");
-        const web = await account.group([], "web");
-        const hostguard = await account.group([], "hostguard");
-        const host = await account.instance([allowAll]);
-        const second = await account.secondaryInterface(host.instanceId, [allowAll, web]);
-        const cp = await killedUp({ stack: "create", instanceId: host.instanceId, vpcId: account.vpcId, groups: [hostguard] });
+        const allowAll = await aws.account.group(ALLOW_ALL, "default");
+        const web = await aws.account.group([], "web");
+        const hostguard = await aws.account.group([], "hostguard");
+        const host = await aws.account.instance([allowAll]);
+        const second = await aws.account.secondaryInterface(host.instanceId, [allowAll, web]);
+        const cp = await killedUp({ stack: "create", instanceId: host.instanceId, vpcId: aws.account.vpcId, groups: [hostguard] });
         assert.deepEqual(Object.keys(cp), ["record"]);
-        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [hostguard]);
-        useEndpoint(proxy.endpoint);
-        proxy.calls.length = 0;
-        await destroy(createStack(host.instanceId, account.vpcId, [hostguard]), cp);
-        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
-        assert.deepEqual(await account.groupsOn(second), [allowAll, web].sort());
-        assert.deepEqual(proxy.calls.filter((c) => CHANGES.includes(c)), ["ModifyNetworkInterfaceAttribute"], "only the changed interface is set");
-        await account.client.send(new DeleteSecurityGroupCommand({ GroupId: hostguard }));
+        assert.deepEqual(await aws.account.groupsOn(host.networkInterfaceId), [hostguard]);
+        useEndpoint(aws.proxy.endpoint);
+        aws.proxy.calls.length = 0;
+        await destroy(createStack(host.instanceId, aws.account.vpcId, [hostguard]), cp);
+        assert.deepEqual(await aws.account.groupsOn(host.networkInterfaceId), [allowAll]);
+        assert.deepEqual(await aws.account.groupsOn(second), [allowAll, web].sort());
+        assert.deepEqual(aws.proxy.calls.filter((c) => CHANGES.includes(c)), ["ModifyNetworkInterfaceAttribute"], "only the changed interface is set");
+        await aws.account.client.send(new DeleteSecurityGroupCommand({ GroupId: hostguard }));
     });
 
     it("create path, instance terminated before destroy: destroy succeeds and names each interface it could not restore, nothing secret", async () => {
-        const allowAll = await account.group(ALLOW_ALL, "default");
-        const hostguard = await account.group([], "hostguard");
-        const host = await account.instance([allowAll]);
-        const cp = await killedUp({ stack: "create", instanceId: host.instanceId, vpcId: account.vpcId, groups: [hostguard] });
-        await account.terminate(host.instanceId);
+        const allowAll = await aws.account.group(ALLOW_ALL, "default");
+        const hostguard = await aws.account.group([], "hostguard");
+        const host = await aws.account.instance([allowAll]);
+        const cp = await killedUp({ stack: "create", instanceId: host.instanceId, vpcId: aws.account.vpcId, groups: [hostguard] });
+        await aws.account.terminate(host.instanceId);
         process.env.AWS_SECRET_ACCESS_KEY = "sentinel-secret-key-41";
-        const warnings = await warningsOf(() => destroy(createStack(host.instanceId, account.vpcId, [hostguard]), cp));
+        const warnings = await warningsOf(() => destroy(createStack(host.instanceId, aws.account.vpcId, [hostguard]), cp));
         assert.ok(warnings.some((w) => w.includes(`network interface ${host.networkInterfaceId} of ${host.instanceId} no longer exists`)
             && w.includes(`its groups before hostguard (${allowAll}) were not restored`)), warnings.join("\n"));
         assert.ok(!warnings.join("\n").includes("sentinel-secret-key-41"));
     });
 
     it("after a complete up, destroy's record delete sends no change (the enforcing resource already restored)", async () => {
-        const groupId = await account.group(messyIngress(await account.group(), await account.prefixList()), "full-destroy");
-        const before = await account.snapshot(groupId);
+        const groupId = await aws.account.group(messyIngress(await aws.account.group(), await aws.account.prefixList()), "full-destroy");
+        const before = await aws.account.snapshot(groupId);
         const steps = adoptStack(groupId, RULES);
         const cp = await up(steps);
         const deleteIngress = adoptedDelete(steps, cp);
         await deleteIngress();
-        useEndpoint(proxy.endpoint);
-        proxy.calls.length = 0;
+        useEndpoint(aws.proxy.endpoint);
+        aws.proxy.calls.length = 0;
         const warnings = await warningsOf(() => destroy(steps, cp));
-        assert.deepEqual(proxy.calls.filter((c) => CHANGES.includes(c)), [], "nothing is sent");
+        assert.deepEqual(aws.proxy.calls.filter((c) => CHANGES.includes(c)), [], "nothing is sent");
         assert.deepEqual(warnings, []);
-        assert.deepEqual(await account.snapshot(groupId), before);
+        assert.deepEqual(await aws.account.snapshot(groupId), before);
     });
 });
 
@@ -208,26 +176,26 @@ describe("destroy after the group or interface is gone: what was not restored is
     const notRestored = (warnings: string[]) => warnings.filter((w) => /were not restored|are left as they are/.test(w));
 
     it("adopt: the group deleted after a complete up: one line, from the record's delete", async () => {
-        const groupId = await account.group([], "deleted-adopted");
+        const groupId = await aws.account.group([], "deleted-adopted");
         const steps = adoptStack(groupId, RULES);
         const cp = await up(steps);
-        await account.client.send(new DeleteSecurityGroupCommand({ GroupId: groupId }));
+        await aws.account.client.send(new DeleteSecurityGroupCommand({ GroupId: groupId }));
         const warnings = await warningsOf(() => destroy(steps, cp));
         assert.deepEqual(notRestored(warnings), [`hostguard: security group ${groupId} no longer exists; its recorded inbound rules were not restored`], warnings.join("\n"));
         assert.deepEqual(cp, {}, "both resources leave the state");
     });
 
     it("create path: the instance terminated after a complete up: one line", async () => {
-        const allowAll = await account.group(ALLOW_ALL, "default");
-        const hostguard = await account.group([], "hostguard");
-        const host = await account.instance([allowAll]);
-        const steps = createStack(host.instanceId, account.vpcId, [hostguard]);
+        const allowAll = await aws.account.group(ALLOW_ALL, "default");
+        const hostguard = await aws.account.group([], "hostguard");
+        const host = await aws.account.instance([allowAll]);
+        const steps = createStack(host.instanceId, aws.account.vpcId, [hostguard]);
         const cp = await up(steps);
-        await account.terminate(host.instanceId);
+        await aws.account.terminate(host.instanceId);
         const warnings = await warningsOf(() => destroy(steps, cp));
         assert.equal(notRestored(warnings).length, 1, warnings.join("\n"));
         assert.match(notRestored(warnings)[0], new RegExp(`network interface ${host.networkInterfaceId} of ${host.instanceId} no longer exists.*\\(${allowAll}\\) were not restored`));
-        await account.client.send(new DeleteSecurityGroupCommand({ GroupId: hostguard }));
+        await aws.account.client.send(new DeleteSecurityGroupCommand({ GroupId: hostguard }));
     });
 });
 
@@ -241,27 +209,27 @@ function adoptedDelete(steps: ReturnType<typeof adoptStack>, cp: Checkpoint): ()
 
 describe("a change EC2 applied whose answer was lost (fault proxy: forwarded, then 503)", () => {
     it("adopt: the authorize's retry is refused as a duplicate; the rule shows, so the up goes on; destroy restores", async () => {
-        const groupId = await account.group(messyIngress(await account.group(), await account.prefixList()), "lost-answer");
-        const before = await account.snapshot(groupId);
-        useEndpoint(proxy.endpoint);
+        const groupId = await aws.account.group(messyIngress(await aws.account.group(), await aws.account.prefixList()), "lost-answer");
+        const before = await aws.account.snapshot(groupId);
+        useEndpoint(aws.proxy.endpoint);
         // The first authorize of this test (the proxy's count includes the earlier tests').
         let lost = false;
-        proxy.rule = (action) => (action === "AuthorizeSecurityGroupIngress" && !lost ? (lost = true, "lose") : false);
+        aws.proxy.rule = (action) => (action === "AuthorizeSecurityGroupIngress" && !lost ? (lost = true, "lose") : false);
         const steps = adoptStack(groupId, RULES);
         const cp = await up(steps);
-        assert.ok(proxy.calls.includes("!AuthorizeSecurityGroupIngress"));
-        assert.deepEqual(await account.ingress(groupId), wantedLines(RULES));
+        assert.ok(aws.proxy.calls.includes("!AuthorizeSecurityGroupIngress"));
+        assert.deepEqual(await aws.account.ingress(groupId), wantedLines(RULES));
         await destroy(steps, cp);
-        assert.deepEqual(await account.snapshot(groupId), before);
+        assert.deepEqual(await aws.account.snapshot(groupId), before);
     });
 
     it("adopt: when the read after it fails too, the failure counts as changed: the state keeps the resource and destroy restores", async () => {
-        const groupId = await account.group(messyIngress(await account.group(), await account.prefixList()), "lost-unread");
-        const before = await account.snapshot(groupId);
-        useEndpoint(proxy.endpoint);
+        const groupId = await aws.account.group(messyIngress(await aws.account.group(), await aws.account.prefixList()), "lost-unread");
+        const before = await aws.account.snapshot(groupId);
+        useEndpoint(aws.proxy.endpoint);
         process.env.AWS_MAX_ATTEMPTS = "1";
         let lost = false;
-        proxy.rule = (action) => {
+        aws.proxy.rule = (action) => {
             if (action === "AuthorizeSecurityGroupIngress" && !lost) {
                 lost = true;
                 return "lose";
@@ -273,35 +241,35 @@ describe("a change EC2 applied whose answer was lost (fault proxy: forwarded, th
         const err = await up(steps, cp).then(() => null, (e) => e);
         assert.match(String(err?.message), /changing the inbound rules of .* failed/);
         assert.equal(err.id, groupId, "an initialization failure: the engine keeps the resource");
-        proxy.rule = () => false;
+        aws.proxy.rule = () => false;
         await destroy(steps, cp);
-        assert.deepEqual(await account.snapshot(groupId), before, "hostguard's authorized rules are gone again");
+        assert.deepEqual(await aws.account.snapshot(groupId), before, "hostguard's authorized rules are gone again");
     });
 
     it("create path: a modify applied and unanswered on every try reads back as done; destroy restores", async () => {
-        const allowAll = await account.group(ALLOW_ALL, "default");
-        const hostguard = await account.group([], "hostguard");
-        const host = await account.instance([allowAll]);
-        useEndpoint(proxy.endpoint);
+        const allowAll = await aws.account.group(ALLOW_ALL, "default");
+        const hostguard = await aws.account.group([], "hostguard");
+        const host = await aws.account.instance([allowAll]);
+        useEndpoint(aws.proxy.endpoint);
         process.env.AWS_MAX_ATTEMPTS = "2";
-        proxy.rule = (action) => (action === "ModifyNetworkInterfaceAttribute" ? "lose" : false);
-        const steps = createStack(host.instanceId, account.vpcId, [hostguard]);
+        aws.proxy.rule = (action) => (action === "ModifyNetworkInterfaceAttribute" ? "lose" : false);
+        const steps = createStack(host.instanceId, aws.account.vpcId, [hostguard]);
         const cp = await up(steps);
-        assert.ok(proxy.calls.includes("!ModifyNetworkInterfaceAttribute"));
-        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [hostguard]);
-        proxy.rule = () => false;
+        assert.ok(aws.proxy.calls.includes("!ModifyNetworkInterfaceAttribute"));
+        assert.deepEqual(await aws.account.groupsOn(host.networkInterfaceId), [hostguard]);
+        aws.proxy.rule = () => false;
         await destroy(steps, cp);
-        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
+        assert.deepEqual(await aws.account.groupsOn(host.networkInterfaceId), [allowAll]);
     });
 
     it("create path: a lost modify whose read-back fails counts as changed; destroy takes hostguard's group off", async () => {
-        const allowAll = await account.group(ALLOW_ALL, "default");
-        const hostguard = await account.group([], "hostguard");
-        const host = await account.instance([allowAll]);
-        useEndpoint(proxy.endpoint);
+        const allowAll = await aws.account.group(ALLOW_ALL, "default");
+        const hostguard = await aws.account.group([], "hostguard");
+        const host = await aws.account.instance([allowAll]);
+        useEndpoint(aws.proxy.endpoint);
         process.env.AWS_MAX_ATTEMPTS = "1";
         let lost = false;
-        proxy.rule = (action) => {
+        aws.proxy.rule = (action) => {
             if (action === "ModifyNetworkInterfaceAttribute" && !lost) {
                 lost = true;
                 return "lose";
@@ -309,87 +277,73 @@ describe("a change EC2 applied whose answer was lost (fault proxy: forwarded, th
             return lost && action === "DescribeNetworkInterfaces";
         };
         const cp: Checkpoint = {};
-        const steps = createStack(host.instanceId, account.vpcId, [hostguard]);
+        const steps = createStack(host.instanceId, aws.account.vpcId, [hostguard]);
         const err = await up(steps, cp).then(() => null, (e) => e);
         assert.ok(err?.id, `an initialization failure: ${err?.message}`);
-        proxy.rule = () => false;
+        aws.proxy.rule = () => false;
         await destroy(steps, cp);
-        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
+        assert.deepEqual(await aws.account.groupsOn(host.networkInterfaceId), [allowAll]);
     });
 });
 
 describe("interfaces whose originals are gone, that outlive or leave their instance, or sit in another VPC", () => {
     it("every original group deleted meanwhile: destroy gives the interface the VPC's default group", async () => {
-        const temp = await account.group([], "temporary");
-        const hostguard = await account.group([], "hostguard");
-        const host = await account.instance([temp]);
-        const steps = createStack(host.instanceId, account.vpcId, [hostguard]);
+        const temp = await aws.account.group([], "temporary");
+        const hostguard = await aws.account.group([], "hostguard");
+        const host = await aws.account.instance([temp]);
+        const steps = createStack(host.instanceId, aws.account.vpcId, [hostguard]);
         const cp = await up(steps);
-        await account.client.send(new DeleteSecurityGroupCommand({ GroupId: temp }));
-        const warnings: string[] = [];
-        const warn = console.warn;
-        console.warn = (m: string) => warnings.push(m);
-        try {
-            await destroy(steps, cp);
-        } finally {
-            console.warn = warn;
-        }
-        const vpcDefault = (await account.client.send(new DescribeSecurityGroupsCommand({
-            Filters: [{ Name: "vpc-id", Values: [account.vpcId] }, { Name: "group-name", Values: ["default"] }],
+        await aws.account.client.send(new DeleteSecurityGroupCommand({ GroupId: temp }));
+        const warnings = await warningsOf(() => destroy(steps, cp));
+        const vpcDefault = (await aws.account.client.send(new DescribeSecurityGroupsCommand({
+            Filters: [{ Name: "vpc-id", Values: [aws.account.vpcId] }, { Name: "group-name", Values: ["default"] }],
         }))).SecurityGroups![0].GroupId!;
-        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [vpcDefault]);
-        assert.ok(warnings.some((w) => w.includes(`gets ${account.vpcId}'s default group ${vpcDefault}`)), warnings.join("\n"));
+        assert.deepEqual(await aws.account.groupsOn(host.networkInterfaceId), [vpcDefault]);
+        assert.ok(warnings.some((w) => w.includes(`gets ${aws.account.vpcId}'s default group ${vpcDefault}`)), warnings.join("\n"));
     });
 
     it("a terminated instance with a surviving secondary interface: refresh keeps it, destroy puts its groups back", async () => {
-        const allowAll = await account.group(ALLOW_ALL, "default");
-        const hostguard = await account.group([], "hostguard");
-        const host = await account.instance([allowAll]);
-        const second = await account.secondaryInterface(host.instanceId, [allowAll]);
-        const steps = createStack(host.instanceId, account.vpcId, [hostguard]);
+        const allowAll = await aws.account.group(ALLOW_ALL, "default");
+        const hostguard = await aws.account.group([], "hostguard");
+        const host = await aws.account.instance([allowAll]);
+        const second = await aws.account.secondaryInterface(host.instanceId, [allowAll]);
+        const steps = createStack(host.instanceId, aws.account.vpcId, [hostguard]);
         const cp = await up(steps);
-        await account.terminate(host.instanceId);
+        await aws.account.terminate(host.instanceId);
         await refresh(steps, cp);
         assert.deepEqual(Object.keys(cp.record?.outs.originals ?? {}), [second], "only the gone primary is dropped");
         assert.deepEqual(Object.keys(cp.interfaces?.outs.originals ?? {}), [second]);
-        assert.deepEqual(await account.groupsOn(second), [hostguard]);
+        assert.deepEqual(await aws.account.groupsOn(second), [hostguard]);
         await destroy(steps, cp);
-        assert.deepEqual(await account.groupsOn(second), [allowAll], "hostguard's group is off the detached interface");
+        assert.deepEqual(await aws.account.groupsOn(second), [allowAll], "hostguard's group is off the detached interface");
     });
 
     it("an interface moved to another instance is left as it is by destroy, with a warning; the others are restored", async () => {
-        const allowAll = await account.group(ALLOW_ALL, "default");
-        const hostguard = await account.group([], "hostguard");
-        const host = await account.instance([allowAll]);
-        const other = await account.instance([allowAll]);
-        const floating = await account.secondaryInterface(host.instanceId, [allowAll]);
-        const steps = createStack(host.instanceId, account.vpcId, [hostguard]);
+        const allowAll = await aws.account.group(ALLOW_ALL, "default");
+        const hostguard = await aws.account.group([], "hostguard");
+        const host = await aws.account.instance([allowAll]);
+        const other = await aws.account.instance([allowAll]);
+        const floating = await aws.account.secondaryInterface(host.instanceId, [allowAll]);
+        const steps = createStack(host.instanceId, aws.account.vpcId, [hostguard]);
         const cp = await up(steps);
-        await account.move(floating, other.instanceId);
-        await account.client.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: floating, Groups: [hostguard] }));
-        const warnings: string[] = [];
-        const warn = console.warn;
-        console.warn = (m: string) => warnings.push(m);
-        try {
-            await destroy(steps, cp);
-        } finally {
-            console.warn = warn;
-        }
-        assert.deepEqual(await account.groupsOn(floating), [hostguard], "the other server's interface is not opened");
+        await aws.account.move(floating, other.instanceId);
+        await aws.account.client.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: floating, Groups: [hostguard] }));
+        const warnings = await warningsOf(() => destroy(steps, cp));
+        assert.deepEqual(await aws.account.groupsOn(floating), [hostguard], "the other server's interface is not opened");
         // Said once: by the record's delete, not by the enforcing resource's too.
         assert.equal(warnings.filter((w) => w.includes(`${floating} moved from ${host.instanceId} to ${other.instanceId}`)).length, 1, warnings.join("\n"));
-        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
+        assert.deepEqual(await aws.account.groupsOn(host.networkInterfaceId), [allowAll]);
     });
 
     it("preview refuses an instance in another VPC than hostguard:vpcId (moto would accept the cross-VPC group EC2 refuses)", async () => {
-        const vpc = await account.client.send(new CreateVpcCommand({ CidrBlock: "10.9.0.0/16" }));
-        const subnet = await account.client.send(new CreateSubnetCommand({ VpcId: vpc.Vpc!.VpcId!, CidrBlock: "10.9.1.0/24" }));
-        const r = await account.client.send(new RunInstancesCommand({ ImageId: account.imageId, MinCount: 1, MaxCount: 1, SubnetId: subnet.Subnet!.SubnetId! }));
+        const vpc = await aws.account.client.send(new CreateVpcCommand({ CidrBlock: "10.9.0.0/16" }));
+        const subnet = await aws.account.client.send(new CreateSubnetCommand({ VpcId: vpc.Vpc!.VpcId!, CidrBlock: "10.9.1.0/24" }));
+        const r = await aws.account.client.send(new RunInstancesCommand({ ImageId: aws.account.imageId, MinCount: 1, MaxCount: 1, SubnetId: subnet.Subnet!.SubnetId! }));
         const instanceId = r.Instances![0].InstanceId!;
-        const hostguard = await account.group([], "hostguard");
-        const inputs: InterfaceGroupsState = { kind: "hostguard:interface-groups", region: REGION, instanceId, vpcId: account.vpcId, groups: [hostguard], ingress: RULES, originals: {} };
+        const hostguard = await aws.account.group([], "hostguard");
+        const inputs: InterfaceGroupsState = { kind: "hostguard:interface-groups", region: REGION, instanceId, vpcId: aws.account.vpcId, groups: [hostguard], ingress: RULES, originals: {} };
         const checked = await q.check({}, inputs);
         assert.equal(checked.failures![0]?.property, "vpcId");
-        assert.match(checked.failures![0].reason, new RegExp(`is in ${vpc.Vpc!.VpcId}, not in hostguard:vpcId ${account.vpcId}`));
+        assert.match(checked.failures![0].reason, new RegExp(`is in ${vpc.Vpc!.VpcId}, not in hostguard:vpcId ${aws.account.vpcId}`));
     });
 });

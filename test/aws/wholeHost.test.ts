@@ -5,7 +5,7 @@
 // The providers are called the way the engine calls them; what EC2 ends up
 // with is read by the test itself.
 import assert from "node:assert/strict";
-import { after, afterEach, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import {
     DeleteNetworkInterfaceCommand, DeleteSecurityGroupCommand, DescribeNetworkInterfacesCommand, DetachNetworkInterfaceCommand,
     ModifyNetworkInterfaceAttributeCommand, RevokeSecurityGroupIngressCommand,
@@ -13,86 +13,75 @@ import {
 import { ADOPTED_GROUP_KIND, adoptedGroupProvider, type AdoptedGroupState } from "../../components/adoptedGroup";
 import { INTERFACE_GROUPS_KIND, interfaceGroupsProvider, type InterfaceGroupsState } from "../../components/interfaceGroups";
 import { ec2Client, reconcileIngress, restoreIngress, wantedAtoms, type Ec2 } from "../../components/ec2Reconcile";
-import { ingressRules } from "../../components/securityGroup";
-import { adoptStack, createStack, destroy, refresh, up, type Checkpoint } from "./engine";
-import { startFaultProxy, type FaultProxy } from "./faultProxy";
-import { Account, messyIngress, wantedLines } from "./fixtures";
-import { REGION, startMoto, useEndpoint, type Moto } from "./moto";
+import { adoptStack, createStack, destroy, refresh, RULES, up, type Checkpoint } from "./engine";
+import { ALLOW_ALL, messyIngress, wantedLines } from "./fixtures";
+import { motoAccount, withFaultProxy } from "./harness";
+import { REGION, useEndpoint } from "./moto";
 
-let moto: Moto;
-let account: Account;
 const p = adoptedGroupProvider as Required<typeof adoptedGroupProvider>;
 const q = interfaceGroupsProvider as Required<typeof interfaceGroupsProvider>;
 
-before(async () => {
-    moto = await startMoto();
-    account = await Account.create(moto.client);
-});
-after(async () => {
-    await moto?.stop();
-});
+const aws = motoAccount();
 
-const RULES = ingressRules({ privateCidrs: ["10.0.0.0/8"], adminCidrs: ["203.0.113.0/24"] });
-const ALLOW_ALL = [{ IpProtocol: "-1", IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "allow all" }] }];
 const HTTP_ANYWHERE = [{ IpProtocol: "tcp", FromPort: 80, ToPort: 80, Ipv6Ranges: [{ CidrIpv6: "::/0", Description: "http v6" }] }];
 
 function adoptInputs(groupId: string, over: Partial<AdoptedGroupState> = {}): AdoptedGroupState {
     return { kind: ADOPTED_GROUP_KIND, region: REGION, groupId, ingress: RULES, stackInstanceIds: [], sharedInstances: [], original: [], ...over };
 }
 function interfaceInputs(instanceId: string, groups: string[]): InterfaceGroupsState {
-    return { kind: INTERFACE_GROUPS_KIND, region: REGION, instanceId, vpcId: account.vpcId, groups, ingress: RULES, originals: {} };
+    return { kind: INTERFACE_GROUPS_KIND, region: REGION, instanceId, vpcId: aws.account.vpcId, groups, ingress: RULES, originals: {} };
 }
 
 describe("create path: every interface of the instance", () => {
     it("a secondary interface with an Elastic IP ends with exactly [hostguard, kept] too, and both get their sets back", async () => {
-        const allowAll = await account.group(ALLOW_ALL, "default");
-        const web80 = await account.group(HTTP_ANYWHERE, "web80");
-        const lb = await account.group([], "lb");
-        const hostguard = await account.group([], "hostguard");
-        const host = await account.instance([allowAll]);
-        const second = await account.secondaryInterface(host.instanceId, [allowAll, web80]);
-        const steps = createStack(host.instanceId, account.vpcId, [hostguard, lb]);
+        const allowAll = await aws.account.group(ALLOW_ALL, "default");
+        const web80 = await aws.account.group(HTTP_ANYWHERE, "web80");
+        const lb = await aws.account.group([], "lb");
+        const hostguard = await aws.account.group([], "hostguard");
+        const host = await aws.account.instance([allowAll]);
+        const second = await aws.account.secondaryInterface(host.instanceId, [allowAll, web80]);
+        const steps = createStack(host.instanceId, aws.account.vpcId, [hostguard, lb]);
 
         const cp = await up(steps);
         assert.equal(cp.interfaces.id, `${host.instanceId}/${host.networkInterfaceId}`);
-        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [hostguard, lb].sort());
-        assert.deepEqual(await account.groupsOn(second), [hostguard, lb].sort(), "the secondary interface is closed too");
+        assert.deepEqual(await aws.account.groupsOn(host.networkInterfaceId), [hostguard, lb].sort());
+        assert.deepEqual(await aws.account.groupsOn(second), [hostguard, lb].sort(), "the secondary interface is closed too");
         assert.deepEqual(cp.record.outs.originals, { [host.networkInterfaceId]: [allowAll], [second]: [allowAll, web80] });
         assert.equal((await q.diff(cp.interfaces.id, cp.interfaces.outs, steps[1].inputs(cp))).changes, false);
 
         // A group put back by hand on the secondary interface only: the next up removes it.
-        await account.client.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: second, Groups: [hostguard, lb, allowAll] }));
+        await aws.account.client.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: second, Groups: [hostguard, lb, allowAll] }));
         assert.equal((await q.diff(cp.interfaces.id, cp.interfaces.outs, steps[1].inputs(cp))).changes, true);
         await up(steps, cp);
-        assert.deepEqual(await account.groupsOn(second), [hostguard, lb].sort());
+        assert.deepEqual(await aws.account.groupsOn(second), [hostguard, lb].sort());
 
         await destroy(steps, cp);
-        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
-        assert.deepEqual(await account.groupsOn(second), [allowAll, web80].sort());
+        assert.deepEqual(await aws.account.groupsOn(host.networkInterfaceId), [allowAll]);
+        assert.deepEqual(await aws.account.groupsOn(second), [allowAll, web80].sort());
     });
 
     it("an interface attached after the first up is recorded when first seen and restored on destroy", async () => {
-        const allowAll = await account.group(ALLOW_ALL, "default");
-        const hostguard = await account.group([], "hostguard");
-        const host = await account.instance([allowAll]);
-        const steps = createStack(host.instanceId, account.vpcId, [hostguard]);
+        const allowAll = await aws.account.group(ALLOW_ALL, "default");
+        const hostguard = await aws.account.group([], "hostguard");
+        const host = await aws.account.instance([allowAll]);
+        const steps = createStack(host.instanceId, aws.account.vpcId, [hostguard]);
         const cp = await up(steps);
-        const second = await account.secondaryInterface(host.instanceId, [allowAll]);
+        const second = await aws.account.secondaryInterface(host.instanceId, [allowAll]);
         assert.equal((await (steps[0].provider.diff!)(cp.record.id, cp.record.outs, steps[0].inputs(cp))).changes, true,
             "a plain preview sees the new interface (the record updates first)");
         await up(steps, cp);
-        assert.deepEqual(await account.groupsOn(second), [hostguard]);
+        assert.deepEqual(await aws.account.groupsOn(second), [hostguard]);
         assert.deepEqual(cp.record.outs.originals[second], [allowAll]);
         await destroy(steps, cp);
-        assert.deepEqual(await account.groupsOn(second), [allowAll]);
-        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
+        assert.deepEqual(await aws.account.groupsOn(second), [allowAll]);
+        assert.deepEqual(await aws.account.groupsOn(host.networkInterfaceId), [allowAll]);
     });
 
     it("preview refuses a kept group that lets more than 443 in from anywhere, naming group, rule and interface", async () => {
-        const keptAllowAll = await account.group(ALLOW_ALL, "kept-open");
-        const keptFine = await account.group([{ IpProtocol: "tcp", FromPort: 443, ToPort: 443, IpRanges: [{ CidrIp: "0.0.0.0/0" }] },
+        const keptAllowAll = await aws.account.group(ALLOW_ALL, "kept-open");
+        const keptFine = await aws.account.group([{ IpProtocol: "tcp", FromPort: 443, ToPort: 443, IpRanges: [{ CidrIp: "0.0.0.0/0" }] },
             { IpProtocol: "tcp", FromPort: 9000, ToPort: 9000, IpRanges: [{ CidrIp: "10.0.0.0/8" }] }], "kept-fine");
-        const host = await account.instance([keptFine]);
+        const host = await aws.account.instance([keptFine]);
         const refused = await q.check({}, interfaceInputs(host.instanceId, ["04da6b54-80e4-46f7-96ec-b56ff0331ba9", keptFine, keptAllowAll]));
         assert.equal(refused.failures!.length, 1);
         assert.equal(refused.failures![0].property, "groups");
@@ -113,12 +102,12 @@ describe("create path: every interface of the instance", () => {
 
 describe("adopt path: every other group on every interface is read", () => {
     it("preview refuses a second group on the interface (launch-wizard allow-all) and a port-80 group on a secondary interface", async () => {
-        const adopted = await account.group(messyIngress(await account.group(), await account.prefixList()), "adopted");
-        const wizard = await account.group(ALLOW_ALL, "launch-wizard-1");
-        const web80 = await account.group(HTTP_ANYWHERE, "web80");
-        const host = await account.instance([adopted, wizard]);
-        const second = await account.secondaryInterface(host.instanceId, [web80]);
-        const before = await account.snapshot(adopted);
+        const adopted = await aws.account.group(messyIngress(await aws.account.group(), await aws.account.prefixList()), "adopted");
+        const wizard = await aws.account.group(ALLOW_ALL, "launch-wizard-1");
+        const web80 = await aws.account.group(HTTP_ANYWHERE, "web80");
+        const host = await aws.account.instance([adopted, wizard]);
+        const second = await aws.account.secondaryInterface(host.instanceId, [web80]);
+        const before = await aws.account.snapshot(adopted);
 
         const r = await p.check({}, adoptInputs(adopted, { stackInstanceIds: [host.instanceId] }));
         assert.equal(r.failures!.length, 1, JSON.stringify(r.failures));
@@ -129,11 +118,11 @@ describe("adopt path: every other group on every interface is read", () => {
         assert.match(reason, /reachable from anywhere on tcp 443, all traffic, tcp 80/);
         assert.deepEqual(r.inputs.worldReachable, { [host.instanceId]: ["all traffic", "tcp 443", "tcp 80"] }, "what preview shows");
         assert.doesNotMatch(reason, new RegExp(`group ${adopted}`), "the adopted group's own rules are hostguard's to change, not a refusal");
-        assert.deepEqual(await account.snapshot(adopted), before, "a preview changes nothing");
+        assert.deepEqual(await aws.account.snapshot(adopted), before, "a preview changes nothing");
 
         // Once the other groups are closed, preview passes.
-        await account.client.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: host.networkInterfaceId, Groups: [adopted] }));
-        await account.client.send(new RevokeSecurityGroupIngressCommand({ GroupId: web80, IpPermissions: HTTP_ANYWHERE }));
+        await aws.account.client.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: host.networkInterfaceId, Groups: [adopted] }));
+        await aws.account.client.send(new RevokeSecurityGroupIngressCommand({ GroupId: web80, IpPermissions: HTTP_ANYWHERE }));
         const passed = await p.check({}, adoptInputs(adopted, { stackInstanceIds: [host.instanceId] }));
         assert.deepEqual(passed.failures, []);
         assert.deepEqual(passed.inputs.worldReachable, { [host.instanceId]: ["tcp 443"] }, "after the up, only 443 from anywhere");
@@ -142,12 +131,12 @@ describe("adopt path: every other group on every interface is read", () => {
 
 describe("open to the world by the union rule (issue 33), on every stack instance", () => {
     it("adopt: SSH to 0.0.0.0/1 + 128.0.0.0/1 on a second group and everything to ::/1 + 8000::/1 on a secondary interface are refused", async () => {
-        const adopted = await account.group([], "adopted");
-        const halves = await account.group([{ IpProtocol: "tcp", FromPort: 22, ToPort: 22, IpRanges: [{ CidrIp: "0.0.0.0/1" }, { CidrIp: "128.0.0.0/1" }] }], "halves");
-        const v6a = await account.group([{ IpProtocol: "-1", Ipv6Ranges: [{ CidrIpv6: "::/1" }] }], "v6-low");
-        const v6b = await account.group([{ IpProtocol: "-1", Ipv6Ranges: [{ CidrIpv6: "8000::/1" }] }], "v6-high");
-        const host = await account.instance([adopted, halves]);
-        const second = await account.secondaryInterface(host.instanceId, [v6a, v6b]);
+        const adopted = await aws.account.group([], "adopted");
+        const halves = await aws.account.group([{ IpProtocol: "tcp", FromPort: 22, ToPort: 22, IpRanges: [{ CidrIp: "0.0.0.0/1" }, { CidrIp: "128.0.0.0/1" }] }], "halves");
+        const v6a = await aws.account.group([{ IpProtocol: "-1", Ipv6Ranges: [{ CidrIpv6: "::/1" }] }], "v6-low");
+        const v6b = await aws.account.group([{ IpProtocol: "-1", Ipv6Ranges: [{ CidrIpv6: "8000::/1" }] }], "v6-high");
+        const host = await aws.account.instance([adopted, halves]);
+        const second = await aws.account.secondaryInterface(host.instanceId, [v6a, v6b]);
         const r = await p.check({}, adoptInputs(adopted, { stackInstanceIds: [host.instanceId] }));
         assert.equal(r.failures!.length, 1, JSON.stringify(r.failures));
         const reason = r.failures![0].reason;
@@ -158,24 +147,24 @@ describe("open to the world by the union rule (issue 33), on every stack instanc
     });
 
     it("adopt: SSH from a /16 on a second group is refused together with hostguard's own SSH sources (a /16 plus a /24 is beyond the limit)", async () => {
-        const adopted = await account.group([], "adopted");
-        const wide16 = await account.group([{ IpProtocol: "tcp", FromPort: 22, ToPort: 22, IpRanges: [{ CidrIp: "198.18.0.0/16" }] }], "wide16");
-        const host = await account.instance([adopted, wide16]);
+        const adopted = await aws.account.group([], "adopted");
+        const wide16 = await aws.account.group([{ IpProtocol: "tcp", FromPort: 22, ToPort: 22, IpRanges: [{ CidrIp: "198.18.0.0/16" }] }], "wide16");
+        const host = await aws.account.instance([adopted, wide16]);
         const r = await p.check({}, adoptInputs(adopted, { stackInstanceIds: [host.instanceId] }));
         assert.match(r.failures![0]?.reason ?? "", new RegExp(`group ${wide16} .* lets in tcp 22 from 198.18.0.0/16`));
     });
 
     it("adopt: an instance of the stack that does not carry the adopted group is refused, naming it", async () => {
-        const adopted = await account.group([], "adopted");
-        const other = await account.group([], "other");
-        const host = await account.instance([other]);
+        const adopted = await aws.account.group([], "adopted");
+        const other = await aws.account.group([], "other");
+        const host = await aws.account.instance([other]);
         const r = await p.check({}, adoptInputs(adopted, { stackInstanceIds: [host.instanceId] }));
         assert.match(r.failures![0]?.reason ?? "", new RegExp(`instance ${host.instanceId} .*does not carry the adopted group ${adopted}`));
     });
 
     it("create path: a kept group opening SSH to both halves of the internet is refused", async () => {
-        const halves = await account.group([{ IpProtocol: "tcp", FromPort: 22, ToPort: 22, IpRanges: [{ CidrIp: "0.0.0.0/1" }, { CidrIp: "128.0.0.0/1" }] }], "kept-halves");
-        const host = await account.instance([halves]);
+        const halves = await aws.account.group([{ IpProtocol: "tcp", FromPort: 22, ToPort: 22, IpRanges: [{ CidrIp: "0.0.0.0/1" }, { CidrIp: "128.0.0.0/1" }] }], "kept-halves");
+        const host = await aws.account.instance([halves]);
         const r = await q.check({}, interfaceInputs(host.instanceId, ["sg-00000000", halves]));
         assert.equal(r.failures![0]?.property, "groups");
         assert.match(r.failures![0].reason, /reachable from anywhere on tcp 443, tcp 22/);
@@ -183,22 +172,10 @@ describe("open to the world by the union rule (issue 33), on every stack instanc
 });
 
 describe("nothing to restore is lost when a call fails after the change (fault-injecting proxy)", () => {
-    let proxy: FaultProxy;
-    before(async () => {
-        proxy = await startFaultProxy(moto.endpoint);
-    });
-    afterEach(() => {
-        proxy.rule = () => false;
-        useEndpoint(moto.endpoint);
-        delete process.env.AWS_MAX_ATTEMPTS;
-        delete process.env.HOSTGUARD_READBACK_TRIES;
-    });
-    after(async () => {
-        await proxy?.stop();
-    });
+        withFaultProxy(aws);
     const throttleAfter = (change: string, reads: string) => {
         let changed = false;
-        proxy.rule = (action) => {
+        aws.proxy.rule = (action) => {
             if (action === change) {
                 changed = true;
             }
@@ -206,14 +183,14 @@ describe("nothing to restore is lost when a call fails after the change (fault-i
         };
     };
     const viaProxy = () => {
-        useEndpoint(proxy.endpoint);
+        useEndpoint(aws.proxy.endpoint);
         process.env.AWS_MAX_ATTEMPTS = "2";
         process.env.HOSTGUARD_READBACK_TRIES = "2";
     };
 
     it("adopt: a throttled read-back after the rules changed keeps the resource; the next up and destroy restore the true original", async () => {
-        const groupId = await account.group(messyIngress(await account.group(), await account.prefixList()), "throttled");
-        const before = await account.snapshot(groupId);
+        const groupId = await aws.account.group(messyIngress(await aws.account.group(), await aws.account.prefixList()), "throttled");
+        const before = await aws.account.snapshot(groupId);
         const steps = adoptStack(groupId, RULES);
         const cp: Checkpoint = {};
         viaProxy();
@@ -223,21 +200,21 @@ describe("nothing to restore is lost when a call fails after the change (fault-i
         assert.match(err.message, /RequestLimitExceeded|Request limit exceeded/);
         assert.equal(err.id, groupId, "the error carries the id: the engine keeps the resource");
         assert.equal(cp.ingress.outs.original.length, before.ingress.length, "and the original rules");
-        assert.ok(proxy.calls.includes("!DescribeSecurityGroups"));
+        assert.ok(aws.proxy.calls.includes("!DescribeSecurityGroups"));
 
-        proxy.rule = () => false;
+        aws.proxy.rule = () => false;
         await up(steps, cp);
-        assert.deepEqual(await account.ingress(groupId), wantedLines(RULES));
+        assert.deepEqual(await aws.account.ingress(groupId), wantedLines(RULES));
         await destroy(steps, cp);
-        assert.deepEqual(await account.snapshot(groupId), before, "the real original is back, not hostguard's rules");
+        assert.deepEqual(await aws.account.snapshot(groupId), before, "the real original is back, not hostguard's rules");
     });
 
     it("create path: a throttled read-back after the interfaces changed keeps the resource; destroy restores every interface", async () => {
-        const allowAll = await account.group(ALLOW_ALL, "default");
-        const hostguard = await account.group([], "hostguard");
-        const host = await account.instance([allowAll]);
-        const second = await account.secondaryInterface(host.instanceId, [allowAll]);
-        const steps = createStack(host.instanceId, account.vpcId, [hostguard]);
+        const allowAll = await aws.account.group(ALLOW_ALL, "default");
+        const hostguard = await aws.account.group([], "hostguard");
+        const host = await aws.account.instance([allowAll]);
+        const second = await aws.account.secondaryInterface(host.instanceId, [allowAll]);
+        const steps = createStack(host.instanceId, aws.account.vpcId, [hostguard]);
         const cp: Checkpoint = {};
         viaProxy();
         throttleAfter("ModifyNetworkInterfaceAttribute", "DescribeNetworkInterfaces");
@@ -246,81 +223,81 @@ describe("nothing to restore is lost when a call fails after the change (fault-i
         assert.equal(err.id, `${host.instanceId}/${host.networkInterfaceId}`);
         assert.deepEqual(cp.interfaces.outs.originals, { [host.networkInterfaceId]: [allowAll], [second]: [allowAll] });
 
-        proxy.rule = () => false;
+        aws.proxy.rule = () => false;
         await up(steps, cp);
-        assert.deepEqual(await account.groupsOn(second), [hostguard]);
+        assert.deepEqual(await aws.account.groupsOn(second), [hostguard]);
         await destroy(steps, cp);
-        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
-        assert.deepEqual(await account.groupsOn(second), [allowAll]);
+        assert.deepEqual(await aws.account.groupsOn(host.networkInterfaceId), [allowAll]);
+        assert.deepEqual(await aws.account.groupsOn(second), [allowAll]);
     });
 
     it("a throttle the SDK's retries absorb is no failure (adaptive retries, more attempts)", async () => {
-        const groupId = await account.group(HTTP_ANYWHERE, "retried");
-        useEndpoint(proxy.endpoint);
-        proxy.rule = (action, n) => action === "DescribeSecurityGroups" && n % 2 === 1;
+        const groupId = await aws.account.group(HTTP_ANYWHERE, "retried");
+        useEndpoint(aws.proxy.endpoint);
+        aws.proxy.rule = (action, n) => action === "DescribeSecurityGroups" && n % 2 === 1;
         const steps = adoptStack(groupId, RULES);
         const cp = await up(steps);
         assert.equal(cp.ingress.id, groupId);
-        assert.ok(proxy.calls.filter((c) => c === "!DescribeSecurityGroups").length >= 1);
-        proxy.rule = () => false;
+        assert.ok(aws.proxy.calls.filter((c) => c === "!DescribeSecurityGroups").length >= 1);
+        aws.proxy.rule = () => false;
         await destroy(steps, cp);
     });
 });
 
 describe("instances and groups that come and go", () => {
     it("create path: an instance gone with all its interfaces drops both resources on refresh, and destroy succeeds", async () => {
-        const allowAll = await account.group(ALLOW_ALL, "default");
-        const hostguard = await account.group([], "hostguard");
-        const host = await account.instance([allowAll]);
-        const second = await account.secondaryInterface(host.instanceId, [allowAll]);
-        const steps = createStack(host.instanceId, account.vpcId, [hostguard]);
+        const allowAll = await aws.account.group(ALLOW_ALL, "default");
+        const hostguard = await aws.account.group([], "hostguard");
+        const host = await aws.account.instance([allowAll]);
+        const second = await aws.account.secondaryInterface(host.instanceId, [allowAll]);
+        const steps = createStack(host.instanceId, aws.account.vpcId, [hostguard]);
         const cp = await up(steps);
         // The secondary interface is detached and deleted first, then the instance goes.
-        await account.client.send(new DetachNetworkInterfaceCommand({ AttachmentId: (await account.client.send(new DescribeNetworkInterfacesCommand({ NetworkInterfaceIds: [second] }))).NetworkInterfaces![0].Attachment!.AttachmentId! }));
-        await account.client.send(new DeleteNetworkInterfaceCommand({ NetworkInterfaceId: second }));
-        await account.terminate(host.instanceId);
+        await aws.account.client.send(new DetachNetworkInterfaceCommand({ AttachmentId: (await aws.account.client.send(new DescribeNetworkInterfacesCommand({ NetworkInterfaceIds: [second] }))).NetworkInterfaces![0].Attachment!.AttachmentId! }));
+        await aws.account.client.send(new DeleteNetworkInterfaceCommand({ NetworkInterfaceId: second }));
+        await aws.account.terminate(host.instanceId);
         await refresh(steps, cp);
         assert.deepEqual(Object.keys(cp), [], "refresh drops both");
         await destroy(steps, cp);
     });
 
     it("create path: an original group deleted meanwhile is skipped, the others restored", async () => {
-        const allowAll = await account.group(ALLOW_ALL, "default");
-        const temp = await account.group([], "temporary");
-        const hostguard = await account.group([], "hostguard");
-        const host = await account.instance([allowAll, temp]);
-        const steps = createStack(host.instanceId, account.vpcId, [hostguard]);
+        const allowAll = await aws.account.group(ALLOW_ALL, "default");
+        const temp = await aws.account.group([], "temporary");
+        const hostguard = await aws.account.group([], "hostguard");
+        const host = await aws.account.instance([allowAll, temp]);
+        const steps = createStack(host.instanceId, aws.account.vpcId, [hostguard]);
         const cp = await up(steps);
-        await account.client.send(new DeleteSecurityGroupCommand({ GroupId: temp }));
+        await aws.account.client.send(new DeleteSecurityGroupCommand({ GroupId: temp }));
         await destroy(steps, cp);
-        assert.deepEqual(await account.groupsOn(host.networkInterfaceId), [allowAll]);
+        assert.deepEqual(await aws.account.groupsOn(host.networkInterfaceId), [allowAll]);
     });
 
     it("adopt path: a deleted group drops the resources on refresh, and destroy succeeds; a referenced group deleted is skipped", async () => {
-        const gone = await account.group([], "gone");
-        const referenced = await account.group([], "referenced");
-        const groupId = await account.group([
+        const gone = await aws.account.group([], "gone");
+        const referenced = await aws.account.group([], "referenced");
+        const groupId = await aws.account.group([
             { IpProtocol: "tcp", FromPort: 5432, ToPort: 5432, UserIdGroupPairs: [{ GroupId: referenced, Description: "db" }] },
             { IpProtocol: "tcp", FromPort: 22, ToPort: 22, IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "ssh" }] },
         ], "refs");
         const steps = adoptStack(groupId, RULES);
         const cp = await up(steps);
-        await account.client.send(new DeleteSecurityGroupCommand({ GroupId: referenced }));
+        await aws.account.client.send(new DeleteSecurityGroupCommand({ GroupId: referenced }));
         await destroy(steps, cp);
-        assert.deepEqual(await account.ingress(groupId), ['tcp 22-22 0.0.0.0/0 "ssh"']);
+        assert.deepEqual(await aws.account.ingress(groupId), ['tcp 22-22 0.0.0.0/0 "ssh"']);
 
         const steps2 = adoptStack(gone, RULES);
         const cp2 = await up(steps2);
-        await account.client.send(new DeleteSecurityGroupCommand({ GroupId: gone }));
+        await aws.account.client.send(new DeleteSecurityGroupCommand({ GroupId: gone }));
         await refresh(steps2, cp2);
         assert.deepEqual(Object.keys(cp2), []);
         await destroy(steps2, cp2);
     });
 
     it("adopt path: preview names a hosts[].instanceId that is terminated", async () => {
-        const groupId = await account.group([], "adopted");
-        const host = await account.instance([groupId]);
-        await account.terminate(host.instanceId);
+        const groupId = await aws.account.group([], "adopted");
+        const host = await aws.account.instance([groupId]);
+        await aws.account.terminate(host.instanceId);
         const r = await p.check({}, adoptInputs(groupId, { stackInstanceIds: [host.instanceId] }));
         assert.ok(r.failures!.some((f) => f.reason.includes(`instance ${host.instanceId} (a hosts[].instanceId) does not exist or is terminated`)));
     });
@@ -336,7 +313,7 @@ describe("no gap on 443", () => {
                 const out = await real.send(command);
                 const name = (command as object).constructor.name.replace(/Command$/, "");
                 if (!name.startsWith("Describe")) {
-                    const lines = await account.ingress(groupId);
+                    const lines = await aws.account.ingress(groupId);
                     const open = ["0.0.0.0/0", "::/0"].every((w) => lines.some((l) => l.startsWith(`tcp 443-443 ${w} `)));
                     calls.push(`${name}${open ? "" : " (443 CLOSED)"}`);
                 }
@@ -347,14 +324,14 @@ describe("no gap on 443", () => {
     }
 
     it("a description change is made in place and authorize comes before revoke: 443 is open after every call", async () => {
-        const groupId = await account.group([
+        const groupId = await aws.account.group([
             { IpProtocol: "tcp", FromPort: 443, ToPort: 443, IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "web" }], Ipv6Ranges: [{ CidrIpv6: "::/0", Description: "web6" }] },
             ...ALLOW_ALL, ...HTTP_ANYWHERE,
         ], "web");
         const { client, calls } = await recorded(groupId);
         await reconcileIngress(client, groupId, wantedAtoms(RULES));
         assert.deepEqual(calls, ["UpdateSecurityGroupRuleDescriptionsIngress", "AuthorizeSecurityGroupIngress", "RevokeSecurityGroupIngress"]);
-        assert.deepEqual(await account.ingress(groupId), wantedLines(RULES));
+        assert.deepEqual(await aws.account.ingress(groupId), wantedLines(RULES));
     });
 
     it("when EC2 counts the quota otherwise than planned, it starts again revoking what does not let 443 in first; 443 stays open", async () => {
@@ -365,15 +342,15 @@ describe("no gap on 443", () => {
             ...Array.from({ length: 39 }, (_, i) => ({ IpProtocol: "tcp", FromPort: 4000 + i, ToPort: 4000 + i, IpRanges: [{ CidrIp: `10.${i}.0.0/16` }] })),
             ...Array.from({ length: 19 }, (_, i) => ({ IpProtocol: "tcp", FromPort: 5000 + i, ToPort: 5000 + i, Ipv6Ranges: [{ CidrIpv6: `fd00:${i}::/32` }] })),
         ];
-        const groupId = await account.group(perms, "counted");
-        const before = await account.snapshot(groupId);
+        const groupId = await aws.account.group(perms, "counted");
+        const before = await aws.account.snapshot(groupId);
         const { client, calls } = await recorded(groupId);
         const r = await reconcileIngress(client, groupId, wantedAtoms(RULES));
         assert.deepEqual(calls, ["UpdateSecurityGroupRuleDescriptionsIngress", "RevokeSecurityGroupIngress", "AuthorizeSecurityGroupIngress"]);
-        assert.deepEqual(await account.ingress(groupId), wantedLines(RULES));
+        assert.deepEqual(await aws.account.ingress(groupId), wantedLines(RULES));
         assert.deepEqual(r.before.filter((a) => a.fromPort === 443).map((a) => a.description), ["web", "web6"], "the original is the first reading");
         await restoreIngress(ec2Client(REGION), groupId, r.before);
-        assert.deepEqual(await account.snapshot(groupId), before);
+        assert.deepEqual(await aws.account.snapshot(groupId), before);
     });
 
     it("at the 60-rule quota the revokes that do not let 443 in go first, and 443 stays open", async () => {
@@ -381,10 +358,10 @@ describe("no gap on 443", () => {
             { IpProtocol: "tcp", FromPort: 443, ToPort: 443, IpRanges: [{ CidrIp: "0.0.0.0/0", Description: "web" }], Ipv6Ranges: [{ CidrIpv6: "::/0", Description: "web6" }] },
             ...Array.from({ length: 58 }, (_, i) => ({ IpProtocol: "tcp", FromPort: 3000 + i, ToPort: 3000 + i, IpRanges: [{ CidrIp: `10.${i}.0.0/16` }] })),
         ];
-        const groupId = await account.group(perms, "full");
+        const groupId = await aws.account.group(perms, "full");
         const { client, calls } = await recorded(groupId);
         await reconcileIngress(client, groupId, wantedAtoms(RULES));
         assert.deepEqual(calls, ["UpdateSecurityGroupRuleDescriptionsIngress", "RevokeSecurityGroupIngress", "AuthorizeSecurityGroupIngress"]);
-        assert.deepEqual(await account.ingress(groupId), wantedLines(RULES));
+        assert.deepEqual(await aws.account.ingress(groupId), wantedLines(RULES));
     });
 });
