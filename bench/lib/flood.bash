@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Benchmark 11: a ban flood does not push out or delay a monitor alert
 # (issue 18). COUNT ban-tool messages are spooled in the ban tool's queue
-# (the texts of `hostguard-notify event ban`) while the chat service is
+# (the texts of the ban tool's ban message) while the chat service is
 # down, then one monitor alert (the host monitor's disk text); the receiver
 # comes back in `pace 1` mode (one message per second, 429 beyond) and
 # `hostguard-notify flush` runs until the spool is empty (at most 40 runs).

@@ -1,8 +1,8 @@
 """The notifier under concurrency, against the real HTTPS test receiver (loopback only).
 
 6 writers (3 monitors spooling alerts through delivery.send_alert, 3 ban
-tools running `hostguard-notify event ban`, each of which may fork a
-detached flush), 2 flushers running `hostguard-notify flush` over and over,
+tools spooling as the ban tool's action does, test/helpers/ban-event.py,
+each of which may start a detached flush), 2 flushers running `hostguard-notify flush` over and over,
 one of them killed with SIGKILL 3 times; the receiver in chaos mode (500,
 429, resets, hangs), then healthy. Afterwards every alert was delivered
 exactly once, and every ban message once or counted as dropped.
@@ -34,6 +34,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 NOTIFY = REPO / "scripts" / "hostguard-notify"
 HELPERS = REPO / "test" / "helpers"
+BAN_EVENT = HELPERS / "ban-event.py"
 NOTE = re.compile(r"\n\((\d+) ban-tool message\(s\) dropped while the chat service was unreachable\)$")
 WRITES = 12
 CHAOS_SECONDS = 15
@@ -120,7 +121,7 @@ def start_writers(env: dict[str, str]) -> list[subprocess.Popen[bytes]]:
     ]
     for w in range(3, 6):
         script = "; ".join(
-            f"timeout 20 {NOTIFY} event ban --jail j1 --ip 2001:db8::{w}:{i} --failures 1 --time 1700000000"
+            f"timeout 20 python3 {BAN_EVENT} ban --jail j1 --ip 2001:db8::{w}:{i} --failures 1 --time 1700000000"
             f" >/dev/null 2>&1; sleep 0.{random.randint(2, 5)}"
             for i in range(WRITES)
         )
@@ -250,7 +251,7 @@ def test_detached_flushes_alone_deliver_every_ban(tmp_path: Path, receiver: Rece
                 "bash",
                 "-c",
                 "; ".join(
-                    f"{NOTIFY} event ban --jail j1 --ip 2001:db8::{w}:{i} --failures 1 --time 1700000000"
+                    f"python3 {BAN_EVENT} ban --jail j1 --ip 2001:db8::{w}:{i} --failures 1 --time 1700000000"
                     f" >/dev/null 2>&1; sleep 0.0{random.randint(0, 9)}"
                     for i in range(WRITES)
                 ),

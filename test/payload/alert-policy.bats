@@ -8,6 +8,7 @@ setup() {
   load ../helpers/receiver
   REPO="$(cd "${BATS_TEST_DIRNAME}/../.." && pwd)"
   NOTIFY="${REPO}/scripts/hostguard-notify"
+  BAN_EVENT="${REPO}/test/helpers/ban-event.py"
 }
 
 teardown() {
@@ -23,7 +24,7 @@ teardown() {
     "unban --jail nginx-bad-request --ip 192.0.2.7" \
     "stop --jail nginx-bad-request --channel alerts"; do
     # shellcheck disable=SC2086 # the event's words are its arguments
-    run timeout 60 "${NOTIFY}" event ${event}
+    run timeout 60 python3 "${BAN_EVENT}" ${event}
     [[ "${status}" -eq 0 ]]
   done
   # The events go out through a detached flush; the test message is posted
@@ -48,7 +49,7 @@ JSON
 @test "ALERT_HOST_LABEL=false (the default): the ban message is the SPEC's" {
   receiver_start
   receiver_make_root HOST_NAME=web-1
-  run timeout 60 "${NOTIFY}" event unban --jail nginx-bad-request --ip 192.0.2.7
+  run timeout 60 python3 "${BAN_EVENT}" unban --jail nginx-bad-request --ip 192.0.2.7
   [[ "${status}" -eq 0 ]]
   receiver_wait_count 1
   [[ "$(receiver_payloads)" == '{"text": "Ban Alert(nginx-bad-request)\n Unbanned IP: *192.0.2.7*"}' ]]

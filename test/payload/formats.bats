@@ -17,6 +17,7 @@ REPO="$(cd "${BATS_TEST_DIRNAME}/../.." && pwd)"
 MONITOR="${REPO}/scripts/host-monitor"
 NOTIFY="${REPO}/scripts/hostguard-notify"
 SPOOLDB="${REPO}/test/helpers/spool-db.py"
+BAN_EVENT="${REPO}/test/helpers/ban-event.py"
 
 setup() {
   FIX="${BATS_TEST_TMPDIR}/proc"
@@ -60,8 +61,8 @@ one_of_each() {
   monitor_at 5000 CPU_THRESHOLD=0
   monitor_at 5600 CPU_THRESHOLD=0
   monitor_at 6200 CPU_THRESHOLD=100
-  "${NOTIFY}" event ban --jail nginx-bad-request --ip 192.0.2.7 --failures 10 --time 6300
-  "${NOTIFY}" event unban --jail nginx-bad-request --ip 192.0.2.7
+  python3 "${BAN_EVENT}" ban --jail nginx-bad-request --ip 192.0.2.7 --failures 10 --time 6300
+  python3 "${BAN_EVENT}" unban --jail nginx-bad-request --ip 192.0.2.7
   spool_empty
   monitor_at 7000 CPU_THRESHOLD=0
   spool_empty

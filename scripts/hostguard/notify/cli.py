@@ -1,10 +1,9 @@
-"""hostguard-notify: the notifier's command line (USAGE): the ban tool's
-action, `text` by hand, `flush`, `status`, `--test`.
+"""hostguard-notify: the notifier's command line (USAGE): `text` by hand,
+`flush`, `status`, `--test`.
 
-Exit 0 delivered (an event: spooled for the detached flush), 64 bad usage,
-74 an event that could not be kept (disk full: logged as LOST), 75 left in
-the spool after a transient failure, 77 refused for good (dead letter, or
-the webhook itself refused: kept), 78 a bad webhook or CA file.
+Exit 0 delivered, 64 bad usage, 75 left in the spool after a transient
+failure, 77 refused for good (dead letter, or the webhook itself refused:
+kept), 78 a bad webhook or CA file.
 """
 
 import os
@@ -12,15 +11,12 @@ import sys
 import time
 
 from .. import log
-from ..errors import EX_CONFIG, EX_IOERR, EX_NOPERM, EX_OK, EX_TEMPFAIL, EX_USAGE, HostguardError, UsageError
+from ..errors import EX_CONFIG, EX_NOPERM, EX_OK, EX_TEMPFAIL, EX_USAGE, HostguardError, UsageError
 from ..settings import Settings, load
 from .message import FIRING, NOTICE, RESOLVED, Identity, as_posted, host_name, notice
 from .spool import ALERTS, Refusal, SpoolFull
 
 USAGE = """usage: hostguard-notify text TEXT
-       hostguard-notify event start|stop --jail NAME [--channel CHANNEL]
-       hostguard-notify event ban --jail NAME --ip IP --failures N --time UNIX
-       hostguard-notify event unban --jail NAME --ip IP
        hostguard-notify flush
        hostguard-notify status
        hostguard-notify --test [--candidate]
@@ -52,26 +48,6 @@ def send_text(settings: Settings, text: str) -> int:
     if outcome == "unknown":
         log.error(f"msg-{message_id} is neither waiting, delivered nor a dead letter: counted as not delivered")
     return EX_NOPERM
-
-
-# ---- events -------------------------------------------------------------------
-
-
-def event(settings: Settings, args: list[str]) -> int:
-    """Spools a ban-tool message (as the ban tool's action does) and starts a detached flush: 0 kept,
-    74 not kept (disk full: logged as LOST)."""
-    if not args:
-        raise UsageError("event needs a kind")
-    from . import events
-    from .spool import Spool
-
-    spool = Spool(settings.notify_spool_max, busy=events.BAN_BUSY_SECONDS)
-    try:
-        if events.spool_event(settings, spool, args[0], events.options(args[1:])):
-            events.start_flush()
-    except SpoolFull:
-        return EX_IOERR
-    return EX_OK
 
 
 # ---- status and the connectivity test ------------------------------------------------
@@ -176,8 +152,6 @@ def run(argv: list[str]) -> int:
         if len(args) != 1:
             raise UsageError("text takes exactly one argument")
         return send_text(load(), args[0])
-    if verb == "event":
-        return event(load(), args)
     if verb == "flush":
         if args not in ([], ["--detached"]):
             return usage()

@@ -12,8 +12,6 @@ service: when another run holds the delivery lock, it looks at the spool
 again after its release (delivery.flush_holding). A failure (a full disk, a
 spool that cannot be opened) raises, so fail2ban's log says the action
 failed.
-
-`hostguard-notify event` spools the same texts for an operator.
 """
 
 from __future__ import annotations
@@ -38,7 +36,6 @@ from .urlfile import webhook_path
 from .webhook import Hook, check_webhook, progress
 
 _IP_CHARS = frozenset("0123456789abcdefABCDEF.:/")
-_OPTIONS = ("--jail", "--ip", "--failures", "--time", "--channel")
 # A ban waits at most this long for another process's spool transaction (they take milliseconds).
 BAN_BUSY_SECONDS = 2.0
 # fail2ban's stop waits at most this long for the stop message (its bans are lifted meanwhile).
@@ -48,19 +45,6 @@ FLUSH_LOG = ".flush.log"
 NOTIFIER = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "hostguard-notify"
 )
-
-
-def options(args: list[str]) -> dict[str, str]:
-    """`--name value` pairs of an `event` command line, by name without the dashes."""
-    found: dict[str, str] = {}
-    while args:
-        if len(args) < 2:
-            raise UsageError(f"option {args[0]} needs a value")
-        if args[0] not in _OPTIONS:
-            raise UsageError(f"unknown option {args[0]}")
-        found[args[0][2:]] = args[1]
-        args = args[2:]
-    return found
 
 
 def valid_ip(ip: str) -> bool:
