@@ -1,36 +1,50 @@
 #!/usr/bin/env bash
-# The payload's size (issues 31 and 32), by `wc -l`: the agent (every
-# program and module under scripts/ but the installer and the modules only
-# the installer imports; the ban actions, entry points and the generated
-# settings table included), the installer side, the whole payload; and the
-# agent's modules over 400 lines and functions over 50. Budgets: agent 2,600,
-# payload 4,600. Run from anywhere in the repository.
+# The payload's size by part, as information (no budget): the lines (`wc -l`)
+# and files of each folder of the host agent (scripts/hostguard/: monitor,
+# notify, ban, install, fleet, and the shared modules at its root), of the
+# fail2ban Python actions, and of the rest of the payload (entry points, the
+# install shim, filter, nginx and logrotate files); then the agent's modules
+# over 400 lines and functions over 50, the developers' guide's limits.
+# Files as git sees them (tracked or new, not ignored); README.md not counted.
+# Run from anywhere in the repository:
 #   bash tools/agent-lines.sh
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)/scripts"
 
-readonly -a INSTALLER_ONLY=(installer txnstore safepath userio webedit nginxconf properties programs services sshjournal)
-installer=(install)
-for module in "${INSTALLER_ONLY[@]}"; do
-  [[ -f "hostguard/${module}.py" ]] && installer+=("hostguard/${module}.py")
+mapfile -t files < <(git ls-files --cached --others --exclude-standard . ':!README.md' | sort -u)
+part_of() {
+  case "$1" in
+    hostguard/*/*.py) echo "${1#hostguard/}" | cut -d/ -f1 ;;
+    hostguard/*.py) echo root ;;
+    fail2ban/action.d/*.py) echo "fail2ban actions" ;;
+    *) echo "other payload" ;;
+  esac
+}
+declare -A lines=() count=()
+total=0
+for file in "${files[@]}"; do
+  [[ -f "${file}" ]] || continue
+  part="$(part_of "${file}")"
+  n="$(wc -l <"${file}")"
+  lines["${part}"]=$((${lines["${part}"]:-0} + n))
+  count["${part}"]=$((${count["${part}"]:-0} + 1))
+  total=$((total + n))
 done
-agent=()
-for file in hostguard/*.py hostguard/*/*.py host-monitor container-monitor hostguard-notify fail2ban/action.d/*.py; do
-  [[ " ${installer[*]} " == *" ${file} "* ]] || agent+=("${file}")
+echo "The payload's size in lines (wc -l), by part:"
+for part in monitor notify ban install fleet root "fail2ban actions" "other payload"; do
+  printf '  %-17s %6d lines in %3d files\n' "${part}" "${lines["${part}"]:-0}" "${count["${part}"]:-0}"
 done
-count() { cat "$@" | wc -l; }
-printf 'agent:     %5d lines (budget 2600) in %d files\n' "$(count "${agent[@]}")" "${#agent[@]}"
-printf 'installer: %5d lines\n' "$(count "${installer[@]}")"
-printf 'payload:   %5d lines (budget 4600; every file of scripts/ but README.md)\n' \
-  "$(git ls-files -z . ':!README.md' | xargs -0 cat | wc -l)"
-python3 - "${agent[@]}" <<'PY'
+printf '  %-17s %6d lines in %3d files\n' total "${total}" "${#files[@]}"
+python3 - hostguard/*.py hostguard/*/*.py fail2ban/action.d/*.py <<'PY'
 import ast, sys
+long_modules, long_functions = [], []
 for path in sys.argv[1:]:
     source = open(path, encoding="utf-8").read()
-    lines = len(source.splitlines())
-    if lines > 400:
-        print(f"over 400 lines: {path} ({lines})")
+    if len(source.splitlines()) > 400:
+        long_modules.append(f"  {path} ({len(source.splitlines())})")
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 50:
-            print(f"over 50 lines: {path}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1})")
+            long_functions.append(f"  {path}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1})")
+print("Modules over 400 lines:" + ("" if long_modules else " none"), *long_modules, sep="\n")
+print("Functions over 50 lines:" + ("" if long_functions else " none"), *long_functions, sep="\n")
 PY
