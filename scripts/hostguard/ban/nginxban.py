@@ -1,32 +1,15 @@
-"""nginx's ban list for the nginx-bad-request jail (with trustedProxies).
+"""nginx's ban list for the nginx-bad-request jail (with trustedProxies): `BanList`, used by the
+fail2ban Python action hostguard-nginx-ban inside fail2ban's process.
 
-A client behind a load balancer cannot be stopped by the firewall (its
-packets come from the balancer), so its ban must reach nginx: this keeps one
-`ADDRESS 1;` line per spelling of each banned address in
-/var/lib/hostguard/nginx-bans.map, which the `map` of part web's drop-in
-(/etc/nginx/conf.d/hostguard-realip.conf) reads, and reloads nginx. An IPv4
-address is listed as `a.b.c.d` and as `::ffff:a.b.c.d`: a dual-stack proxy
-forwards an IPv4 client in the second form, which nginx then logs and maps
-(fail2ban hands over the first). `BanList` is used by the fail2ban Python
-action hostguard-nginx-ban (fail2ban/action.d/hostguard-nginx-ban.py),
-inside fail2ban's process, modelled on fail2ban's own nginx-block-map action.
-
-An address is checked with `ipaddress` when fail2ban bans it (a refusal
-raises: fail2ban's log says so), so the list never holds what nginx could
-not read. The map matches `$remote_addr` exactly, so a network fail2ban bans
-(`192.0.2.0/24`) or a scoped address cannot be listed: refused, and the ban
-holds at the firewall only. A ban never waits for nginx: the set of banned
-addresses is kept in memory, and one writer thread brings the list and nginx
-up to it in one pass (one whole-list write, one `nginx -t`, one reload),
-COALESCE after the first change and at most one pass per RELOAD_GAP: a
-burst costs one reload per RELOAD_GAP, whoever triggers the bans. A failed
-pass (the disk full, nginx -t failing, the lock held) leaves the list
-pending: tried again after 2, 4, 8 ... RETRY_MAX seconds for as long as it
-takes, so no ban fail2ban holds is dropped. Fail safe and bounded: the list
-is root's, replaced atomically under a lock on the state directory (waited
-for at most 10 s); nginx is reloaded (SIGHUP to its master: graceful) only
-after `nginx -t` passed within 20 s; a failure is logged to fail2ban's log
-and the firewall ban of the same jail is not affected.
+/var/lib/hostguard/nginx-bans.map holds one `ADDRESS 1;` line per spelling of each banned address
+(an IPv4 address also as `::ffff:a.b.c.d`, the form a dual-stack proxy forwards), read by the `map`
+of part web's drop-in (/etc/nginx/conf.d/hostguard-realip.conf). An address that is no single
+address `$remote_addr` can equal (a network, a scoped one) is refused: that ban holds at the
+firewall only. A ban never waits for nginx: one writer thread writes the whole list (root's,
+replaced atomically under a lock waited for at most 10 s), runs `nginx -t` (20 s) and reloads
+nginx, after COALESCE and at most once per RELOAD_GAP; a failed pass stays pending and is tried
+again after 2, 4, 8 ... RETRY_MAX seconds. Failures go to fail2ban's log; the firewall ban is not
+affected.
 """
 
 from __future__ import annotations

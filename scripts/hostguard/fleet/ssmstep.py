@@ -1,24 +1,14 @@
-"""The step State Manager runs on each instance of a fleet (hostguard:delivery ssm).
+"""The step State Manager runs on each instance of a fleet (hostguard:delivery ssm), as root:
+`python3 -I - BUCKET BUNDLES PARAMETER VERSION` (components/ssmDocument.ts carries this text).
 
-The SSM document (components/ssmDocument.ts) carries this file's text and runs
-it as root, `python3 -I - BUCKET BUNDLES PARAMETER VERSION`: the bucket of the
-stack, the parts as `part:sha256` (in install order), the name of the
-webhook's SecureString parameter and the version of it the association
-carries. Nothing here is a secret, nor reaches argv, the environment, a log or
-the step's output: the webhook is read from Parameter Store and handed to
-`install set-webhook` on its stdin.
+Each part whose sha256 differs from the one last applied (FLEET_APPLIED) is fetched from the
+stack's bucket (IMDSv2 credentials, SigV4) and checked against the sha256 in its key, then
+installed in order (base, the webhook when its version changed, monitors, bantool, web) with the
+bundle's own `install`. The webhook goes from Parameter Store to `install set-webhook` on its
+stdin, never to argv, the environment, a log or the output. A failure keeps what the host has, is
+posted to chat through the installed notifier, and is the step's exit code.
 
-A run: credentials from the instance metadata (IMDSv2); every part whose
-sha256 differs from the one last applied is fetched (S3 GetObject, SigV4) and
-its bytes checked against the sha256 in its key before anything is installed;
-then base, the webhook (when its version changed), monitors, bantool, web,
-each with the bundle's own `install`. A host that cannot fetch or verify keeps
-what it has; a failure is posted to chat through the installed notifier and is
-the step's exit code. FLEET_APPLIED records what was applied, so a second run
-with the same parameters changes nothing.
-
-Only tests set HOSTGUARD_IMDS, HOSTGUARD_AWS_ENDPOINT (moto on loopback) and
-HOSTGUARD_ROOT (a temp root: `install --root`).
+Test hooks: HOSTGUARD_IMDS, HOSTGUARD_AWS_ENDPOINT (moto on loopback), HOSTGUARD_ROOT.
 """
 
 from __future__ import annotations

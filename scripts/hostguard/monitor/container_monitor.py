@@ -1,22 +1,13 @@
-"""Container monitor, run by cron every 10 minutes: an alert for every
-container that stopped (or went away) since the previous check, every
-watched one (CONTAINER_WATCH) not running, and every running one above the
-CPU or memory threshold; then delivery and the heartbeat.
+"""Container monitor (cron, every 10 minutes): an alert for every container that stopped (or went
+away) since the previous check, every watched one (CONTAINER_WATCH) not running, and every running
+one above the CPU or memory threshold; then delivery and the heartbeat.
 
-A stop since the previous check is an event: it posts once (after
-ALERT_AFTER_RUNS runs still stopped), never repeats, and stays tracked only
-for that debounce or, with ALERT_SEND_RESOLVED, until it runs again. A
-watched container not running is a condition that repeats per
-ALERT_REPEAT_INTERVAL. One the runtime no longer knows is "removed" (it ran
-at the previous check) or "not found" (watched, never seen).
-
-At most three runtime calls a run whatever the number of containers (`ps
---all`, one `inspect`, one `stats --no-stream`), bounded (runtime.py). A run
-that cannot check (runtime missing, failing, hung, flooding) alerts once,
-latched, and exits 1; so does a run that finds the lock held by a stuck
-run: monitoring never goes quiet without saying so.
-State: containers.running (`ID<TAB>JSON name`), container-monitor.alerts,
-container-monitor.stuck (the stuck run already reported) and the lock.
+A stop is an event: posted once (after ALERT_AFTER_RUNS runs), never repeated; a watched container
+not running repeats per ALERT_REPEAT_INTERVAL. One the runtime no longer knows is "removed" (it ran
+at the previous check) or "not found" (watched, never seen). At most three bounded runtime calls a
+run (runtime.py); a run that cannot check, or that finds the lock held by a stuck run, alerts once
+(latched) and exits 1. State: containers.running (`ID<TAB>JSON name`), container-monitor.alerts,
+container-monitor.stuck, the lock.
 """
 
 from __future__ import annotations

@@ -1,22 +1,14 @@
-"""Host monitor, run by cron every 10 minutes: CPU, memory and disk use, one
-chat alert per measure strictly above its threshold, then the spool's
-delivery and the heartbeat.
+"""Host monitor (cron, every 10 minutes): CPU, memory and disk use, one alert per measure strictly
+above its threshold, then delivery and the heartbeat.
 
-Everything is read in-process (/proc, statvfs): a run forks one child and
-executes nothing. Each
-figure is the one the tool the SPEC names prints (procps-ng 4's top us+sy,
-`free -m`, `uptime`, `uptime -p`, `ps aux | wc -l`; GNU df's Use%), computed
-in integers: a threshold compares the figure the operator sees.
+Each figure is the one the tool the SPEC names prints (procps-ng 4's top us+sy, `free -m`, `uptime`,
+`uptime -p`, `ps aux | wc -l`; GNU df's Use%), read in-process from /proc and statvfs, in integers.
+statvfs runs in a forked child bounded by HOSTGUARD_DF_TIMEOUT (default 20 s): a disk check that
+fails or does not answer posts one latched "Disk check failed" alert, and while an earlier run's
+child that did not answer still runs (host-monitor.df-pid) no run starts another.
 
-A disk check that fails or does not answer (a hung mount under / can block
-statvfs in the kernel for good) must not stop the run: statvfs runs in a
-forked child holding no descriptor but its pipe, bounded by
-HOSTGUARD_DF_TIMEOUT (default 20 s), and one latched "Disk check failed"
-alert says so. A child that did not answer is noted in host-monitor.df-pid
-(pid and start time); while that very process runs no run starts another.
-
-Test hooks (never set in production): HOSTGUARD_ROOT, HOSTGUARD_PROC
-(replaces /proc), HOSTGUARD_NOW, HOSTGUARD_DF_TIMEOUT, HOSTGUARD_DF_PATH.
+Test hooks: HOSTGUARD_ROOT, HOSTGUARD_PROC (replaces /proc), HOSTGUARD_NOW, HOSTGUARD_DF_TIMEOUT,
+HOSTGUARD_DF_PATH.
 """
 
 import os
