@@ -899,7 +899,7 @@ assert t[2] - t[1] >= 0.9, t
     # SQLite needs room for its journal even to read.
     rm -f "${spool}/fill"
     python3 "$3" pending
-  ' _ "${HOSTGUARD_ROOT}" "${BAN_EVENT}" "${SPOOLDB}"
+  ' _ "${HOSTGUARD_ROOT}" "${NOTIFY}" "${SPOOLDB}"
   echo "${output}"
   [[ "${status}" -eq 0 ]]
   hg_contains "${output}" "delivering this alert directly"
@@ -1003,7 +1003,7 @@ assert t[2] - t[1] >= 0.9, t
   # until a checkpoint. Moved into spool.db here, so that the copy fits.
   python3 "${SPOOLDB}" checkpoint
   run timeout 60 unshare -m --propagation private bash -c '
-    root="$1" notify="$2" spool="$1/var/spool/hostguard"
+    root="$1" ban_event="$2" spool="$1/var/spool/hostguard"
     cp -a "${spool}" "${spool}.copy"
     mount -t tmpfs -o size=128k,mode=0700 hg-full "${spool}"
     cp -a "${spool}.copy/." "${spool}/"
@@ -1011,7 +1011,7 @@ assert t[2] - t[1] >= 0.9, t
     for ip in 192.0.2.1 192.0.2.2; do
       rc=0
       # What the ban action does (events.spool_event).
-      python3 "${notify}" ban --jail j1 --ip "${ip}" --failures 3 --time 1700000000 2>&1 || rc=$?
+      python3 "${ban_event}" ban --jail j1 --ip "${ip}" --failures 3 --time 1700000000 2>&1 || rc=$?
       echo "exit ${rc}"
       # Full again (once its detached flush is done): what the reserve gave
       # back is taken.
