@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conftest import Posts
 from hostguard import settings
 from hostguard.monitor import alert_state, container_monitor
 from hostguard.monitor.runtime import (
@@ -28,10 +29,8 @@ from hostguard.monitor.runtime import (
     json_string,
     quoted,
 )
-from hostguard.notify import delivery, formats
-from hostguard.notify.message import Identity
+from hostguard.notify import formats
 
-FAKE_DOCKER = Path(__file__).resolve().parents[1] / "helpers" / "fake-docker"
 P = "[Container Alert] \n"
 HOSTILE = [
     "plain",
@@ -195,45 +194,6 @@ def test_a_missing_runtime(tmp_path: Path) -> None:
 
 
 # ---- runs in-process against the fake runtime ----------------------------------
-
-
-class Posts:
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-        self.identities: list[Identity] = []
-
-    def take(self) -> list[str]:
-        texts, self.texts = self.texts, []
-        return texts
-
-
-@pytest.fixture
-def posts(monkeypatch: pytest.MonkeyPatch) -> Posts:
-    stub = Posts()
-
-    def send_alert(_settings: object, text: str, identity: Identity) -> bool:
-        stub.texts.append(text)
-        stub.identities.append(identity)
-        return True
-
-    monkeypatch.setattr(delivery, "send_alert", send_alert)
-    monkeypatch.setattr(delivery, "flush_spool", lambda _settings: 0)
-    return stub
-
-
-@pytest.fixture
-def docker(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """fake-docker on PATH as docker; its containers file."""
-    bin_dir = root / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "docker").symlink_to(FAKE_DOCKER)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    state = root / "containers.json"
-    monkeypatch.setenv("FAKE_DOCKER_STATE", str(state))
-    monkeypatch.setenv("FAKE_DOCKER_CALLS", str(root / "calls.jsonl"))
-    monkeypatch.setenv("HOSTGUARD_NOW", "1000")
-    (root / "etc/hostguard").mkdir(parents=True)
-    return state
 
 
 def containers(state: Path, *entries: tuple[str, str, str, str]) -> None:

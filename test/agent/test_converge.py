@@ -14,32 +14,15 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import agent_bundle
+from conftest import installer_steps as steps
+from conftest import run_installer as run
 from hostguard.install import webedit
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
-RUNNER = """
-import os, sys
-sys.path.insert(0, sys.argv[1])
-from hostguard.install import installer, txnstore
-kill_after, sig = int(os.environ["KILL_AFTER"]), int(os.environ["KILL_SIGNAL"])
-done = [0]
-step = txnstore.Store.step
-def counted(self, *args, **kwargs):
-    out = step(self, *args, **kwargs)
-    done[0] += 1
-    if done[0] == kill_after:
-        os.kill(os.getpid(), sig)
-    return out
-txnstore.Store.step = counted
-code = installer.main(sys.argv[2:])
-sys.stderr.write(f"steps {done[0]}\\n")
-sys.exit(code)
-"""
 SITE = b"server {\n    listen 80;\n}\n\nserver {\n    listen 81;\n    location / { return 200; }\n}\n"
 OTHER = b"# another app\nserver {\n    listen 8080;\n}\n"
 PROPS = b"# Spring\nserver.port=8080\n"
@@ -51,23 +34,11 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("nginx"), 
 Done = subprocess.CompletedProcess[str]
 
 
-def run(bundle: Path, *args: str, kill_after: int = 0, sig: int = 9) -> Done:
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "KILL_AFTER": str(kill_after), "KILL_SIGNAL": str(sig)}
-    return subprocess.run(
-        [sys.executable, "-I", "-S", "-B", "-c", RUNNER, str(bundle), *args],
-        capture_output=True, text=True, env=env, timeout=120, check=False,
-    )  # fmt: skip
-
-
 def install(bundle: Path, root: Path, settings: str, kill_after: int = 0, sig: int = 9) -> Done:
     conf = bundle / "settings.conf"
     conf.write_text(settings)
     return run(bundle, "install", "--root", str(root), "--part", "web", "--settings", str(conf), kill_after=kill_after,
                sig=sig)  # fmt: skip
-
-
-def steps(result: Done) -> int:
-    return int(result.stderr.rsplit("steps ", 1)[1].split()[0])
 
 
 def listing(root: Path) -> list[tuple[str, ...]]:
@@ -90,7 +61,7 @@ def listing(root: Path) -> list[tuple[str, ...]]:
 
 
 def make_bundle(where: Path) -> Path:
-    shutil.copytree(SCRIPTS / "hostguard", where / "hostguard", ignore=shutil.ignore_patterns("__pycache__"))
+    agent_bundle(where)
     (where / "files.table").write_text("web deny.conf /etc/nginx/snippets/hostguard-deny.conf 0644\n")
     (where / "deny.conf").write_text("location ~ /\\.env { return 403; }\n")
     return where

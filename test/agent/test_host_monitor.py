@@ -15,41 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import Posts
 from hostguard.monitor import host_monitor
-from hostguard.notify import delivery
-from hostguard.notify.message import Identity
 
 CPU = "[Server Alert] \nHigh CPU Usage Detected: 12.3%\nLoad Average: 0.52, 0.58, 0.59"
 MEM = "[Server Alert] \nHigh Memory Usage Detected: 90.92%\nActive Processes: 42"
 UPTIME = "up 2 weeks, 6 hours, 56 minutes"
-
-
-class Posts:
-    """What the run handed to delivery, and what it answers."""
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-        self.identities: list[Identity] = []
-        self.kept = True
-        self.flush_status = 0
-
-    def take(self) -> list[str]:
-        texts, self.texts = self.texts, []
-        return texts
-
-
-@pytest.fixture
-def posts(monkeypatch: pytest.MonkeyPatch) -> Posts:
-    stub = Posts()
-
-    def send_alert(_settings: object, text: str, identity: Identity) -> bool:
-        stub.texts.append(text)
-        stub.identities.append(identity)
-        return stub.kept
-
-    monkeypatch.setattr(delivery, "send_alert", send_alert)
-    monkeypatch.setattr(delivery, "flush_spool", lambda _settings: stub.flush_status)
-    return stub
 
 
 @pytest.fixture

@@ -10,48 +10,15 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
-# Runs main() of the installer in the package at argv[1]; with KILL_AFTER=N it SIGKILLs itself once the
-# Nth step of the store committed; it prints how many steps committed on stderr at the end.
-RUNNER = """
-import os, signal, sys
-sys.path.insert(0, sys.argv[1])
-from hostguard.install import installer, txnstore
-kill_after = int(os.environ.get("KILL_AFTER", "0"))
-kill_signal = int(os.environ.get("KILL_SIGNAL", "9"))
-done = [0]
-step = txnstore.Store.step
-def counted(self, *args, **kwargs):
-    out = step(self, *args, **kwargs)
-    done[0] += 1
-    if done[0] == kill_after:
-        os.kill(os.getpid(), kill_signal)
-    return out
-txnstore.Store.step = counted
-code = installer.main(sys.argv[2:])
-sys.stderr.write(f"steps {done[0]}\\n")
-sys.exit(code)
-"""
+from conftest import agent_bundle
+from conftest import installer_steps as steps
+from conftest import run_installer as run
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the installer runs as root")
-
-
-def run(package: Path, *args: str, kill_after: int = 0, sig: int = 9) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "KILL_AFTER": str(kill_after), "KILL_SIGNAL": str(sig)}
-    return subprocess.run(
-        [sys.executable, "-I", "-S", "-B", "-c", RUNNER, str(package), *args],
-        capture_output=True, text=True, env=env, timeout=120, check=False,
-    )  # fmt: skip
-
-
-def steps(result: subprocess.CompletedProcess[str]) -> int:
-    return int(result.stderr.rsplit("steps ", 1)[1].split()[0])
 
 
 def listing(root: Path) -> list[tuple[str, ...]]:
@@ -94,7 +61,7 @@ base b.conf /etc/demo/sub/b.conf 0644
 
 def make_bundle(where: Path) -> Path:
     """A bundle of part base: the agent's package, a program declaring a runtime file, two files."""
-    shutil.copytree(SCRIPTS / "hostguard", where / "hostguard", ignore=shutil.ignore_patterns("__pycache__"))
+    agent_bundle(where)
     (where / "files.table").write_text(TABLE)
     (where / "hostguard.conf").write_text("SLACK_CHANNEL=ops\n")
     (where / "tool").write_text('#!/bin/sh\necho "state /var/lib/hostguard/tool.state"\n')

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import FAKE_DOCKER
 from hostguard import paths, runtime_files
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
-FAKE_DOCKER = Path(__file__).resolve().parents[1] / "helpers" / "fake-docker"
 SETTINGS = "MEMORY_THRESHOLD=1\nDISK_THRESHOLD=1\nCONTAINER_WATCH=app\nNOTIFY_ATTEMPTS=1\nNOTIFY_BUDGET=2\n"
 RUNS = [
     ("monitors", ["host-monitor"]),
