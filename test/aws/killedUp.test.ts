@@ -28,10 +28,55 @@ withFaultProxy(aws);
 
 const CHANGES = ["AuthorizeSecurityGroupIngress", "RevokeSecurityGroupIngress", "UpdateSecurityGroupRuleDescriptionsIngress", "ModifyNetworkInterfaceAttribute"];
 
+/** The live processes of session SID (a zombie is dead: left out), from /proc. */
+function sessionPids(sid: number): number[] {
+    const out: number[] = [];
+    for (const d of fs.readdirSync("/proc").filter((x) => /^\d+$/.test(x))) {
+        let stat: string;
+        try {
+            stat = fs.readFileSync(`/proc/${d}/stat`, "utf8");
+        } catch {
+            continue;
+        }
+        // After "pid (comm) ": state, ppid, pgrp, session.
+        const [state, , , session] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        if (Number(session) === sid && state !== "Z") {
+            out.push(Number(d));
+        }
+    }
+    return out;
+}
+
+/**
+ * SIGKILLs every process left in session SID (the killed child's: spawned
+ * detached, it leads a session of its own, which every process it started
+ * stays in whatever its process group) until none is left: the ones it found.
+ */
+async function reapSession(sid: number): Promise<number[]> {
+    const found = new Set<number>();
+    for (let i = 0; i < 100; i++) {
+        const pids = sessionPids(sid);
+        if (pids.length === 0) {
+            return [...found];
+        }
+        for (const p of pids) {
+            found.add(p);
+            try {
+                process.kill(p, "SIGKILL");
+            } catch {
+                // Gone meanwhile.
+            }
+        }
+        await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`processes of session ${sid} outlived SIGKILL: ${sessionPids(sid).join(", ")}`);
+}
+
 /**
  * Runs an up of SPEC in a child process through the proxy, holds its first EC2
- * change (applied, unanswered) and kills the child with SIGKILL there: what
- * the engine had checkpointed by then is returned.
+ * change (applied, unanswered) and kills the child with SIGKILL there, then
+ * every process it started (none may be left): what the engine had
+ * checkpointed by then is returned.
  */
 async function killedUp(spec: Record<string, unknown>): Promise<Checkpoint> {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), `hostguard-i33-${process.pid}-`));
@@ -48,7 +93,7 @@ async function killedUp(spec: Record<string, unknown>): Promise<Checkpoint> {
         };
     });
     const child = spawn(process.execPath, ["--import", "tsx", path.join(__dirname, "engineChild.ts"), JSON.stringify({ ...spec, file })], {
-        env: { ...process.env, AWS_ENDPOINT_URL: aws.proxy.endpoint }, stdio: ["ignore", "ignore", "pipe"],
+        env: { ...process.env, AWS_ENDPOINT_URL: aws.proxy.endpoint }, stdio: ["ignore", "ignore", "pipe"], detached: true,
     });
     let stderr = "";
     child.stderr!.on("data", (d) => (stderr += d));
@@ -56,6 +101,7 @@ async function killedUp(spec: Record<string, unknown>): Promise<Checkpoint> {
     const action = await Promise.race([held, exited.then((code) => { throw new Error(`the up ended (${code}) before any change: ${stderr}`); })]);
     child.kill("SIGKILL");
     await exited;
+    assert.deepEqual(await reapSession(child.pid!), [], "the killed up left no process behind");
     aws.proxy.rule = () => false;
     assert.ok(CHANGES.includes(action));
     const cp = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, "utf8")) as Checkpoint : {};

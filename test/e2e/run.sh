@@ -934,7 +934,7 @@ fault_proxy_stop() {
 }
 
 s13_aws_adopt() {
-  local vpc group other instance wizard web80 eni2 before wanted admin log types original killed i
+  local vpc group other instance wizard web80 eni2 before wanted admin log types original
   trap 'fault_proxy_stop; moto_stop' EXIT
   moto_start
   read -r vpc group other instance wizard web80 eni2 <<<"$(moto_ec2 setup)"
@@ -982,20 +982,10 @@ s13_aws_adopt() {
 
   # Issue 33: `pulumi up` killed with SIGKILL right after its first EC2 change (the proxy
   # forwards it and holds the answer), as a CI job cancelled past its grace period: the
-  # record of the group's rules was in the state before that change was sent. setsid: the
-  # CLI, its language host and the dynamic provider are one process group, killed at once.
+  # record of the group's rules was in the state before that change was sent. The CLI and
+  # every process it started are killed (lib/ec2-killed.sh).
   fault_proxy_start hold
-  (cd "${E2E_PROJECT_DIR}" && AWS_ENDPOINT_URL="${FAULT_ENDPOINT}" exec setsid \
-    pulumi --non-interactive --color never up --stack "${AWS_STACK}" --yes --skip-preview) >"${E2E_LOG_DIR}/13-up-killed.log" 2>&1 &
-  killed=$!
-  for ((i = 0; i < 1200; i++)); do
-    grep -q '^held ' "${E2E_LOG_DIR}/13-fault-proxy.out" && break
-    kill -0 "${killed}" 2>/dev/null || { e2e_show_log 13-up-killed; fail "the up ended before its first EC2 change"; }
-    sleep 0.1
-  done
-  ((i < 1200)) || fail "no EC2 change reached the proxy within 120 s"
-  kill -KILL -- "-${killed}"
-  wait "${killed}" 2>/dev/null || true
+  ek_up_killed "${E2E_PROJECT_DIR}" "${AWS_STACK}" 13-up-killed
   fault_proxy_stop
   [[ "$(moto_ec2 snapshot "${group}")" != "${before}" ]] || fail "the killed up's first change did not reach EC2"
   # The file backend's lock of the killed CLI, removed as a user would.

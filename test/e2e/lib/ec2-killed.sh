@@ -42,13 +42,21 @@ ek_stack() {
   printf 'config:\n%s' "$2" >>"${EK_PROJECT}/Pulumi.$1.yaml"
 }
 
-# ek_killed_up STACK: the up, killed (with its language host and dynamic
-# provider: one process group) once its first EC2 change reached moto; then
-# the state holds the record only, with the enforcing resource's create pending.
-ek_killed_up() {
-  local stack="$1" log="18-up-killed-$1" killed i
-  fault_proxy_start hold
-  (cd "${EK_PROJECT}" && AWS_ENDPOINT_URL="${FAULT_ENDPOINT}" exec setsid \
+# ek_session_pids SID: the live processes of session SID (a zombie is dead: left out).
+ek_session_pids() {
+  ps -e -o pid=,sid=,stat= | awk -v s="$1" '$2 == s && $3 !~ /^Z/ { print $1 }'
+}
+
+# ek_up_killed DIR STACK LOG: `pulumi up` of STACK in project DIR through the
+# fault proxy (fault_proxy_start hold first), killed with SIGKILL once its first
+# EC2 change was held. The CLI leads a session of its own (setsid). The engine
+# starts each plugin (language host, dynamic provider, ...) in a process group
+# of its own, so killing the CLI's group left them running (ppid 1, holding the
+# run's files and the sandbox lock); they stay in the session, so every process
+# of it is killed, and the step fails if one outlives that.
+ek_up_killed() {
+  local dir="$1" stack="$2" log="$3" killed i pids
+  (cd "${dir}" && AWS_ENDPOINT_URL="${FAULT_ENDPOINT}" exec setsid \
     pulumi --non-interactive --color never up --stack "${stack}" --yes --skip-preview) >"${E2E_LOG_DIR}/${log}.log" 2>&1 &
   killed=$!
   for ((i = 0; i < 1200; i++)); do
@@ -59,6 +67,23 @@ ek_killed_up() {
   ((i < 1200)) || fail "${stack}: no EC2 change reached the proxy within 120 s"
   kill -KILL -- "-${killed}"
   wait "${killed}" 2>/dev/null || true
+  for ((i = 0; i < 100; i++)); do
+    pids="$(ek_session_pids "${killed}")"
+    [[ -n "${pids}" ]] || return 0
+    # shellcheck disable=SC2086 # one pid a word
+    kill -KILL ${pids} 2>/dev/null || true
+    sleep 0.1
+  done
+  fail "${stack}: processes of the killed up outlived SIGKILL: $(ps -o pid=,ppid=,cmd= -p "${pids//$'\n'/,}")"
+}
+
+# ek_killed_up STACK: the up, killed (with every process it started: its
+# session) once its first EC2 change reached moto; then the state holds the
+# record only, with the enforcing resource's create pending.
+ek_killed_up() {
+  local stack="$1" log="18-up-killed-$1"
+  fault_proxy_start hold
+  ek_up_killed "${EK_PROJECT}" "${stack}" "${log}"
   fault_proxy_stop
   ek_pulumi "18-export-$1" stack export --stack "${stack}" --file "${E2E_LOG_DIR}/18-export-$1.json" || { e2e_show_log "18-export-$1"; fail "stack export"; }
   expect_eq "${stack}: hostguard's resources in the state after the kill" \
