@@ -109,6 +109,22 @@ async function killedUp(spec: Record<string, unknown>): Promise<Checkpoint> {
     return cp;
 }
 
+/**
+ * The create path's killed up: a host with two interfaces (allow-all; allow-all and web), killed once the
+ * first was set to hostguard's group; the record is checkpointed, the enforcing resource's create was pending.
+ */
+async function killedCreate() {
+    const allowAll = await aws.account.group(ALLOW_ALL, "default");
+    const web = await aws.account.group([], "web");
+    const hostguard = await aws.account.group([], "hostguard");
+    const host = await aws.account.instance([allowAll]);
+    const second = await aws.account.secondaryInterface(host.instanceId, [allowAll, web]);
+    const cp = await killedUp({ stack: "create", instanceId: host.instanceId, vpcId: aws.account.vpcId, groups: [hostguard] });
+    assert.deepEqual(Object.keys(cp), ["record"]);
+    assert.deepEqual(await aws.account.groupsOn(host.networkInterfaceId), [hostguard], "the first interface was changed");
+    return { allowAll, web, hostguard, host, second, cp };
+}
+
 describe("an up killed with SIGKILL after its first EC2 change", () => {
     it("adopt: the second up and destroy restore every original rule", async () => {
         const groupId = await aws.account.group(messyIngress(await aws.account.group(), await aws.account.prefixList()), "killed");
@@ -125,14 +141,7 @@ describe("an up killed with SIGKILL after its first EC2 change", () => {
     });
 
     it("create path: the second up and destroy restore every interface's groups", async () => {
-        const allowAll = await aws.account.group(ALLOW_ALL, "default");
-        const web = await aws.account.group([], "web");
-        const hostguard = await aws.account.group([], "hostguard");
-        const host = await aws.account.instance([allowAll]);
-        const second = await aws.account.secondaryInterface(host.instanceId, [allowAll, web]);
-        const cp = await killedUp({ stack: "create", instanceId: host.instanceId, vpcId: aws.account.vpcId, groups: [hostguard] });
-        assert.deepEqual(Object.keys(cp), ["record"]);
-        assert.deepEqual(await aws.account.groupsOn(host.networkInterfaceId), [hostguard], "the first interface was changed");
+        const { allowAll, web, hostguard, host, second, cp } = await killedCreate();
 
         const steps = createStack(host.instanceId, aws.account.vpcId, [hostguard]);
         await up(steps, cp);
@@ -172,14 +181,7 @@ describe("issue 41: an up killed after its first EC2 change, then destroy with n
     });
 
     it("create path: the record's delete gives the changed interface its groups back and leaves the unchanged one alone", async () => {
-        const allowAll = await aws.account.group(ALLOW_ALL, "default");
-        const web = await aws.account.group([], "web");
-        const hostguard = await aws.account.group([], "hostguard");
-        const host = await aws.account.instance([allowAll]);
-        const second = await aws.account.secondaryInterface(host.instanceId, [allowAll, web]);
-        const cp = await killedUp({ stack: "create", instanceId: host.instanceId, vpcId: aws.account.vpcId, groups: [hostguard] });
-        assert.deepEqual(Object.keys(cp), ["record"]);
-        assert.deepEqual(await aws.account.groupsOn(host.networkInterfaceId), [hostguard]);
+        const { allowAll, web, hostguard, host, second, cp } = await killedCreate();
         useEndpoint(aws.proxy.endpoint);
         aws.proxy.calls.length = 0;
         await destroy(createStack(host.instanceId, aws.account.vpcId, [hostguard]), cp);
