@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,8 +15,10 @@ from pathlib import Path
 import pytest
 
 from hostguard import paths, redact
-from hostguard.notify import chat, delivery, formats, webhook
-from hostguard.notify.message import Identity
+from hostguard.notify import delivery
+from hostguard.notify.answers import DELIVERED, Answer
+from hostguard.notify.message import Identity, Message
+from hostguard.notify.urlfile import Hook
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 FAKE_DOCKER = Path(__file__).resolve().parents[1] / "helpers" / "fake-docker"
@@ -75,12 +78,13 @@ def posted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every text a delivery run posts, each answered 200 ok: no network, no webhook file, no pace."""
     texts: list[str] = []
 
-    def send(_hook: webhook.Hook, message: formats.Message, _timeout: float) -> chat.Answer:
+    def post_once(_hook: Hook, message: Message, _timeout: float, _spool: object = None) -> Answer:
         texts.append(message.text)
-        return chat.Answer(chat.DELIVERED, "HTTP 200 ok", 200, "ok")
+        return Answer(DELIVERED, "HTTP 200 ok", 200, "ok")
 
-    monkeypatch.setattr(delivery, "load_hook", lambda _settings: webhook.Hook("https://hook.test/x", "id", None))
-    monkeypatch.setattr(delivery, "send", send)
+    hook = Hook("https://hook.test/x", "id", ssl.create_default_context())
+    monkeypatch.setattr(delivery, "load_hook", lambda _settings: hook)
+    monkeypatch.setattr(delivery, "post_once", post_once)
     monkeypatch.setattr(delivery, "pace", lambda *_args: None)
     return texts
 

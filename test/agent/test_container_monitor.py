@@ -30,6 +30,7 @@ from hostguard.monitor.runtime import (
     quoted,
 )
 from hostguard.notify import formats
+from hostguard.notify.message import Message
 
 P = "[Container Alert] \n"
 HOSTILE = [
@@ -275,7 +276,7 @@ def test_a_containers_own_error_text_reaches_slack_escaped(root: Path, docker: P
     assert container_monitor.main([]) == 0
     (text,) = posts.take()
     assert text == f"{P}Container stopped: web (Status: exited)\nExit Code: 1\nError: {error}"
-    message = formats.Message(text, None, posts.identities[-1], 1000)
+    message = Message(text, None, posts.identities[-1], 1000)
     body = formats.request("slack", "https://hooks.slack.com/services/T/B/x", "", message).body
     shown = json.loads(parse_qs(body.decode("ascii"))["payload"][0])["text"]
     assert "<!channel>" not in shown and "<https://" not in shown

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from hostguard import settings
-from hostguard.notify import delivery, webhook
+from hostguard.notify import delivery, urlfile
 from hostguard.notify.spool import ALERTS, Spool
 
 
@@ -81,7 +81,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_a_post_taken_but_answered_late_is_one_copy_per_attempt_as_the_readme_says(
     root: Path, monkeypatch: pytest.MonkeyPatch, slow: SlowService
 ) -> None:
-    hook = webhook.Hook(slow.url, "id", slow.cadata, "slack")
+    hook = urlfile.Hook(slow.url, "id", ssl.create_default_context(cadata=slow.cadata), "slack")
     monkeypatch.setattr(delivery, "load_hook", lambda _settings: hook)
     monkeypatch.setattr(delivery, "pace", lambda *_args: None)
     conf = settings.parse("NOTIFY_MAX_TIME=1\nNOTIFY_ATTEMPTS=2\n", "hostguard.conf")

@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hostguard import urltext
 from hostguard.format_table import FACTS
-from hostguard.notify import chat, formats, message
-from hostguard.notify.chat import CHANNEL, DELIVERED, MESSAGE, TRANSIENT, WEBHOOK
-from hostguard.notify.formats import FIRING, NOTICE, RESOLVED, Identity, Message
-from hostguard.notify.message import BANTOOL
+from hostguard.notify import answers, formats, message
+from hostguard.notify.answers import CHANNEL, DELIVERED, MESSAGE, TRANSIENT, WEBHOOK
+from hostguard.notify.chat import Reply
+from hostguard.notify.message import BANTOOL, FIRING, NOTICE, RESOLVED, Identity, Message
 
 URLS = {
     "slack": "https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX",
@@ -67,7 +68,7 @@ def test_slack_like_bodies_are_slacks_form_body(msg: Message) -> None:
         req = post(fmt, msg)
         form = parse_qs(req.body.decode("ascii"), keep_blank_values=True, strict_parsing=True)
         assert list(form) == ["payload"]
-        sent = {"text": formats.cut(formats.inert(fmt, msg.text), FACTS[fmt][1])}
+        sent = {"text": message.cut(formats.inert(fmt, msg.text), FACTS[fmt][1])}
         if msg.channel:
             sent["channel"] = "#" + msg.channel.lstrip("#")
         assert json.loads(form["payload"][0]) == sent
@@ -136,11 +137,11 @@ def test_discord_wait_replaces_one_given_and_keeps_the_rest() -> None:
 @given(messages)
 def test_pagerduty_triggers_on_firing_and_resolves_one_key(msg: Message) -> None:
     if msg.identity.state == NOTICE and msg.identity.monitor == BANTOOL:
-        assert not formats.sends("pagerduty", msg.identity)
+        assert not message.sends("pagerduty", msg.identity)
         with pytest.raises(ValueError, match="notice"):
             post("pagerduty", msg)
         return
-    assert formats.sends("pagerduty", msg.identity)
+    assert message.sends("pagerduty", msg.identity)
     event = body_json(post("pagerduty", msg))
     assert event["routing_key"] == ROUTING_KEY
     assert event["dedup_key"] == formats.event_key(msg)
@@ -163,7 +164,7 @@ def test_each_text_to_pagerduty_opens_its_own_incident_and_a_resend_folds() -> N
     keys = [body_json(post("pagerduty", m))["dedup_key"] for m in (first, second, first)]
     assert keys[0] != keys[1] and keys[0] == keys[2]
     assert all(isinstance(k, str) and k.startswith("hostguard:web-1:text:manual:") and len(k) <= 255 for k in keys)
-    assert body_json(post("pagerduty", second._replace(at=1061)))["dedup_key"] != keys[1]
+    assert body_json(post("pagerduty", second._replace(created=1061)))["dedup_key"] != keys[1]
 
 
 @given(identities, st.integers(0, 2**32))
@@ -207,7 +208,7 @@ def test_generic_webhook_sends_alertmanagers_v4_shape(msg: Message) -> None:
 @given(messages)
 def test_the_channel_goes_only_to_formats_with_channels(msg: Message) -> None:
     for fmt, row in formats.FORMATS.items():
-        if not formats.sends(fmt, msg.identity):
+        if not message.sends(fmt, msg.identity):
             continue
         req = post(fmt, msg._replace(text="t"))
         sent = "channel" in req.body.decode("utf-8")
@@ -249,7 +250,7 @@ def sent_text(fmt: str, req: formats.Request) -> str:
 
 def test_slack_cut_is_message_cleans() -> None:
     text = "x" * 50000
-    assert formats.cut(text, 40000) == message.clean(text)
+    assert message.cut(text, 40000) == message.clean(text)
 
 
 @given(st.text(st.characters(blacklist_categories=("Cs",)), max_size=30000))
@@ -342,7 +343,8 @@ ANSWERS = [
 def test_each_services_answers(
     fmt: str, status: int, headers: dict[str, str], body: bytes, channel: bool, kind: str, wait: float | None
 ) -> None:
-    answer = formats.FORMATS[fmt].classify(status, headers, body, channel)
+    retry_after = next((value for name, value in headers.items() if name.lower() == "retry-after"), None)
+    answer = answers.classify(fmt, Reply(status, retry_after, body.decode("utf-8", "replace")), channel)
     assert (answer.kind, answer.retry_after, answer.status) == (kind, wait, status)
     assert answer.reason.startswith(f"HTTP {status}")
 
@@ -355,12 +357,12 @@ def test_every_service_has_success_and_webhook_refusal_rows() -> None:
 
 @given(st.sampled_from(list(FACTS)), st.integers(100, 599), st.binary(max_size=200), st.booleans())
 def test_every_answer_gets_one_of_the_five_kinds(fmt: str, status: int, body: bytes, channel: bool) -> None:
-    answer = formats.FORMATS[fmt].classify(status, {}, body, channel)
+    answer = answers.classify(fmt, Reply(status, None, body.decode("utf-8", "replace")), channel)
     assert answer.kind in (DELIVERED, TRANSIENT, MESSAGE, CHANNEL, WEBHOOK)
     assert (answer.kind == DELIVERED) == (200 <= status < 300)
     assert answer.kind != CHANNEL or channel
     assert answer.retry_after is None or answer.kind == TRANSIENT
-    assert len(answer.reason) <= len(f"HTTP {status} ") + chat.ERROR_MAX
+    assert len(answer.reason) <= len(f"HTTP {status} ") + answers.ERROR_MAX
     assert answer.reason.isascii() and answer.reason.isprintable()
 
 
@@ -393,13 +395,13 @@ DETECTED = [
 
 @pytest.mark.parametrize(("url", "fmt"), DETECTED)
 def test_detection_from_the_host(url: str, fmt: str) -> None:
-    assert formats.detect(url) == fmt
-    assert formats.detect(url, fmt) == fmt
+    assert urltext.detect(url) == fmt
+    assert urltext.detect(url, fmt) == fmt
 
 
 @pytest.mark.parametrize("fmt", ["mattermost", "rocketchat", "webhook", "teams", "discord"])
 def test_an_unknown_host_takes_any_configured_format(fmt: str) -> None:
-    assert formats.detect("https://chat.example.org/hooks/x", fmt) == fmt
+    assert urltext.detect("https://chat.example.org/hooks/x", fmt) == fmt
 
 
 @pytest.mark.parametrize(
@@ -407,9 +409,9 @@ def test_an_unknown_host_takes_any_configured_format(fmt: str) -> None:
     [(URLS["googlechat"], "slack"), (URLS["discord"], "slack"), (URLS["slack"], "teams"), (URLS["teams"], "webhook")],
 )
 def test_a_contradiction_is_refused_naming_the_key(url: str, fmt: str) -> None:
-    with pytest.raises(formats.FormatError) as refused:
-        formats.detect(url, fmt)
-    assert "hostguard:chatFormat" in str(refused.value) and formats.detect(url) in str(refused.value)
+    with pytest.raises(urltext.FormatError) as refused:
+        urltext.detect(url, fmt)
+    assert "hostguard:chatFormat" in str(refused.value) and urltext.detect(url) in str(refused.value)
     assert url not in str(refused.value) and str(urlsplit(url).hostname) not in str(refused.value)
 
 
@@ -424,24 +426,24 @@ def test_a_contradiction_is_refused_naming_the_key(url: str, fmt: str) -> None:
 )
 def test_a_retired_teams_connector_is_refused(url: str) -> None:
     for configured in ("", "teams"):
-        with pytest.raises(formats.FormatError) as refused:
-            formats.detect(url, configured)
+        with pytest.raises(urltext.FormatError) as refused:
+            urltext.detect(url, configured)
         assert "hostguard:webhookUrl" in str(refused.value) and "Workflows" in str(refused.value)
         assert url not in str(refused.value) and "/webhook" not in str(refused.value)
 
 
 def test_discords_slack_endpoint_is_refused() -> None:
-    with pytest.raises(formats.FormatError, match="hostguard:webhookUrl is Discord's Slack-compatible endpoint"):
-        formats.detect(URLS["discord"] + "/slack")
+    with pytest.raises(urltext.FormatError, match="hostguard:webhookUrl is Discord's Slack-compatible endpoint"):
+        urltext.detect(URLS["discord"] + "/slack")
 
 
 def test_outlook_elsewhere_is_not_a_connector() -> None:
-    assert formats.detect("https://outlook.office.com/owa/x") == "slack"
+    assert urltext.detect("https://outlook.office.com/owa/x") == "slack"
 
 
 def test_an_unknown_format_is_refused() -> None:
-    with pytest.raises(formats.FormatError, match="hostguard:chatFormat must be one of slack, mattermost"):
-        formats.detect(URLS["slack"], "msteams")
+    with pytest.raises(urltext.FormatError, match="hostguard:chatFormat must be one of slack, mattermost"):
+        urltext.detect(URLS["slack"], "msteams")
 
 
 def test_pagerduty_severity_by_what_fired() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
+import ssl
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,12 +36,12 @@ def silent_server() -> Iterator[int]:
 def test_a_get_is_bounded_by_its_deadline(silent_server: int) -> None:
     # A hung peer: the answer is "timed out" (a hang guard of 30 s, not a speed check).
     start = time.monotonic()
-    assert heartbeat.get(f"https://127.0.0.1:{silent_server}/ping/x", None, 1) == "timed out"
+    assert heartbeat.get(f"https://127.0.0.1:{silent_server}/ping/x", ssl.create_default_context(), 1) == "timed out"
     assert time.monotonic() - start < 30
 
 
 def test_only_https(tmp_path: Path) -> None:
-    assert heartbeat.get("http://127.0.0.1:1/ping", None, 1) == "protocol refused (https only)"
+    assert heartbeat.get("http://127.0.0.1:1/ping", ssl.create_default_context(), 1) == "protocol refused (https only)"
 
 
 def recorder(monkeypatch: pytest.MonkeyPatch) -> list[str]:

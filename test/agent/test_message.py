@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hostguard.notify.formats import NOTICE, Identity, Message, request
-from hostguard.notify.message import CUT_MARKER, TEXT_MAX, clean, labelled
+from hostguard.notify.formats import request
+from hostguard.notify.message import CUT_MARKER, NOTICE, TEXT_MAX, Identity, Message, clean, labelled
 
 ABOUT = Identity("web-1", "text", "manual", 0, NOTICE)
 

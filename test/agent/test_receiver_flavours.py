@@ -21,10 +21,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from hostguard.format_table import FACTS
-from hostguard.notify import formats
-from hostguard.notify.chat import CHANNEL, DELIVERED, MESSAGE, TRANSIENT, WEBHOOK, Answer
-from hostguard.notify.formats import FIRING, NOTICE, RESOLVED, Identity, Message
-from hostguard.notify.message import BANTOOL
+from hostguard.notify import answers, formats, message
+from hostguard.notify.answers import CHANNEL, DELIVERED, MESSAGE, TRANSIENT, WEBHOOK, Answer
+from hostguard.notify.chat import Reply
+from hostguard.notify.message import BANTOOL, FIRING, NOTICE, RESOLVED, Identity, Message
 
 HELPERS = Path(__file__).resolve().parents[2] / "test" / "helpers"
 PATHS = {
@@ -73,7 +73,7 @@ class Receiver:
             return []
         return [json.loads(line) for line in self.messages.read_text(encoding="utf-8").splitlines()]
 
-    def send(self, url: str, headers: tuple[tuple[str, str], ...], body: bytes) -> tuple[int, dict[str, str], bytes]:
+    def send(self, url: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], bytes]:
         parts = urlsplit(url)
         connection = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=10, context=self.context)
         try:
@@ -86,8 +86,9 @@ class Receiver:
     def post(self, message: Message) -> Answer:
         """MESSAGE as formats.py builds it for this flavour, sent, and its answer classified."""
         req = formats.request(self.flavour, self.url, ROUTING_KEY, message)
-        status, headers, body = self.send(req.url, req.headers, req.body)
-        return formats.FORMATS[self.flavour].classify(status, headers, body, message.channel is not None)
+        return answers.classify(
+            self.flavour, reply(*self.send(req.url, req.headers, req.body)), message.channel is not None
+        )
 
     def stop(self) -> None:
         self.process.kill()
@@ -115,6 +116,12 @@ def start(tmp_path: Path, ca: Path) -> Iterator[object]:
         receiver.stop()
 
 
+def reply(status: int, headers: dict[str, str], body: bytes) -> Reply:
+    """The answer as chat.exchange gives it: its Retry-After (any case) and its body decoded."""
+    retry_after = next((value for name, value in headers.items() if name.lower() == "retry-after"), None)
+    return Reply(status, retry_after, body.decode("utf-8", "replace"))
+
+
 def msg(text: str, ident: Identity = FIRE, channel: str | None = None) -> Message:
     return Message(text, channel, ident, ident.episode + 600)
 
@@ -124,7 +131,7 @@ def test_an_alert_its_repeat_resolution_and_a_notice_arrive_once_each(start: obj
     receiver = start(flavour)  # type: ignore[operator]
     sequence = [msg("[web-1] CPU 93%"), msg("[web-1] CPU 95%"), msg("[web-1] resolved", FIRE._replace(state=RESOLVED))]
     sequence.append(msg("[web-1] banned 192.0.2.7", Identity("web-1", BANTOOL, "ban", 0, NOTICE), "alerts"))
-    sent = [m for m in sequence if formats.sends(flavour, m.identity)]
+    sent = [m for m in sequence if message.sends(flavour, m.identity)]
     assert [receiver.post(m).kind for m in sent] == [DELIVERED] * len(sent)
     records = receiver.records()
     assert len(records) == len(sent) and all(r["flavour"] == flavour for r in records)
@@ -193,12 +200,12 @@ def test_the_misleading_answers(start: object) -> None:
     teams.set_mode("ok")
     form = formats.request("slack", teams.url, "", msg("x"))
     status, headers, body = teams.send(form.url, form.headers, form.body)
-    assert formats.FORMATS["teams"].classify(status, headers, body, False).kind == MESSAGE and status == 400
+    assert answers.classify("teams", reply(status, headers, body), False).kind == MESSAGE and status == 400
     discord = start("discord")  # type: ignore[operator]
     req = formats.request("discord", discord.url, "", msg("no wait"))
     status, _headers, body = discord.send(req.url.replace("wait=true", "wait=false"), req.headers, req.body)
     assert (status, body) == (204, b""), "without wait Discord says nothing"
-    status, _headers, body = discord.send(req.url, (("Content-Type", "application/json"),), b'{"text":"slack body"}')
+    status, _headers, body = discord.send(req.url, {"Content-Type": "application/json"}, b'{"text":"slack body"}')
     assert status == 400 and json.loads(body)["code"] == 50006
     discord.set_mode("refused")
     assert discord.post(msg("x")).kind == WEBHOOK

@@ -20,8 +20,10 @@ from pathlib import Path
 import pytest
 
 from hostguard import paths, settings
-from hostguard.notify import chat, delivery, formats, webhook
+from hostguard.notify import answers, delivery
 from hostguard.notify import cli as notify
+from hostguard.notify.message import Message
+from hostguard.notify.urlfile import Hook
 
 Done = subprocess.CompletedProcess[str]
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
@@ -186,11 +188,11 @@ def test_the_notifiers_candidate_test_posts_to_it_and_records_no_refusal(
         (conf / name).chmod(0o600)
     urls: list[str] = []
 
-    def refuse(hook: webhook.Hook, _message: formats.Message, _timeout: float) -> chat.Answer:
+    def refuse(hook: Hook, _message: Message, _timeout: float, _spool: object = None) -> answers.Answer:
         urls.append(hook.url)
-        return chat.Answer(chat.WEBHOOK, "HTTP 404 no_service", 404, "no_service")
+        return answers.Answer(answers.WEBHOOK, "HTTP 404 no_service", 404, "no_service")
 
-    monkeypatch.setattr(delivery, "send", refuse)
+    monkeypatch.setattr(delivery, "post_once", refuse)
     monkeypatch.setattr(delivery, "pace", lambda *_args: None)
     monkeypatch.setattr(delivery, "_spool", None)
     conf_settings = settings.parse("", "hostguard.conf")
@@ -212,11 +214,11 @@ def test_the_candidates_url_echoed_by_the_service_is_redacted(
         (conf / name).write_text(f"url={url}\n")
         (conf / name).chmod(0o600)
 
-    def refuse(_hook: webhook.Hook, _message: formats.Message, _timeout: float) -> chat.Answer:
+    def refuse(_hook: Hook, _message: Message, _timeout: float, _spool: object = None) -> answers.Answer:
         body = "Cannot POST /services/T0/B2/SENTINELnew"
-        return chat.Answer(chat.WEBHOOK, f"HTTP 404 {chat.error_text(body)}", 404, body)
+        return answers.Answer(answers.WEBHOOK, f"HTTP 404 {answers.error_text(body)}", 404, body)
 
-    monkeypatch.setattr(delivery, "send", refuse)
+    monkeypatch.setattr(delivery, "post_once", refuse)
     monkeypatch.setattr(delivery, "pace", lambda *_args: None)
     monkeypatch.setattr(delivery, "_spool", None)
     assert notify.connectivity_test(settings.parse("", "hostguard.conf"), candidate=True) == 77

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import ssl
 import subprocess
 import time
 from pathlib import Path
@@ -18,11 +19,14 @@ import pytest
 
 from hostguard import settings
 from hostguard.ban import nginxban
-from hostguard.notify import chat, delivery, events, formats, spoolbound, webhook
+from hostguard.notify import answers, delivery, events, formats, spoolbound, urlfile
 from hostguard.notify import cli as notify
-from hostguard.notify.message import BANTOOL, FIRING, NOTICE, RESOLVED, Identity
+from hostguard.notify.message import BANTOOL, FIRING, NOTICE, RESOLVED, Identity, Message
 from hostguard.notify.spool import ALERTS, EVENTS, STARTING, Refusal, Spool
 from hostguard.notify.spooldb import SCHEMA_VERSION
+from hostguard.notify.urlfile import Hook
+
+CONTEXT = ssl.create_default_context()
 
 
 def spool_dir(root: Path) -> Path:
@@ -50,11 +54,11 @@ def test_a_dead_letter_the_bound_let_go_is_not_reported_delivered(tmp_path: Path
 def test_text_exits_non_zero_for_a_message_gone_without_a_trace(
     root: Path, posted: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def refuse(_hook: webhook.Hook, message: formats.Message, _timeout: float) -> chat.Answer:
+    def refuse(_hook: Hook, message: Message, _timeout: float, _spool: object = None) -> answers.Answer:
         posted.append(message.text)
-        return chat.Answer(chat.MESSAGE, "HTTP 400 invalid_payload", 400, "invalid_payload")
+        return answers.Answer(answers.MESSAGE, "HTTP 400 invalid_payload", 400, "invalid_payload")
 
-    monkeypatch.setattr(delivery, "send", refuse)
+    monkeypatch.setattr(delivery, "post_once", refuse)
     # The dead-letter bound (1) lets each refused message go as soon as the next one dies.
     loaded = settings.parse("NOTIFY_SPOOL_MAX=1\n", "test")
     original = delivery._bury
@@ -229,15 +233,15 @@ def test_alerts_merged_at_the_bound_are_posted_whole_within_the_formats_limit(
     shown: list[str] = []
     limit = formats.FORMATS[fmt].text_limit
 
-    def send(hook: webhook.Hook, message: formats.Message, _timeout: float) -> chat.Answer:
+    def send(hook: Hook, message: Message, _timeout: float, _spool: object = None) -> answers.Answer:
         body = formats.request(fmt, hook.url, hook.key, message).body
         assert len(body) < 2 * limit + 2000
         shown.append(body.decode("utf-8"))
-        return chat.Answer(chat.DELIVERED, "HTTP 200 ok", 200, "ok")
+        return answers.Answer(answers.DELIVERED, "HTTP 200 ok", 200, "ok")
 
-    hook = webhook.Hook("https://hook.test/x", "id", None, fmt, "k" * 32 if fmt == "pagerduty" else "")
+    hook = Hook("https://hook.test/x", "id", CONTEXT, fmt, "k" * 32 if fmt == "pagerduty" else "")
     monkeypatch.setattr(delivery, "load_hook", lambda _settings: hook)
-    monkeypatch.setattr(delivery, "send", send)
+    monkeypatch.setattr(delivery, "post_once", send)
     monkeypatch.setattr(delivery, "pace", lambda *_args: None)
     box = Spool(1)
     alerts = [f"[Server Alert] alert {i:02d}: " + "disk /var 99% full. " * 14 for i in range(20)]
@@ -302,7 +306,7 @@ def test_a_ban_starts_a_flush_only_when_one_can_make_progress(root: Path, monkey
     hook_file.write_text("url=https://hooks.slack.com/services/T0/B0/SECRETSECRETSECRET\n")
     assert bans(3) == 3, "usable and not refused: each ban with the lock free starts one"
     box = Spool(100, str(spool_dir(root)))
-    identity = webhook.check_webhook(settings.parse("", "hostguard.conf")).identity
+    identity = urlfile.load(settings.parse("", "hostguard.conf")).identity
     now = int(time.time())
     box.set_refusal(Refusal(identity, now - 60, now + 600, 600, "HTTP 403 invalid_token"))
     assert bans(50) == 0, "refused, the next probe not due"

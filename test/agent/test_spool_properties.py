@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from hostguard.notify import spool
-from hostguard.notify.spool import ALERTS, EVENTS, Message, Spool
+from hostguard.notify.message import Message
+from hostguard.notify.spool import ALERTS, EVENTS, Spool
 
 
 class SpoolMachine(RuleBasedStateMachine):

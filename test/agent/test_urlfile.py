@@ -32,7 +32,7 @@ def refused(path: Path) -> str:
 def test_accepted_files(tmp_path: Path, url: str) -> None:
     path = write(tmp_path / "webhook.curlrc", f"\nurl={url}\n\n")
     found = urlfile.read(str(path))
-    assert found.url == url and found[2:] == ("", "")
+    assert found.url == url and found[2:] == ("", "", "slack")
     info = path.stat()
     assert found.identity == f"{info.st_ino}:{info.st_mtime_ns}:{info.st_size}"
 
@@ -129,9 +129,9 @@ KEY = "SENTINELsecret0123456789abcdef01"
 
 def test_the_format_and_routing_key_lines_travel_with_the_webhook(tmp_path: Path) -> None:
     path = write(tmp_path / "webhook.curlrc", f"url={URL}\nformat=discord\n")
-    assert urlfile.read(str(path))[2:] == ("discord", "")
+    assert urlfile.read(str(path))[2:] == ("discord", "", "discord")
     path = write(path, f"format=pagerduty\nrouting_key={KEY}\nurl=https://events.pagerduty.com/v2/enqueue\n")
-    assert urlfile.read(str(path))[2:] == ("pagerduty", KEY)
+    assert urlfile.read(str(path))[2:] == ("pagerduty", KEY, "pagerduty")
     write(path, f"url={URL}\nformat=discord\nformat=slack\n")
     assert "line 3: a second format= line" in refused(path)
     write(path, f"url={URL}\nformat=irc\n")

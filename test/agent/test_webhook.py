@@ -1,27 +1,33 @@
-"""webhook.py: the webhook file's format, checked against its URL's host and the routing key, as the
-delivery run and --test read it; errors name the file, never the URL or the key."""
+"""urlfile.load and webhook.py: the webhook file's format, checked against its URL's host and the routing
+key, as the delivery run and --test load it; errors name the file, never the URL or the key; the refusal's
+probing."""
 
 from __future__ import annotations
 
+import ssl
 from pathlib import Path
 
 import pytest
 
 from hostguard import redact, settings
 from hostguard.errors import ConfigError
-from hostguard.notify import urlfile, webhook
+from hostguard.notify import delivery, urlfile, webhook
+from hostguard.notify.urlfile import Hook
 
 KEY = "SENTINELsecret0123456789abcdef01"
 PD = "https://events.pagerduty.com/v2/enqueue"
 
 
-def hook_of(root: Path, text: str) -> webhook.Hook:
+CONTEXT = ssl.create_default_context()
+
+
+def hook_of(root: Path, text: str) -> Hook:
     conf = root / "etc/hostguard"
     conf.mkdir(parents=True, exist_ok=True)
     path = conf / "webhook.curlrc"
     path.write_text(text)
     path.chmod(0o600)
-    return webhook.check_webhook(settings.parse("", "hostguard.conf"))
+    return urlfile.load(settings.parse("", "hostguard.conf"))
 
 
 @pytest.mark.parametrize(
@@ -69,8 +75,8 @@ def test_the_routing_key_is_redacted_like_the_url(root: Path) -> None:
 
 
 def test_only_discords_gone_or_invalid_webhook_is_never_probed() -> None:
-    discord = webhook.Hook("https://discord.com/api/webhooks/1/x", "id", None, "discord")
-    slack = webhook.Hook("https://hooks.slack.com/services/T/B/x", "id", None, "slack")
+    discord = Hook("https://discord.com/api/webhooks/1/x", "id", CONTEXT, "discord")
+    slack = Hook("https://hooks.slack.com/services/T/B/x", "id", CONTEXT, "slack")
     assert webhook.stopped(discord, "HTTP 404 Unknown Webhook") and webhook.stopped(discord, "HTTP 401 x")
     # A proxy's 403 in front of Discord, or any other service's 404, is probed with the back-off.
     assert not webhook.stopped(discord, "HTTP 403 <html>") and not webhook.stopped(slack, "HTTP 404 no_service")
@@ -79,11 +85,9 @@ def test_only_discords_gone_or_invalid_webhook_is_never_probed() -> None:
 
 
 def test_the_dropped_note_survives_the_formats_cut_and_pagerduty_gets_none() -> None:
-    from hostguard.notify import delivery
-
-    discord = webhook.Hook("https://discord.com/api/webhooks/1/x", "id", None, "discord")
+    discord = Hook("https://discord.com/api/webhooks/1/x", "id", CONTEXT, "discord")
     text, announced = delivery.with_dropped_note(discord, "x" * 5000, 3)
     assert len(text) <= 2000 and text.endswith(delivery.DROPPED_NOTE.format(3)) and announced == 3
-    pagerduty = webhook.Hook(PD, "id", None, "pagerduty", KEY)
+    pagerduty = Hook(PD, "id", CONTEXT, "pagerduty", KEY)
     assert delivery.with_dropped_note(pagerduty, "alert", 3) == ("alert", 0)
     assert delivery.with_dropped_note(discord, "alert", 0) == ("alert", 0)

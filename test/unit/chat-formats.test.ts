@@ -190,8 +190,9 @@ describe("the webhook file's text (set-webhook's stdin)", () => {
 });
 
 describe("the host agent reads the webhook file the deploy writes (urltext.parse, Debian's python3)", () => {
-    it("every format and the routing key come back as written", () => {
-        const texts = [...CHAT_FORMATS.map((f) => webhookFileText("https://chat.example.org/hooks/x", f)),
+    it("every format and the routing key come back as written, and as the chat format the notifier uses", () => {
+        const chats = CHAT_FORMATS.filter((f) => f !== "pagerduty");
+        const texts = [...chats.map((f) => webhookFileText("https://chat.example.org/hooks/x", f)),
             webhookFileText("https://events.pagerduty.com/v2/enqueue", "pagerduty", ROUTING)];
         const program = [
             "import json, sys",
@@ -202,13 +203,13 @@ describe("the host agent reads the webhook file the deploy writes (urltext.parse
             input: JSON.stringify(texts), env: { ...process.env, PYTHONPATH: SCRIPTS }, encoding: "utf8",
         })) as Array<Record<string, string>>;
         assert.deepEqual(host, [
-            ...CHAT_FORMATS.map((f) => ({ url: "https://chat.example.org/hooks/x", format: f === "slack" ? "" : f, routing_key: "" })),
-            { url: "https://events.pagerduty.com/v2/enqueue", format: "pagerduty", routing_key: ROUTING },
+            ...chats.map((f) => ({ url: "https://chat.example.org/hooks/x", format: f === "slack" ? "" : f, routing_key: "", chat: f })),
+            { url: "https://events.pagerduty.com/v2/enqueue", format: "pagerduty", routing_key: ROUTING, chat: "pagerduty" },
         ]);
     });
 });
 
-describe("the host agent detects as the validator does (formats.detect, Debian's python3)", () => {
+describe("the host agent detects as the validator does (urltext.detect, Debian's python3)", () => {
     it("agrees on every shape, contradiction and retired connector", () => {
         const cases: Array<[string, string]> = [
             ...SHAPES.map(([url]) => [url, ""] as [string, string]),
@@ -218,12 +219,12 @@ describe("the host agent detects as the validator does (formats.detect, Debian's
         ];
         const program = [
             "import json, sys",
-            "from hostguard.notify import formats",
+            "from hostguard import urltext",
             "out = []",
             "for url, fmt in json.load(sys.stdin):",
             "    try:",
-            "        out.append(formats.detect(url, fmt))",
-            "    except formats.FormatError as e:",
+            "        out.append(urltext.detect(url, fmt))",
+            "    except urltext.FormatError as e:",
             "        out.append('refused ' + str(e).split(' ')[0])",
             "print(json.dumps(out))",
         ].join("\n");

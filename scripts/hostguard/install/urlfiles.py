@@ -9,7 +9,6 @@ import sys
 from .. import log, paths, urltext
 from ..atomicfile import write_new
 from ..errors import ConfigError, HostguardError
-from ..notify import formats
 from . import rotation
 from .hostfs import holds, is_file, temp_beside, unlink_if
 from .txn import Txn
@@ -18,17 +17,14 @@ from .txn import Txn
 def read_url(data: bytes, what: str = "webhook") -> urltext.UrlText:
     """The URL file's values from DATA (its lines, urltext.py, or a bare URL), checked as the notifier
     reads them (a format its URL's host contradicts or PagerDuty without its key: refused, never
-    written to fail every delivery). Refusals name the line, never a value."""
+    written to fail every delivery). Refusals name the line or key, never a value."""
     text = data.decode("utf-8", "surrogateescape").lstrip()
     if "://" in text.split("\n", 1)[0].split("=", 1)[0]:
         text = "url=" + text.strip()
     try:
-        found = urltext.parse(text, "stdin", what)
-        if what == "webhook":
-            formats.checked(found.url, found.format, found.routing_key)
-    except (ConfigError, formats.FormatError) as error:
+        return urltext.parse(text, "stdin", what)
+    except ConfigError as error:
         raise HostguardError(f"set-{what}: refused: {error}") from None
-    return found
 
 
 def file_text(what: str) -> bytes:

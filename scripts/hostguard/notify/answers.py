@@ -1,39 +1,69 @@
-"""What a chat service's answer means, per format: the queue's five kinds.
+"""What a chat service's answer means, per format: the kinds the queue knows.
 
-`classify(fmt, status, headers, body, has_channel)` sorts an answer into
-chat's kinds (chat's Answer, error text and Retry-After reading, imported
-from it), the one classifier of every format, Slack's included:
-delivered; transient (after Retry-After, else the format's backoff for a
-429); message (refused for good: a dead letter); channel (re-send without
-the channel override); webhook (the webhook itself is refused: keep
-everything). Each format's own rule (REFUSALS) speaks first: Mattermost's
-400 for a deleted hook and 501 for disabled hooks, Teams' 400
-WorkflowTriggerIsNotEnabled, Google Chat's API_KEY_INVALID, Discord's 404
-and its float `retry_after`, PagerDuty's 400 naming the routing key.
-Error texts are the service's body redacted, cut to 200 bytes, printable
-ASCII only.
+`classify(fmt, reply, has_channel)` sorts chat.exchange's reply (or why there is none) into:
+delivered (any 2xx); transient (no answer, 408, 429, 5xx and anything else not 4xx, after
+Retry-After, else the format's backoff for a 429); message (refused for good: a dead letter);
+channel (404 channel_not_found on a channel override: re-send without it); webhook (the webhook
+itself is refused: keep everything, probe slowly). Each format's own rule (REFUSALS) speaks first.
+Error texts are the service's body redacted, then cut to 200 bytes, printable ASCII only.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Callable
+import re
+import time
+from collections.abc import Callable
+from email.utils import parsedate_to_datetime
+from typing import NamedTuple
 
 from ..format_table import FACTS
-from .chat import (
-    CHANNEL,
-    DELIVERED,
-    MESSAGE,
-    TRANSIENT,
-    WEBHOOK,
-    Answer,
-    error_text,
-    retry_after_seconds,
-)
+from ..redact import redact
+from .chat import Reply
 
-if TYPE_CHECKING:
-    from collections.abc import Mapping
+DELIVERED = "delivered"
+TRANSIENT = "transient"
+MESSAGE = "message"  # refused for good: dead letter
+CHANNEL = "channel"  # 404 channel_not_found on a channel override
+WEBHOOK = "webhook"  # the webhook itself is refused
+
+ERROR_MAX = 200
+_HTTP_DATE = re.compile(r"[A-Za-z]{3}, [0-9]{2} [A-Za-z]{3} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT")
+
+
+class Answer(NamedTuple):
+    """What one post came to."""
+
+    kind: str
+    reason: str
+    status: int = 0
+    body: str = ""
+    retry_after: float | None = None
+
+
+def error_text(body: str) -> str:
+    """BODY fit for a log line: redacted, then cut to ERROR_MAX bytes (no piece of a secret left), printable ASCII."""
+    raw = redact(body).encode("utf-8", "surrogateescape")[:ERROR_MAX]
+    return "".join(chr(byte) if 0x20 <= byte < 0x7F else "?" for byte in raw)
+
+
+def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
+    """Seconds a Retry-After VALUE asks for: decimal seconds (09 is nine) or an HTTP date; None when neither."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isascii() and value.isdigit() and len(value) <= 9:
+        return float(int(value, 10))
+    if _HTTP_DATE.fullmatch(value):
+        try:
+            when = parsedate_to_datetime(value).timestamp()
+        except (TypeError, ValueError, OverflowError):
+            return None
+        current = time.time() if now is None else now
+        return float(max(0, int(when) - int(current)))
+    return None
+
 
 # Slack's refusals of the webhook itself (status, error text).
 SLACK_REFUSALS = frozenset(
@@ -47,14 +77,6 @@ SLACK_REFUSALS = frozenset(
 )
 
 
-def header(headers: Mapping[str, str], name: str) -> str | None:
-    """The value of header NAME (any case), None when absent."""
-    for key, value in headers.items():
-        if key.lower() == name.lower():
-            return value
-    return None
-
-
 def _json_of(text: str) -> dict[str, object]:
     try:
         value = json.loads(text)
@@ -63,10 +85,11 @@ def _json_of(text: str) -> dict[str, object]:
     return value if isinstance(value, dict) else {}
 
 
-def _wait(fmt: str, status: int, headers: Mapping[str, str], text: str) -> float | None:
+def _wait(fmt: str, reply: Reply) -> float | None:
     """Retry-After, or the longer float `retry_after` of a JSON body (Discord's); a 429 without: the backoff."""
-    wait = retry_after_seconds(header(headers, "Retry-After"))
-    after = _json_of(text).get("retry_after") if status == 429 else None
+    status = reply.status
+    wait = retry_after_seconds(reply.retry_after)
+    after = _json_of(reply.body).get("retry_after") if status == 429 else None
     if isinstance(after, (int, float)) and not isinstance(after, bool) and 0 <= after < 1e6:
         wait = max(wait or 0.0, float(math.ceil(after)))
     if status == 429 and wait is None and FACTS[fmt][2] > 0:
@@ -74,15 +97,17 @@ def _wait(fmt: str, status: int, headers: Mapping[str, str], text: str) -> float
     return wait
 
 
-def classify(fmt: str, status: int, headers: Mapping[str, str], body: bytes, has_channel: bool) -> Answer:
-    """The kind of FMT's answer: what the format's own rule says of it (REFUSALS), else 2xx delivered, a 4xx
-    but 408/429 the message's fault, anything else transient (a 429 without Retry-After: the backoff)."""
-    text = body.decode("utf-8", "replace")
+def classify(fmt: str, reply: Reply | str, has_channel: bool) -> Answer:
+    """The kind of FMT's REPLY (a reason: no answer, transient): what the format's own rule says of it
+    (REFUSALS), else 2xx delivered, a 4xx but 408/429 the message's fault, anything else transient."""
+    if isinstance(reply, str):
+        return Answer(TRANSIENT, reply)
+    status, text = reply.status, reply.body
     reason = f"HTTP {status} {error_text(text)}"
     kind = REFUSALS[fmt](status, text, has_channel) if not 200 <= status < 300 else DELIVERED
     if kind is None:
         kind = MESSAGE if 400 <= status < 500 and status not in (408, 429) else TRANSIENT
-    wait = _wait(fmt, status, headers, text) if kind == TRANSIENT else None
+    wait = _wait(fmt, reply) if kind == TRANSIENT else None
     return Answer(kind, reason, status, text, wait)
 
 

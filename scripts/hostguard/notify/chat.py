@@ -1,86 +1,23 @@
-"""One HTTPS exchange with the chat service (or the heartbeat), and the kinds
-of answer the queue knows (answers.py sorts each format's answers into them).
+"""One HTTPS exchange with the chat service (or the heartbeat): the answer as it came, or why there is none.
 
-HTTPS only, the certificate verified (against NOTIFY_CA_FILE when set), no
-redirect followed, the whole exchange within one deadline. The kinds:
-
-- delivered: any 2xx;
-- transient: no answer (refused, reset, timed out, TLS), 408, 429, 5xx and
-  anything else not 4xx, with the Retry-After the service asked for;
-- webhook: the webhook itself is refused (Slack's 403 invalid_token, ...):
-  the webhook, not the message, is at fault: keep everything;
-- channel: 404 channel_not_found on a message with a channel: re-send
-  without it;
-- message: any other 4xx: this message is refused for good (dead letter).
-
-Error texts are the service's body redacted, then cut to 200 bytes, printable
-ASCII only; reasons for a failed connection never quote the exception (it may
-name the host).
+HTTPS only, the certificate verified by the context the URL file's loader made (NOTIFY_CA_FILE's
+bundle, else the system's CAs), no redirect followed, the whole exchange within one deadline. A
+reason for a failed connection never quotes the exception (it may name the host).
 """
 
 from __future__ import annotations
 
-import re
+import base64
+import errno
+import http.client
+import io
+import socket
+import ssl
 import time
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
+from urllib.parse import SplitResult, unquote, urlsplit
 
-from ..redact import redact
-
-if TYPE_CHECKING:
-    import io
-    import socket
-    import ssl
-    from urllib.parse import SplitResult
-
-DELIVERED = "delivered"
-TRANSIENT = "transient"
-MESSAGE = "message"  # refused for good: dead letter
-CHANNEL = "channel"  # 404 channel_not_found on a channel override
-WEBHOOK = "webhook"  # the webhook itself is refused
-
-ERROR_MAX = 200
 BODY_MAX = 65536
-_HTTP_DATE = re.compile(r"[A-Za-z]{3}, [0-9]{2} [A-Za-z]{3} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT")
-
-
-class Answer(NamedTuple):
-    """What one post came to."""
-
-    kind: str
-    reason: str
-    status: int = 0
-    body: str = ""
-    retry_after: float | None = None
-
-
-def error_text(body: str) -> str:
-    """BODY fit for a log line: redacted, then cut to ERROR_MAX bytes (no piece of a secret left), printable ASCII."""
-    raw = redact(body).encode("utf-8", "surrogateescape")[:ERROR_MAX]
-    return "".join(chr(byte) if 0x20 <= byte < 0x7F else "?" for byte in raw)
-
-
-def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
-    """Seconds a Retry-After VALUE asks for: decimal seconds (09 is nine) or an HTTP date; None when neither."""
-    if value is None:
-        return None
-    value = value.strip()
-    if value.isascii() and value.isdigit() and len(value) <= 9:
-        return float(int(value, 10))
-    if _HTTP_DATE.fullmatch(value):
-        from email.utils import parsedate_to_datetime
-
-        try:
-            when = parsedate_to_datetime(value).timestamp()
-        except (TypeError, ValueError, OverflowError):
-            return None
-        current = time.time() if now is None else now
-        return float(max(0, int(when) - int(current)))
-    return None
-
-
-def failure(reason: str) -> Answer:
-    """A post that got no HTTP answer: transient."""
-    return Answer(TRANSIENT, reason)
 
 
 class Reply(NamedTuple):
@@ -92,52 +29,22 @@ class Reply(NamedTuple):
 
 
 def exchange(
-    method: str, url: str, body: bytes | None, headers: dict[str, str], timeout: float, cadata: str | bytes | None
+    method: str, url: str, body: bytes | None, headers: dict[str, str], timeout: float, context: ssl.SSLContext
 ) -> Reply | str:
-    """One HTTPS request (the certificate verified against CADATA, else the system's CAs; no redirect
-    followed), the whole exchange within TIMEOUT seconds; the reply, or why there is none (never
-    quoting an exception: it may name the host). The one HTTP client of the chat post and the heartbeat."""
-    from urllib.parse import urlsplit
-
+    """One HTTPS request (the certificate verified by CONTEXT; no redirect followed), the whole exchange
+    within TIMEOUT seconds; the reply, or why there is none. The one HTTP client of the chat post and the
+    heartbeat."""
     parts = urlsplit(url)
     if parts.scheme != "https" or not parts.hostname:
         return "protocol refused (https only)"
-    try:
-        context = prepare(cadata)
-    except (OSError, ValueError):
-        return "cannot read the CA file"
     deadline = time.monotonic() + timeout
     return _exchange(method, parts, body, {**headers, **_credentials(parts)}, context, deadline)
-
-
-_contexts: dict[str | bytes | None, ssl.SSLContext] = {}
-
-
-def prepare(cadata: str | bytes | None) -> ssl.SSLContext:
-    """The TLS context for CADATA (None: the system's CAs), made once per process.
-
-    Called before a post is stamped for pacing, so that importing ssl and
-    loading the CAs (tens of milliseconds) is not taken from the pace.
-    """
-    context = _contexts.get(cadata)
-    if context is None:
-        import ssl
-
-        # Verification on, host name checked; no cadata: the system's CAs.
-        context = ssl.create_default_context(cadata=cadata)
-        _contexts[cadata] = context
-    import http.client  # noqa: F401 - imported here for the same reason
-
-    return context
 
 
 def _credentials(parts: SplitResult) -> dict[str, str]:
     """As curl sends a URL's user:password: basic authentication."""
     if parts.username is None:
         return {}
-    import base64
-    from urllib.parse import unquote
-
     user = unquote(parts.username) + ":" + unquote(parts.password or "")
     return {"Authorization": "Basic " + base64.b64encode(user.encode()).decode("ascii")}
 
@@ -150,10 +57,6 @@ def _exchange(
     context: ssl.SSLContext,
     deadline: float,
 ) -> Reply | str:
-    import http.client
-    import socket
-    import ssl
-
     left = deadline - time.monotonic()
     if left <= 0:
         return "timed out"
@@ -195,8 +98,6 @@ def _exchange(
 
 
 def _os_reason(error: OSError) -> str:
-    import errno
-
     if isinstance(error, ConnectionResetError) or error.errno in (errno.ECONNRESET, errno.EPIPE):
         return "connection reset"
     if isinstance(error, ConnectionRefusedError) or error.errno in (
@@ -223,8 +124,6 @@ class _DeadlineSocket:
         self.deadline = deadline
 
     def makefile(self, mode: str) -> io.BufferedReader:
-        import io
-
         sock, deadline = self.sock, self.deadline
 
         class Reader(io.RawIOBase):
@@ -232,8 +131,6 @@ class _DeadlineSocket:
                 return True
 
             def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-                import socket
-
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise socket.timeout("timed out")

@@ -6,14 +6,20 @@ failure, 77 refused for good (dead letter, or the webhook itself refused:
 kept), 78 a bad webhook or CA file.
 """
 
+from __future__ import annotations
+
 import os
+import sqlite3
 import sys
 import time
 
 from .. import log
 from ..errors import EX_CONFIG, EX_NOPERM, EX_OK, EX_TEMPFAIL, EX_USAGE, HostguardError, UsageError
+from ..redact import redact
 from ..settings import Settings, load
-from .message import FIRING, NOTICE, RESOLVED, Identity, as_posted, host_name, notice
+from . import delivery, urlfile, webhook
+from .answers import DELIVERED, TRANSIENT, WEBHOOK
+from .message import FIRING, NOTICE, RESOLVED, Identity, Message, as_posted, host_name, notice
 from .spool import ALERTS, Refusal, SpoolFull
 
 USAGE = """usage: hostguard-notify text TEXT
@@ -29,8 +35,6 @@ USAGE = """usage: hostguard-notify text TEXT
 def send_text(settings: Settings, text: str) -> int:
     """Spools TEXT (a notice; PagerDuty gets it as an incident) and flushes; 0 only when this message was
     delivered (merged into one that was counts)."""
-    from . import delivery
-
     spool = delivery.own_spool(settings)
     posted = as_posted(settings, text)
     identity = notice(settings, "text", "manual")
@@ -55,9 +59,7 @@ def send_text(settings: Settings, text: str) -> int:
 
 def status_lines(settings: Settings) -> list[str]:
     """The spool depth, dropped ban messages, dead letters, last delivery and error, the webhook's state."""
-    from .delivery import own_spool
-
-    spool = own_spool(settings)
+    spool = delivery.own_spool(settings)
     oldest = spool.oldest_created()
     since = "" if oldest is None else time.strftime(", oldest spooled %Y-%m-%d %H:%M:%S", time.localtime(oldest))
     lines = [f"spool: {spool.pending()} message(s) waiting (limit {settings.notify_spool_max}){since}"]
@@ -70,12 +72,10 @@ def status_lines(settings: Settings) -> list[str]:
     return [*lines, _webhook_line(settings, spool.refusal())]
 
 
-def _webhook_line(settings: Settings, state: "Refusal | None") -> str:
+def _webhook_line(settings: Settings, state: Refusal | None) -> str:
     """The webhook's state: refused since when and when probed again, a bad file, or ok."""
-    from .webhook import check_webhook, next_probe
-
     try:
-        hook = check_webhook(settings)
+        hook = urlfile.load(settings)
     except HostguardError:
         return "webhook: bad webhook file (see: hostguard-notify flush)"
     if state is None:
@@ -84,13 +84,11 @@ def _webhook_line(settings: Settings, state: "Refusal | None") -> str:
     wait = max(0, state.next_probe - int(time.time()))
     return (
         f"webhook: refused by the chat service since {since_text} ({state.why}); messages kept;"
-        f" {next_probe(hook, state.why, wait)}; rotate it with: install set-webhook"
+        f" {webhook.next_probe(hook, state.why, wait)}; rotate it with: install set-webhook"
     )
 
 
 def status(settings: Settings) -> int:
-    from ..redact import redact
-
     sys.stdout.write("".join(redact(line) + "\n" for line in status_lines(settings)))
     return EX_OK
 
@@ -100,10 +98,8 @@ def connectivity_test(settings: Settings, candidate: bool = False) -> int:
     PagerDuty gets no notice: there the test is an incident triggered and at once resolved. CANDIDATE: to the
     webhook `install set-webhook --verify` has not put in place yet; the spool's record of whether the
     webhook in place is refused stays as it is."""
-    from . import chat, delivery, formats, webhook
-
     spool = delivery.own_spool(settings)
-    hook = webhook.load_hook(settings, candidate)
+    hook = delivery.load_hook(settings, candidate)
     if hook is None:
         return EX_CONFIG
     host, now = host_name(settings.host_name), int(time.time())
@@ -112,20 +108,20 @@ def connectivity_test(settings: Settings, candidate: bool = False) -> int:
     for state in (FIRING, RESOLVED) if hook.format == "pagerduty" else (NOTICE,):
         delivery.pace(spool, hook, deadline)
         left = max(1, int(deadline - time.monotonic()))
-        message = formats.Message(text, None, Identity(host, "hostguard", "connectivity-test", now, state), now)
-        answer = delivery.post(spool, hook, message, min(left, settings.notify_max_time))
-        if answer.kind != chat.DELIVERED:
+        message = Message(text, None, Identity(host, "hostguard", "connectivity-test", now, state), now)
+        answer = delivery.post_once(hook, message, min(left, settings.notify_max_time), spool)
+        if answer.kind != DELIVERED:
             break
-    if answer.kind == chat.DELIVERED:
+    if answer.kind == DELIVERED:
         log.info(f"connectivity test delivered: {answer.reason}")
         if not candidate:
             # A webhook that answers is no longer refused.
             webhook.clear_refusal(spool)
         return EX_OK
-    if answer.kind == chat.TRANSIENT:
+    if answer.kind == TRANSIENT:
         log.error(f"connectivity test not delivered (transient): {answer.reason}")
         return EX_TEMPFAIL
-    if answer.kind == chat.WEBHOOK:
+    if answer.kind == WEBHOOK:
         log.error(f"connectivity test refused: the webhook itself is refused: {answer.reason}")
         if not candidate:
             webhook.refuse_webhook(spool, hook, answer.reason)
@@ -137,7 +133,7 @@ def connectivity_test(settings: Settings, candidate: bool = False) -> int:
 # ---- main ---------------------------------------------------------------------
 
 
-def usage(problem: "str | None" = None) -> int:
+def usage(problem: str | None = None) -> int:
     if problem:
         sys.stderr.write(f"hostguard-notify: {problem}\n")
     sys.stderr.write(USAGE)
@@ -165,9 +161,7 @@ def run(argv: list[str]) -> int:
 
 
 def _flush(settings: Settings, wait: bool) -> int:
-    from .delivery import flush, own_spool
-
-    return flush(settings, own_spool(settings), wait=wait)
+    return delivery.flush(settings, delivery.own_spool(settings), wait=wait)
 
 
 def main(argv: list[str]) -> int:
@@ -179,11 +173,7 @@ def main(argv: list[str]) -> int:
     except HostguardError as error:
         sys.stderr.write(log.die_line(str(error)) + "\n")
         return error.code
-    except Exception as error:
-        import sqlite3  # loaded by then if the spool was opened
-
-        if not isinstance(error, (sqlite3.Error, OSError)):
-            raise
+    except (sqlite3.Error, OSError) as error:
         # The spool database or its directory failed (status, --test's state): say so, no traceback.
         sys.stderr.write(log.die_line(f"the spool failed: {error}") + "\n")
         return EX_TEMPFAIL

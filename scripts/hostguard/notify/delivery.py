@@ -1,10 +1,11 @@
 """How a program posts: `send_alert` spools a message; `flush` delivers the
 spool to the webhook, one run at a time (flock on the spool's .lock),
-oldest first, within NOTIFY_BUDGET: it puts back what a killed run had
-claimed, then claims, posts and acknowledges one message at a time. A
-transient failure stops the run (order kept), a message refused for good
-goes to the dead letters, a refused webhook keeps everything and is probed
-with a back-off until its file changes.
+oldest first, within NOTIFY_BUDGET: it loads the webhook once, puts back what
+a killed run had claimed, then claims, posts (`post_once`: the format's
+request, one HTTPS exchange, the format's reading of the answer) and
+acknowledges one message at a time. A transient failure stops the run (order
+kept), a message refused for good goes to the dead letters, a refused webhook
+keeps everything and is probed with a back-off until its file changes.
 
 Exactly once but for two cases (README: "An alert arrived twice"): a
 process killed between the service's 2xx and the commit that removes the
@@ -18,18 +19,19 @@ lock held), 77 the webhook refused (messages kept), 78 a bad webhook or CA file.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
 import time
 
 from .. import log
-from ..errors import EX_CONFIG, EX_NOPERM, EX_OK, EX_TEMPFAIL
+from ..errors import EX_CONFIG, EX_NOPERM, EX_OK, EX_TEMPFAIL, ConfigError
 from ..settings import Settings
-from . import chat, formats
-from .message import Identity, as_posted, host_name
-from .spool import ALERTS, MERGE_CHARS, STARTING, Message, Spool, SpoolFull, name_of
-from .webhook import PROBE, WAIT, Hook, clear_refusal, load_hook, refuse_webhook, send, webhook_plan
+from . import answers, chat, formats, urlfile
+from .answers import CHANNEL, DELIVERED, MESSAGE, TRANSIENT, WEBHOOK, Answer
+from .message import Identity, Message, as_posted, cut, host_name, sends
+from .spool import ALERTS, MERGE_CHARS, STARTING, Spool, SpoolFull, name_of
+from .urlfile import Hook
+from .webhook import PROBE, WAIT, clear_refusal, refuse_webhook, webhook_plan
 
 # How long a foreground run waits for another run's lock before leaving its
 # messages to that run (which looks again after releasing it).
@@ -112,20 +114,24 @@ def pace(spool: Spool, hook: Hook, deadline: float) -> None:
         time.sleep((until - now) / 1000)
 
 
-def post(spool: Spool, hook: Hook, message: formats.Message, max_time: float) -> chat.Answer:
-    """One paced post (the caller paced it): its time stamped for the next post of any run."""
-    with contextlib.suppress(OSError, ValueError):
-        chat.prepare(hook.cadata)  # a bad bundle is reported by the post itself
-    note(spool, "last_post", str(_mono_ms()))
-    return send(hook, message, max_time)
+def load_hook(settings: Settings, candidate: bool = False) -> Hook | None:
+    """The checked webhook (or candidate: urlfile.load), or None after logging why it cannot be used (exit 78)."""
+    try:
+        return urlfile.load(settings, "webhook", candidate)
+    except ConfigError as error:
+        log.error(str(error))
+        return None
 
 
-def as_sent(settings: Settings, message: Message, text: str, channel: str | None) -> formats.Message:
-    """The spooled MESSAGE as a format takes it: TEXT, CHANNEL, its identity on this host."""
-    identity = message.identity
-    if not identity.host:
-        identity = identity._replace(host=host_name(settings.host_name))
-    return formats.Message(text, channel, identity, int(message.created))
+def post_once(hook: Hook, message: Message, max_time: float, spool: Spool | None = None) -> Answer:
+    """MESSAGE posted once to HOOK within MAX_TIME seconds: the format's request, one HTTPS exchange, the
+    answer as the format reads it. With SPOOL (paced by the caller) the post's time is stamped for the next
+    post of any run. The one post of delivery, the direct post and the connectivity test."""
+    request = formats.request(hook.format, hook.url, hook.key, message)
+    if spool is not None:
+        note(spool, "last_post", str(_mono_ms()))
+    reply = chat.exchange("POST", request.url, request.body, request.headers, max_time, hook.context)
+    return answers.classify(hook.format, reply, message.channel is not None)
 
 
 # ---- one message --------------------------------------------------------------
@@ -159,7 +165,6 @@ def _deliver(
     """Posts one claimed MESSAGE (with REST: a piece of it, REST kept) until delivered, refused, or out of
     attempts or budget."""
     name = name_of(message.id)
-    channel = message.channel
     channel_retried = False
     attempt = 1
     while attempt <= settings.notify_attempts:
@@ -169,42 +174,49 @@ def _deliver(
             log.warn(f"not delivered {name}: run budget of {settings.notify_budget}s spent; left in spool")
             break
         text, dropped = with_dropped_note(hook, message.text, spool.dropped())
-        answer = post(spool, hook, as_sent(settings, message, text, channel), min(left, settings.notify_max_time))
-        if answer.kind == chat.DELIVERED and rest is not None:
-            spool.delivered_piece(message.id, rest, dropped)
-            log.info(f"delivered a piece of {name} (attempt {attempt}); {len(rest)} characters of it left")
+        answer = post_once(hook, message._replace(text=text), min(left, settings.notify_max_time), spool)
+        if answer.kind == DELIVERED:
+            _acknowledge(spool, hook, message.id, dropped, attempt, answer, rest)
             return _DELIVERED
-        if answer.kind == chat.DELIVERED:
-            _acknowledge(spool, hook, message.id, dropped, attempt, answer)
-            return _DELIVERED
-        if answer.kind == chat.CHANNEL and not channel_retried:
+        if answer.kind == CHANNEL and not channel_retried:
             channel_retried = True
-            channel = None
+            message = message._replace(channel=None)
             # Kept without the override, so that a crash now does not repeat the 404.
             spool.drop_channel(message.id)
             log.warn(
                 f"{name}: {answer.reason} for its channel override; re-sending it once to the webhook's own channel"
             )
             continue
-        note(spool, "last_error", f"{now_stamp()} {name}: {answer.reason}")
-        if answer.kind in (chat.CHANNEL, chat.MESSAGE):
-            _bury(spool, message.id, answer.reason)
-            return _DEAD
-        if answer.kind == chat.WEBHOOK:
-            spool.release(message.id)
-            refuse_webhook(spool, hook, answer.reason)
-            return _REFUSED
-        log.warn(f"not delivered {name}: {answer.reason} (attempt {attempt}/{settings.notify_attempts})")
-        if attempt >= settings.notify_attempts:
-            break
-        wait = answer.retry_after if answer.retry_after is not None else float(attempt)
-        now = time.monotonic()
-        if now + wait + 1 > deadline:
-            log.warn(f"not retrying {name}: the wait of {int(wait * 1000)} ms would pass the run budget; left in spool")
-            break
-        time.sleep(wait)
+        result = _failed(settings, spool, hook, message.id, answer, attempt, deadline)
+        if result is not None:
+            return result
         attempt += 1
     spool.release(message.id)
+    return _LEFT
+
+
+def _failed(
+    settings: Settings, spool: Spool, hook: Hook, message_id: int, answer: Answer, attempt: int, deadline: float
+) -> int | None:
+    """What a post of the message that was not delivered comes to: a dead letter, the webhook refused, left
+    in the spool (out of attempts or budget); None after waiting for the next attempt."""
+    name = name_of(message_id)
+    note(spool, "last_error", f"{now_stamp()} {name}: {answer.reason}")
+    if answer.kind in (CHANNEL, MESSAGE):
+        _bury(spool, message_id, answer.reason)
+        return _DEAD
+    if answer.kind == WEBHOOK:
+        spool.release(message_id)
+        refuse_webhook(spool, hook, answer.reason)
+        return _REFUSED
+    log.warn(f"not delivered {name}: {answer.reason} (attempt {attempt}/{settings.notify_attempts})")
+    wait = answer.retry_after if answer.retry_after is not None else float(attempt)
+    if attempt < settings.notify_attempts and time.monotonic() + wait + 1 > deadline:
+        log.warn(f"not retrying {name}: the wait of {int(wait * 1000)} ms would pass the run budget; left in spool")
+    elif attempt < settings.notify_attempts:
+        time.sleep(wait)
+        return None
+    spool.release(message_id)
     return _LEFT
 
 
@@ -214,11 +226,18 @@ def with_dropped_note(hook: Hook, text: str, dropped: int) -> tuple[str, int]:
     if not dropped or hook.format == "pagerduty":
         return text, 0
     note = DROPPED_NOTE.format(dropped)
-    return formats.cut(text, formats.FORMATS[hook.format].text_limit - len(note)) + note, dropped
+    return cut(text, formats.FORMATS[hook.format].text_limit - len(note)) + note, dropped
 
 
-def _acknowledge(spool: Spool, hook: Hook, message_id: int, dropped: int, attempt: int, answer: chat.Answer) -> None:
+def _acknowledge(
+    spool: Spool, hook: Hook, message_id: int, dropped: int, attempt: int, answer: Answer, rest: str | None
+) -> None:
+    """The delivered message off the spool, or (REST: the rest of a merged one) the rest kept in its place."""
     name = name_of(message_id)
+    if rest is not None:
+        spool.delivered_piece(message_id, rest, dropped)
+        log.info(f"delivered a piece of {name} (attempt {attempt}); {len(rest)} characters of it left")
+        return
     spool.delivered(message_id, dropped)
     if hook.format == "slack" and answer.body != "ok":
         log.warn(f"delivered {name} (attempt {attempt}), but the answer was {answer.reason}, not 200 ok")
@@ -245,12 +264,15 @@ def _flush_locked(settings: Settings, spool: Spool, hook: Hook, deadline: float)
     # dropped note and for JSON's escapes where the limit is in bytes (Teams), so no ban is cut off;
     # alerts merged at the spool's bound (whatever the format) go in pieces within it.
     merge_chars = min(MERGE_CHARS, formats.FORMATS[hook.format].text_limit * 3 // 4)
+    host = host_name(settings.host_name)
     while True:
         message = spool.claim_next(merge_chars)
         if message is None:
             spool.make_reserve()
             return EX_OK
-        if not formats.sends(hook.format, message.identity):
+        if not message.identity.host:
+            message = message._replace(identity=message.identity._replace(host=host))
+        if not sends(hook.format, message.identity):
             spool.delivered(message.id)  # not an answer of the webhook: a probe goes on with the next
             log.info(f"{name_of(message.id)}: not sent: {hook.format} gets no ban-tool notice (a ban never resolves)")
             continue
@@ -323,15 +345,14 @@ def deliver_direct(settings: Settings, text: str, identity: Identity) -> int:
     hook = load_hook(settings)
     if hook is None:
         return EX_CONFIG
-    if not formats.sends(hook.format, identity):
+    if not sends(hook.format, identity):
         log.info(f"not sent: {hook.format} gets no ban-tool notice (not spooled: disk full)")
         return EX_OK
-    message = formats.Message(text, None, identity, int(time.time()))
-    answer = send(hook, message, settings.notify_max_time)
-    if answer.kind == chat.DELIVERED:
+    answer = post_once(hook, Message(text, None, identity, int(time.time())), settings.notify_max_time)
+    if answer.kind == DELIVERED:
         log.info(f"delivered an alert directly (not spooled): {answer.reason}")
         return EX_OK
-    if answer.kind == chat.TRANSIENT:
+    if answer.kind == TRANSIENT:
         log.error(f"alert lost: not spooled (disk full) and not delivered: {answer.reason}")
         return EX_TEMPFAIL
     log.error(f"alert lost: not spooled (disk full) and refused: {answer.reason}")

@@ -30,10 +30,11 @@ from .. import log
 from ..errors import HostguardError, UsageError
 from ..settings import Settings, load
 from ..settings_table import PATTERNS
+from . import urlfile
 from .message import BANTOOL, as_posted, notice
 from .spool import EVENTS, STARTING, Spool, SpoolFull, spool_dir
-from .urlfile import webhook_path
-from .webhook import Hook, check_webhook, progress
+from .urlfile import Hook, webhook_path
+from .webhook import progress
 
 _IP_CHARS = frozenset("0123456789abcdefABCDEF.:/")
 # A ban waits at most this long for another process's spool transaction (they take milliseconds).
@@ -156,7 +157,7 @@ class FlushGate:
         key = tuple(_stamp(path) for path in (webhook_path(), settings.notify_ca_file) if path)
         if key != self._key:
             try:
-                self._hook = check_webhook(settings)
+                self._hook = urlfile.load(settings)
             except (HostguardError, OSError, ValueError):
                 self._hook = None
             self._key = key

@@ -1,22 +1,8 @@
-"""Per chat format: the request of one message, and what the service's answer means.
-
-Each format has two pure functions: `request(url, key, message)` gives the
-URL (with the format's own query, such as Discord's `wait=true`), headers and
-body bytes; `classify(status, headers, body, has_channel)` (answers.py) sorts
-the answer into the five kinds the queue knows (chat.py's names and meaning):
-delivered; transient (after Retry-After, else the format's backoff for a
-429); message (refused for good: a dead letter); channel (re-send without
-the channel override); webhook (the webhook itself is refused: keep
-everything, probe slowly, or, for Discord, not again until it is set anew).
-
-A message carries its identity: the natural key (host, monitor, condition),
-the episode (when it started firing) and its state (firing, resolved or a
-notice of the ban tool). Google Chat threads an episode; PagerDuty triggers
-and resolves one incident per key, opens one per `text` and gets no ban-tool
-notice; the generic webhook
-sends Alertmanager's JSON. The host table and the facts of each format come
-from components/chatFormats.ts (generated into format_table.py); answers.py
-classifies the answers.
+"""Per chat format, the request of one message: URL (with the format's own query, such as Discord's
+`wait=true`), headers and body bytes, the text made inert and cut to the format's limit. Google Chat
+threads an episode; PagerDuty triggers and resolves one incident per natural key, opens one per
+`text` and gets no ban-tool notice; the generic webhook sends Alertmanager's JSON. The facts of each
+format come from components/chatFormats.ts (format_table.py); answers.py reads the answers.
 """
 
 from __future__ import annotations
@@ -24,54 +10,25 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from functools import partial
-from typing import TYPE_CHECKING, Callable, NamedTuple
+import time
+from collections.abc import Callable
+from typing import NamedTuple
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ..format_table import FACTS, HOSTS, RETIRED, RETIRED_HINT
-from .answers import classify
-from .chat import Answer
-from .message import BANTOOL, FIRING, NOTICE, RESOLVED, Identity
+from ..format_table import FACTS, HOSTS
+from .message import FIRING, NOTICE, RESOLVED, Identity, Message, cut, sends
 
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-__all__ = ["FIRING", "FORMATS", "NOTICE", "RESOLVED", "Identity", "Message", "Request", "detect", "request"]
-
-FORMAT_KEY = "hostguard:chatFormat"
-URL_KEY = "hostguard:webhookUrl"
 DEDUP_MAX = 255
 JSON_TYPE = "application/json"
 
 
-class Message(NamedTuple):
-    """One message: its text as posted, the ban tool's channel (or None), its identity and when it happened."""
-
-    text: str
-    channel: str | None
-    identity: Identity
-    at: int = 0
-
-
 class Request(NamedTuple):
     url: str
-    headers: tuple[tuple[str, str], ...]
+    headers: dict[str, str]
     body: bytes
 
 
-class FormatError(ValueError):
-    """A format or URL refused; the text names the key, never the URL."""
-
-
 # ---- texts -----------------------------------------------------------------
-
-
-def cut(text: str, limit: int) -> str:
-    """TEXT cut to LIMIT characters with a visible marker, as message.clean cuts Slack's 40,000."""
-    if len(text) <= limit:
-        return text
-    marker = f"\n[... cut: the message was longer than {limit:,} characters]"
-    return text[: max(0, limit - len(marker))] + marker
 
 
 def _json(value: object) -> bytes:
@@ -129,7 +86,7 @@ def event_key(message: Message) -> str:
     ident = message.identity
     if ident.state != NOTICE:
         return dedup_key(ident)
-    seed = hashlib.sha256(f"{message.at}:{message.text}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    seed = hashlib.sha256(f"{int(message.created)}:{message.text}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return dedup_key(ident._replace(condition=f"{ident.condition}:{seed}"))
 
 
@@ -146,12 +103,6 @@ def thread_key(identity: Identity) -> str | None:
     return "hg-" + hashlib.sha256(seed).hexdigest()[:40]
 
 
-def sends(fmt: str, identity: Identity) -> bool:
-    """Whether FMT gets this message at all: PagerDuty gets no ban-tool notice (a ban has no recovery to
-    resolve its incident); any other message (an operator's `text`, hostguard's own) triggers one."""
-    return not (fmt == "pagerduty" and identity.state == NOTICE and identity.monitor == BANTOOL)
-
-
 # ---- requests --------------------------------------------------------------
 
 
@@ -161,7 +112,7 @@ def request_slack(url: str, key: str, message: Message) -> Request:
     if message.channel:
         payload["channel"] = "#" + message.channel.lstrip("#")
     body = urlencode({"payload": json.dumps(payload, ensure_ascii=False, separators=(",", ":"))}).encode("ascii")
-    return Request(url, (("Content-Type", "application/x-www-form-urlencoded"),), body)
+    return Request(url, {"Content-Type": "application/x-www-form-urlencoded"}, body)
 
 
 def _slack_like(limit: int) -> Callable[[str, str, Message], Request]:
@@ -192,7 +143,7 @@ def request_teams(url: str, key: str, message: Message) -> Request:
     text = cut(message.text, limit)
     body = _card(text, state)
     if len(body) <= limit:
-        return Request(url, (("Content-Type", JSON_TYPE),), body)
+        return Request(url, {"Content-Type": JSON_TYPE}, body)
     marker = f"\n[... cut: the message was longer than {limit:,} bytes]"
     low, high = 0, len(text)  # the longest prefix that fits: at least LOW, less than HIGH
     while high - low > 1:
@@ -202,7 +153,7 @@ def request_teams(url: str, key: str, message: Message) -> Request:
         else:
             high = middle
     body = _card(message.text[:low] + marker, state)
-    return Request(url, (("Content-Type", JSON_TYPE),), body)
+    return Request(url, {"Content-Type": JSON_TYPE}, body)
 
 
 def request_googlechat(url: str, key: str, message: Message) -> Request:
@@ -212,13 +163,13 @@ def request_googlechat(url: str, key: str, message: Message) -> Request:
     if thread is not None:
         body["thread"] = {"threadKey": thread}
         url = _with_query(url, messageReplyOption="REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD")
-    return Request(url, (("Content-Type", JSON_TYPE + "; charset=UTF-8"),), _json(body))
+    return Request(url, {"Content-Type": JSON_TYPE + "; charset=UTF-8"}, _json(body))
 
 
 def request_discord(url: str, key: str, message: Message) -> Request:
     """`{"content"}` with no mention parsed, `?wait=true` (else a 204 says nothing was checked)."""
     body = {"content": cut(message.text, FACTS["discord"][1]), "allowed_mentions": {"parse": []}}
-    return Request(_with_query(url, wait="true"), (("Content-Type", JSON_TYPE),), _json(body))
+    return Request(_with_query(url, wait="true"), {"Content-Type": JSON_TYPE}, _json(body))
 
 
 def request_pagerduty(url: str, key: str, message: Message) -> Request:
@@ -240,7 +191,7 @@ def request_pagerduty(url: str, key: str, message: Message) -> Request:
             "custom_details": {"monitor": ident.monitor, "condition": ident.condition, "since": _iso(ident.episode)},
         }
         event["client"] = "hostguard"
-    return Request(url, (("Content-Type", JSON_TYPE),), _json(event))
+    return Request(url, {"Content-Type": JSON_TYPE}, _json(event))
 
 
 def _severity(ident: Identity) -> str:
@@ -252,8 +203,6 @@ def _severity(ident: Identity) -> str:
 
 
 def _iso(epoch: int) -> str:
-    import time
-
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
 
@@ -268,8 +217,8 @@ def request_webhook(url: str, key: str, message: Message) -> Request:
         "status": status,
         "labels": labels,
         "annotations": annotations,
-        "startsAt": _iso(ident.episode or message.at),
-        "endsAt": _iso(message.at) if status == RESOLVED else "0001-01-01T00:00:00Z",
+        "startsAt": _iso(ident.episode or int(message.created)),
+        "endsAt": _iso(int(message.created)) if status == RESOLVED else "0001-01-01T00:00:00Z",
         "generatorURL": "",
         "fingerprint": fingerprint(ident),
     }
@@ -277,7 +226,7 @@ def request_webhook(url: str, key: str, message: Message) -> Request:
     body = {"version": "4", "groupKey": f"hostguard:{fingerprint(ident)}", "truncatedAlerts": 0}
     body.update({"receiver": "hostguard", "status": status, "alerts": [alert], "groupLabels": group})
     body.update({"commonLabels": labels, "commonAnnotations": annotations, "externalURL": ""})
-    return Request(url, (("Content-Type", JSON_TYPE),), _json(body))
+    return Request(url, {"Content-Type": JSON_TYPE}, _json(body))
 
 
 # ---- the table and the detection ---------------------------------------------
@@ -285,7 +234,6 @@ def request_webhook(url: str, key: str, message: Message) -> Request:
 
 class Format(NamedTuple):
     request: Callable[[str, str, Message], Request]
-    classify: Callable[[int, Mapping[str, str], bytes, bool], Answer]
     has_channel: bool
     text_limit: int
     backoff: int
@@ -297,7 +245,7 @@ class Format(NamedTuple):
 def _format(name: str, request: Callable[[str, str, Message], Request]) -> Format:
     has_channel, limit, backoff, never_probe, _title, pace = FACTS[name]
     hosts = tuple(("*." if suffix else "") + host for host, suffix, fmt in HOSTS if fmt == name)
-    return Format(request, partial(classify, name), has_channel, limit, backoff, never_probe, pace, hosts)
+    return Format(request, has_channel, limit, backoff, never_probe, pace, hosts)
 
 
 FORMATS: dict[str, Format] = {
@@ -317,45 +265,5 @@ def request(fmt: str, url: str, key: str, message: Message) -> Request:
     row = FORMATS[fmt]
     if not row.has_channel:
         message = message._replace(channel=None)
-    return row.request(url, key, message._replace(text=inert(fmt, message.text)))
-
-
-def _matches(host: str, suffix: bool, name: str) -> bool:
-    return name == host or (suffix and name.endswith("." + host))
-
-
-def host_of(url: str) -> str:
-    """URL's host name, lower case, without a trailing dot or brackets; "" when there is none."""
-    try:
-        name = urlsplit(url.strip()).hostname or ""
-    except ValueError:
-        return ""
-    return name.lower().rstrip(".")
-
-
-def detect(url: str, configured: str = "") -> str:
-    """The format of URL: CONFIGURED (checked against a known host), else the host's, else slack.
-    FormatError naming the key for an unknown format, a contradiction or a retired Teams connector."""
-    name = host_of(url)
-    path = urlsplit(url.strip()).path.lower()
-    if any(_matches(host, suffix, name) and path.startswith(prefix) for host, suffix, prefix in RETIRED):
-        raise FormatError(f"{URL_KEY} is {RETIRED_HINT} (URL not shown)")
-    if configured and configured not in FORMATS:
-        raise FormatError(f"{FORMAT_KEY} must be one of {', '.join(FORMATS)}, got {configured!r}")
-    known = next((fmt for host, suffix, fmt in HOSTS if _matches(host, suffix, name)), None)
-    if known == "discord" and path.rstrip("/").endswith("/slack"):
-        raise FormatError(f"{URL_KEY} is Discord's Slack-compatible endpoint: remove the trailing /slack")
-    if configured and known is not None and known != configured:
-        raise FormatError(f"{FORMAT_KEY} is {configured}, but {URL_KEY} is a {FACTS[known][4]} URL: set it to {known}")
-    return configured or known or "slack"
-
-
-def checked(url: str, configured: str, routing_key: str) -> str:
-    """The format of a webhook file's URL, format line and routing key (detect), the key present exactly
-    for PagerDuty; FormatError naming what is amiss (never the URL or the key)."""
-    fmt = detect(url, configured)
-    if fmt == "pagerduty" and not routing_key:
-        raise FormatError("format pagerduty needs a routing_key= line (hostguard:pagerdutyRoutingKey)")
-    if fmt != "pagerduty" and routing_key:
-        raise FormatError(f"a routing_key line is for format pagerduty only, not {fmt}")
-    return fmt
+    made = row.request(url, key, message._replace(text=inert(fmt, message.text)))
+    return made._replace(headers={**made.headers, "User-Agent": "hostguard"})

@@ -2,16 +2,19 @@
 one HTTPS GET to the URL in heartbeat.curlrc, for a dead man's switch outside
 (it notices a host, cron or notifier that stopped, which no alert can
 report). No file, no heartbeat. The URL is a secret like the webhook (root's
-0600 file, urlfile.py), never in argv, the environment or a log line. None is
+0600 file, loaded by urlfile.load), never in argv, the environment or a log line. None is
 sent while the other monitor's run is stuck: the service notices that too.
 """
 
 from __future__ import annotations
 
 import os
+import ssl
 
-from .. import log, paths, runlock
+from .. import log, runlock
+from ..errors import ConfigError
 from ..settings import Settings
+from . import chat, urlfile
 
 MONITORS = ("host-monitor", "container-monitor")
 
@@ -31,25 +34,16 @@ def ping(who: str, settings: Settings) -> None:
     """Requests the heartbeat URL once and logs the outcome (never the URL).
     Whatever happens the run goes on: a missed ping is what the service
     outside watches for."""
-    file = paths.under(paths.HEARTBEAT_PATH)
-    if not os.path.lexists(file):
+    if not os.path.lexists(urlfile.heartbeat_path()):
         return
-    from ..errors import ConfigError
-    from . import urlfile
-
     try:
-        url = urlfile.read(file, "heartbeat").url
-        urlfile.check_ca(settings.notify_ca_file)
-        cadata = urlfile.read_ca(settings.notify_ca_file) if settings.notify_ca_file else None
+        hook = urlfile.load(settings, "heartbeat")
     except ConfigError as error:
         log.error(f"{who}: {error}; no heartbeat sent")
         return
-    except OSError as error:
-        log.error(f"{who}: NOTIFY_CA_FILE {settings.notify_ca_file} cannot be read ({error}); no heartbeat sent")
-        return
     if other_run_stuck(who, settings):
         return
-    reply = get(url, cadata, settings.notify_max_time)
+    reply = get(hook.url, hook.context, settings.notify_max_time)
     if isinstance(reply, str):
         log.warn(f"{who}: heartbeat not sent: {reply}")
     elif 200 <= reply < 300:
@@ -58,11 +52,9 @@ def ping(who: str, settings: Settings) -> None:
         log.warn(f"{who}: heartbeat not accepted: HTTP {reply}")
 
 
-def get(url: str, cadata: str | bytes | None, seconds: float) -> int | str:
+def get(url: str, context: ssl.SSLContext, seconds: float) -> int | str:
     """The HTTP status of one GET of URL within SECONDS (chat.exchange: https only, certificate checked,
     no redirect, one deadline for the whole exchange: a server that answers a byte at a time cannot hold
     the monitor), or why there is none."""
-    from . import chat
-
-    reply = chat.exchange("GET", url, None, {"User-Agent": "hostguard-heartbeat"}, seconds, cadata)
+    reply = chat.exchange("GET", url, None, {"User-Agent": "hostguard-heartbeat"}, seconds, context)
     return reply if isinstance(reply, str) else reply.status

@@ -1,26 +1,30 @@
-"""The text of a chat message and what it is about.
-
-The SPEC's texts are built by the programs; here they become what is posted:
-the host label (ALERT_HOST_LABEL), invalid UTF-8 repaired to U+FFFD, a text
-over the chat service's 40,000 characters cut with a visible marker; and the
-identity each message carries to its format (formats.py builds the body).
+"""A chat message: its text as posted (the host label, invalid UTF-8 repaired to U+FFFD, cut at
+40,000 characters with a visible marker), what it is about (Identity), and the one Message type
+that goes from the spool to the format.
 """
 
-from typing import TYPE_CHECKING, NamedTuple
+from __future__ import annotations
 
-if TYPE_CHECKING:
-    from ..settings import Settings
+import socket
+from typing import NamedTuple
+
+from ..settings import Settings
 
 TEXT_MAX = 40000
 CUT_MARKER = "\n[... cut: the message was longer than 40,000 characters]"
 
 
+def cut(text: str, limit: int) -> str:
+    """TEXT cut to LIMIT characters with a visible marker."""
+    if len(text) <= limit:
+        return text
+    marker = f"\n[... cut: the message was longer than {limit:,} characters]"
+    return text[: max(0, limit - len(marker))] + marker
+
+
 def clean(text: str) -> str:
     """TEXT as valid Unicode (argv's undecodable bytes become U+FFFD), cut to TEXT_MAX."""
-    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    if len(text) > TEXT_MAX:
-        text = text[: TEXT_MAX - len(CUT_MARKER)] + CUT_MARKER
-    return text
+    return cut(text.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), TEXT_MAX)
 
 
 FIRING = "firing"
@@ -41,16 +45,26 @@ class Identity(NamedTuple):
     state: str
 
 
+class Message(NamedTuple):
+    """One message on its way from the spool to the format: its text as posted, the ban tool's channel (or
+    None), what it is about, when it was spooled (epoch seconds); the spool's id and queue (0 for one never
+    spooled) and how many spooled messages were merged into it."""
+
+    text: str
+    channel: str | None
+    identity: Identity
+    created: float = 0.0
+    id: int = 0
+    queue: int = 0
+    parts: int = 1
+
+
 def host_name(configured: str = "") -> str:
     """CONFIGURED (HOST_NAME), else the kernel's host name, else "unknown"."""
-    if configured:
-        return configured
-    import socket
-
-    return socket.gethostname() or "unknown"
+    return configured or socket.gethostname() or "unknown"
 
 
-def notice(settings: "Settings", monitor: str, condition: str) -> Identity:
+def notice(settings: Settings, monitor: str, condition: str) -> Identity:
     """The identity of a notice (no recovery follows) from MONITOR about CONDITION on this host."""
     return Identity(host_name(settings.host_name), monitor, condition, 0, NOTICE)
 
@@ -60,6 +74,12 @@ def labelled(text: str, label: bool, name: str) -> str:
     return f"[{host_name(name)}] {text}" if label else text
 
 
-def as_posted(settings: "Settings", text: str) -> str:
+def as_posted(settings: Settings, text: str) -> str:
     """TEXT as it will be posted: cleaned, with the host label when ALERT_HOST_LABEL is on."""
     return labelled(clean(text), settings.alert_host_label, settings.host_name)
+
+
+def sends(fmt: str, identity: Identity) -> bool:
+    """Whether FMT gets this message at all: PagerDuty gets no ban-tool notice (a ban has no recovery to
+    resolve its incident); any other message (an operator's `text`, hostguard's own) triggers one."""
+    return not (fmt == "pagerduty" and identity.state == NOTICE and identity.monitor == BANTOOL)

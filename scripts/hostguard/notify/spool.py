@@ -25,7 +25,7 @@ from typing import NamedTuple, TypeVar
 
 from .. import log, paths
 from ..atomicfile import lock_within
-from .message import FIRING, NOTICE, Identity
+from .message import FIRING, NOTICE, Identity, Message
 from .spoolbound import ALERTS, BURST, BYTES_MAX, EVENTS, MERGE_CHARS, MERGE_MAX, bound, merge_burst, waiting
 from .spooldb import Foreign, Transaction, make_reserve, move_aside, open_db, use_reserve
 
@@ -43,18 +43,6 @@ DELIVERED_KEEP = 86400.0
 # State key: the pid of a detached flush the ban action started that has not yet taken the lock.
 STARTING = "flush_starting"
 __all__ = ["ALERTS", "EVENTS", "MERGE_CHARS", "MERGE_MAX", "Spool", "SpoolFull"]
-
-
-class Message(NamedTuple):
-    """One waiting (or claimed) message and what it is about."""
-
-    id: int
-    queue: int
-    text: str
-    channel: str | None
-    parts: int
-    created: float
-    identity: Identity
 
 
 class DeadLetter(NamedTuple):
@@ -258,7 +246,8 @@ class Spool:
                 merge_burst(db, merge_chars)
                 row = db.execute(query).fetchone()
             db.execute("UPDATE message SET claimed = 1 WHERE id = ?", (row[0],))
-        return Message(row[0], row[1], row[2], row[3], row[4], row[5], Identity(*row[6:]))
+        identity = Identity(*row[6:])
+        return Message(row[2], row[3], identity, created=row[5], id=row[0], queue=row[1], parts=row[4])
 
     def delivered(self, message_id: int, dropped_announced: int = 0) -> None:
         """Removes a delivered message (and its parts), their ids kept a day; the announced drops counted off."""

@@ -1,4 +1,5 @@
-"""The secret URL files (webhook.curlrc, heartbeat.curlrc) and the CA bundle that guards them.
+"""The secret URL files (webhook.curlrc, heartbeat.curlrc) and the CA bundle that guards them,
+loaded once per run as a Hook: `load`, the one loader of the notifier and the heartbeat.
 
 A URL file is root's own (the caller's uid), mode 0600 or stricter, read from a descriptor
 opened without following a link, and holds `KEY=VALUE` lines (urltext.py: `url=`, and the
@@ -16,11 +17,13 @@ the bundle checked is the bundle used.
 from __future__ import annotations
 
 import os
+import ssl
 import stat
 from typing import NamedTuple
 
 from .. import paths, urltext
 from ..errors import ConfigError
+from ..settings import Settings
 
 _MAX_BYTES = 65536
 _WRITABLE = stat.S_IWGRP | stat.S_IWOTH
@@ -29,12 +32,24 @@ _CA_WHY = "(only root may be able to change the CA bundle)"
 
 class UrlFile(NamedTuple):
     """A checked URL file: its URL, its identity `inode:mtime_ns:size`, and (the webhook's) the format
-    named in it ("" when none) and PagerDuty's routing key ("" when none)."""
+    named in it ("" when none), PagerDuty's routing key ("" when none) and its chat format."""
 
     url: str
     identity: str
     format: str = ""
     routing_key: str = ""
+    chat: str = ""
+
+
+class Hook(NamedTuple):
+    """A loaded URL file: its URL and identity, the TLS context that checks its server (NOTIFY_CA_FILE's
+    bundle, else the system's CAs), the webhook's chat format and PagerDuty's routing key ("" else)."""
+
+    url: str
+    identity: str
+    context: ssl.SSLContext
+    format: str = "slack"
+    key: str = ""
 
 
 def webhook_path() -> str:
@@ -74,7 +89,8 @@ def read(path: str, what: str = "webhook") -> UrlFile:
     """The URL file PATH, checked (WHAT names it in errors: webhook, heartbeat); ConfigError naming the file."""
     data, info = _read_own(path, what)
     found = urltext.parse(data.decode("utf-8", "surrogateescape"), f"{what} file {path}", what)
-    return UrlFile(found.url, f"{info.st_ino}:{info.st_mtime_ns}:{info.st_size}", found.format, found.routing_key)
+    identity = f"{info.st_ino}:{info.st_mtime_ns}:{info.st_size}"
+    return UrlFile(found.url, identity, found.format, found.routing_key, found.chat)
 
 
 def _chain(path: str) -> list[str]:
@@ -134,9 +150,18 @@ def read_ca(ca: str) -> str | bytes:
         return data
 
 
-def webhook(settings_ca: str, candidate: bool = False) -> UrlFile:
-    """The checked webhook (CANDIDATE: the one set-webhook has not put in place yet) and CA bundle
-    (ConfigError: exit 78)."""
-    hook = read(paths.under(paths.WEBHOOK_CANDIDATE_PATH) if candidate else webhook_path(), "webhook")
-    check_ca(settings_ca)
-    return hook
+def load(settings: Settings, what: str = "webhook", candidate: bool = False) -> Hook:
+    """The checked URL file WHAT (webhook, heartbeat; CANDIDATE: the webhook set-webhook has not put in
+    place yet) and CA bundle, with the TLS context made of it; ConfigError (exit 78) naming the file."""
+    if what == "heartbeat":
+        path = heartbeat_path()
+    else:
+        path = paths.under(paths.WEBHOOK_CANDIDATE_PATH) if candidate else webhook_path()
+    found = read(path, what)
+    ca = settings.notify_ca_file
+    check_ca(ca)
+    try:
+        context = ssl.create_default_context(cadata=read_ca(ca) if ca else None)
+    except (OSError, ValueError):
+        raise ConfigError(f"NOTIFY_CA_FILE {ca}: cannot read it: refused") from None
+    return Hook(found.url, found.identity, context, found.chat or "slack", found.routing_key)

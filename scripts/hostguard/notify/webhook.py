@@ -1,79 +1,21 @@
-"""The webhook: its checked file and format, one post of a message in that
-format, and the chat service's refusal of it (kept in the spool, probed with
-a back-off until the file changes; never probed for a format whose service
-asks clients to stop: Discord).
+"""The chat service's refusal of the webhook: kept in the spool, probed with a back-off until the
+webhook file changes; never probed for a format whose service asks clients to stop (Discord).
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from typing import NamedTuple
 
 from .. import log
-from ..errors import ConfigError
+from ..format_table import FACTS
 from ..settings import Settings
-from . import chat, formats, urlfile
 from .spool import Refusal, Spool
+from .urlfile import Hook, webhook_path
 
 # A refused webhook is probed once per run, at most this often (doubling).
 PROBE_FIRST = 600
 PROBE_MAX = 3600
-
-
-class Hook(NamedTuple):
-    """The checked webhook, its format (formats.FORMATS) and PagerDuty's routing key ("" for the others),
-    and the CA bundle's content (None: the system's CAs)."""
-
-    url: str
-    identity: str
-    cadata: str | bytes | None
-    format: str = "slack"
-    key: str = ""
-
-
-def check_webhook(settings: Settings, candidate: bool = False) -> Hook:
-    """The webhook (CANDIDATE: set-webhook's new one, not in place yet) and CA bundle, checked; ConfigError
-    (exit 78) naming the file at fault."""
-    hook = urlfile.webhook(settings.notify_ca_file, candidate)
-    fmt = format_of(hook)
-    cadata: str | bytes | None = None
-    if settings.notify_ca_file:
-        try:
-            cadata = urlfile.read_ca(settings.notify_ca_file)
-        except OSError:
-            raise ConfigError(f"NOTIFY_CA_FILE {settings.notify_ca_file}: cannot read it: refused") from None
-    return Hook(hook.url, hook.identity, cadata, fmt, hook.routing_key)
-
-
-def format_of(hook: urlfile.UrlFile) -> str:
-    """The format of the webhook file HOOK (its format line, checked against the URL's host, else the
-    host's, else slack); ConfigError naming the file when they contradict or the routing key is amiss."""
-    try:
-        return formats.checked(hook.url, hook.format, hook.routing_key)
-    except formats.FormatError as error:
-        raise ConfigError(f"webhook file {urlfile.webhook_path()}: {error}") from None
-
-
-def load_hook(settings: Settings, candidate: bool = False) -> Hook | None:
-    """The checked webhook (or candidate), or None after logging why it cannot be used (exit 78)."""
-    try:
-        return check_webhook(settings, candidate)
-    except ConfigError as error:
-        log.error(str(error))
-        return None
-
-
-def send(hook: Hook, message: formats.Message, max_time: float) -> chat.Answer:
-    """MESSAGE posted in the hook's format within MAX_TIME seconds; the answer as that format reads it."""
-    request = formats.request(hook.format, hook.url, hook.key, message)
-    headers = {**dict(request.headers), "User-Agent": "hostguard"}
-    reply = chat.exchange("POST", request.url, request.body, headers, max_time, hook.cadata)
-    if isinstance(reply, str):
-        return chat.failure(reply)
-    retry_after = {} if reply.retry_after is None else {"Retry-After": reply.retry_after}
-    classify = formats.FORMATS[hook.format].classify
-    return classify(reply.status, retry_after, reply.body.encode("utf-8"), message.channel is not None)
 
 
 def refuse_webhook(spool: Spool, hook: Hook, why: str) -> None:
@@ -98,7 +40,8 @@ def refuse_webhook(spool: Spool, hook: Hook, why: str) -> None:
 def stopped(hook: Hook, why: str) -> bool:
     """Whether the service asked clients to stop trying this webhook: Discord's 404 (gone) and 401 (token
     invalid); any other refusal of it (a 403 from a proxy in front) is probed as every format's."""
-    return formats.FORMATS[hook.format].never_probe and why.startswith(("HTTP 404", "HTTP 401"))
+    never_probe = FACTS[hook.format][3]
+    return never_probe and why.startswith(("HTTP 404", "HTTP 401"))
 
 
 def next_probe(hook: Hook, why: str, seconds: int) -> str:
@@ -133,7 +76,7 @@ def progress(settings: Settings, spool: Spool, hook: Hook | None) -> str:
     """Why a delivery run started now could post nothing ("" when it could): no usable webhook file (HOOK
     None), or the chat service refuses this webhook and its next probe is not due."""
     if hook is None:
-        return f"no usable webhook file {urlfile.webhook_path()}"
+        return f"no usable webhook file {webhook_path()}"
     state = spool.refusal()
     if state is None or state.identity != hook.identity or probe_due(state, hook):
         return ""
