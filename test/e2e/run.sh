@@ -178,6 +178,12 @@ s1_install() {
   assert_jail h1
   assert_deny h1
   e2e_wait_message "${since}" 20 "^url1	Ban tool \(${JAIL}\) jail has started	#alerts$" >/dev/null
+  # The container monitor as cron runs it, with the host's python3 reading the runtime's JSON
+  # (the host's docker is the test stand-in, with no containers).
+  host_exec h1 "${INSTALL_DIR}/container-monitor" >"${E2E_LOG_DIR}/01-container-monitor.log" 2>&1 ||
+    fail "container-monitor exited non-zero: $(cat "${E2E_LOG_DIR}/01-container-monitor.log")"
+  grep -q 'container-monitor: containers=0 running=0 previously_running=0 alerts=0' "${E2E_LOG_DIR}/01-container-monitor.log" ||
+    fail "container-monitor did not check: $(cat "${E2E_LOG_DIR}/01-container-monitor.log")"
   export_state 01-export
 }
 
