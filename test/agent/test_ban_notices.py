@@ -4,13 +4,14 @@ a chat service that hangs does not hold fail2ban's stop."""
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from hostguard import log
+from hostguard import log, settings
 from hostguard.notify import events
 from hostguard.notify.spool import Spool, SpoolFull
 
@@ -71,3 +72,44 @@ def test_stop_holds_fail2ban_at_most_a_few_seconds_while_the_chat_service_hangs(
     assert flush.poll() is not None  # killed: what it had claimed goes back at the next run
     assert len(timeouts) == 1 and timeouts[0] <= 1
     assert "stop message was not delivered within 5 s: it waits in the spool" in caplog.text
+
+
+def test_a_ban_reads_the_settings_again_only_when_the_file_changed(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The settings are parsed once per change of hostguard.conf, not at every ban (issue 43, item 6); a
+    change takes effect at the next ban."""
+    monkeypatch.setattr(events, "start_flush", lambda: None)
+    conf = root / "etc/hostguard/hostguard.conf"
+    conf.parent.mkdir(parents=True)
+    conf.write_text("HOST_NAME=web-1\n")
+    parsed: list[str] = []
+
+    def load() -> settings.Settings:
+        parsed.append(conf.read_text())
+        return settings.load()
+
+    monkeypatch.setattr(events, "load", load)
+    notices = events.BanNotices("ops")
+    notices.ban("j", "192.0.2.1", "3", "1700000000")
+    notices.ban("j", "192.0.2.2", "3", "1700000000")
+    replaced = conf.with_name("hostguard.conf.new")
+    replaced.write_text("HOST_NAME=web-1\nALERT_HOST_LABEL=true\n")
+    replaced.replace(conf)  # as install writes it: a new file renamed in place
+    notices.ban("j", "192.0.2.3", "3", "1700000000")
+    assert len(parsed) == 2
+    box = Spool(10, str(root / "var/spool/hostguard"))
+    texts = [r[0] for r in box.db().execute("SELECT text FROM message ORDER BY id")]
+    assert [t.startswith("[web-1] ") for t in texts] == [False, False, True]
+
+
+def test_the_lock_probe_sees_a_run_that_holds_the_delivery_lock(tmp_path: Path) -> None:
+    """lock_free keeps its descriptor and lets the lock go at once: a run can take it right after."""
+    box, run = Spool(10, str(tmp_path)), Spool(10, str(tmp_path))
+    assert box.lock_free() and box.lock_free()
+    held = run.try_lock(0.0)
+    assert held is not None
+    assert not box.lock_free()
+    os.close(held)
+    assert box.lock_free()
+    again = run.try_lock(0.0)
+    assert again is not None
+    os.close(again)

@@ -1,17 +1,10 @@
 """The ban tool's messages: their texts (SPEC, Events) and how they are spooled.
 
-The ban tool's chat action is a fail2ban Python action
-(fail2ban/action.d/slack-notify.py), loaded into fail2ban's own process: it
-calls `BanNotices` here, so a ban starts no process. Each message is one
-short SQLite transaction in the spool (queue EVENTS, bounded there), then,
-when the delivery lock is free and a run could post (FlushGate: a usable
-webhook file, not refused or its next probe due), one detached
-`hostguard-notify flush --detached` (subprocess, in a session of its own:
-never os.fork in fail2ban's threaded process). Nothing waits for the chat
-service: when another run holds the delivery lock, it looks at the spool
-again after its release (delivery.flush_holding). A failure (a full disk, a
-spool that cannot be opened) raises, so fail2ban's log says the action
-failed.
+`BanNotices` is what the fail2ban Python action (fail2ban/action.d/slack-notify.py) calls inside
+fail2ban's process. A message is committed to the spool (queue EVENTS) before the call returns; a ban
+starts no process, but when the delivery lock is free and a run could post (FlushGate), one detached
+`hostguard-notify flush --detached`. Nothing waits for the chat service. A message that cannot be kept
+raises (SpoolFull, logged as LOST through fail2ban's logger), so fail2ban logs the action as failed.
 """
 
 from __future__ import annotations
@@ -26,7 +19,7 @@ import subprocess
 import threading
 import time
 
-from .. import log
+from .. import log, paths
 from ..errors import HostguardError, UsageError
 from ..settings import Settings, load
 from ..settings_table import PATTERNS
@@ -110,11 +103,7 @@ def spool_event(settings: Settings, spool: Spool, kind: str, found: dict[str, st
         raise
     # Committed first, then the lock tried without waiting: when a delivery run
     # holds it, that run looks at the spool after its release (delivery.flush).
-    lock = spool.try_lock(0.0)
-    if lock is None:
-        return False
-    os.close(lock)
-    return True
+    return spool.lock_free()
 
 
 def start_flush() -> subprocess.Popen[bytes]:
@@ -141,6 +130,21 @@ def start_flush() -> subprocess.Popen[bytes]:
     finally:
         if out != subprocess.DEVNULL:
             os.close(out)
+
+
+class SettingsFile:
+    """hostguard.conf, parsed again only when the file changed (its identity: _stamp)."""
+
+    def __init__(self) -> None:
+        self._key = ""
+        self._settings: Settings | None = None
+
+    def get(self) -> Settings:
+        key = _stamp(paths.under(paths.SETTINGS_PATH))
+        if self._settings is None or key != self._key:
+            self._settings = load()
+            self._key = key
+        return self._settings
 
 
 class FlushGate:
@@ -197,6 +201,7 @@ class BanNotices:
         self._box = Spool(0, busy=BAN_BUSY_SECONDS, long_lived=True)
         self._lock = threading.Lock()
         self._gate = FlushGate()
+        self._settings = SettingsFile()
 
     def start(self, jail: str) -> None:
         self._spool("start", {"jail": jail, "channel": self.channel})
@@ -206,8 +211,8 @@ class BanNotices:
         fail2ban started when it stops (setsid or not), so this waits, within BUDGET seconds in all, for
         the flush it started last (it takes the message: the hand-off), then runs one in the foreground.
         A chat service that hangs holds fail2ban's stop no longer: the message then waits in the spool."""
-        settings = load()
         with self._lock:
+            settings = self._settings.get()
             spool_event(settings, self._box, "stop", {"jail": jail, "channel": self.channel})
             self._box.close()
         seconds = budget
@@ -238,7 +243,7 @@ class BanNotices:
 
     def _spool(self, kind: str, found: dict[str, str]) -> None:
         with self._lock:
-            settings = load()
+            settings = self._settings.get()
             if (
                 spool_event(settings, self._box, kind, found)
                 and not self._starting()

@@ -17,6 +17,7 @@ says so: bans and alerts flow again.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import sqlite3
 import time
@@ -93,6 +94,7 @@ class Spool:
         self._db: sqlite3.Connection | None = None
         self._inode: int | None = 0 if long_lived else None
         self._opened = 0  # the inode of the file the connection was opened on
+        self._probe: int | None = None  # the delivery lock's descriptor of lock_free
 
     # ---- connection ---------------------------------------------------------
 
@@ -149,7 +151,25 @@ class Spool:
         os.close(fd)
         return None
 
+    def lock_free(self) -> bool:
+        """Whether no delivery run holds the delivery lock: tried without waiting and let go at once, on a
+        descriptor kept open (the ban action asks at every ban)."""
+        if self._probe is None:
+            self.db()  # makes the spool directory
+            self._probe = os.open(
+                os.path.join(self.directory, LOCK_NAME), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+            )
+        try:
+            fcntl.flock(self._probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(self._probe, fcntl.LOCK_UN)
+        return True
+
     def close(self) -> None:
+        if self._probe is not None:
+            os.close(self._probe)
+            self._probe = None
         if self._db is not None:
             self._db.close()
             self._db = None
