@@ -21,6 +21,12 @@ import sys
 
 from fail2ban.server.actions import ActionBase
 
+_LIB = os.environ.get("HOSTGUARD_ROOT", "") + "/usr/local/lib/hostguard"
+if _LIB not in sys.path:
+    sys.path.insert(0, _LIB)
+
+from hostguard.notify.events import BanNotices  # noqa: E402 (found on the path set above)
+
 
 class Action(ActionBase):
     # Bans restored from fail2ban's database after a restart were announced already.
@@ -28,11 +34,6 @@ class Action(ActionBase):
 
     def __init__(self, jail, name, slack_channel="alerts"):
         super().__init__(jail, name)
-        lib = os.environ.get("HOSTGUARD_ROOT", "") + "/usr/local/lib/hostguard"
-        if lib not in sys.path:
-            sys.path.insert(0, lib)
-        from hostguard.notify.events import BanNotices
-
         # fail2ban's logger: a message LOST (the disk full) is said in fail2ban's log.
         self.notices = BanNotices(slack_channel, self._logSys)
 

@@ -1,18 +1,11 @@
-"""The spool: every message not yet delivered, in one SQLite database
-(spool.db in the root-only spool dir, spooldb.py; one short `BEGIN
-IMMEDIATE` transaction per step). No actor renames or replaces another's
-data, and a process killed at any line leaves a step done or not done
-(`synchronous=NORMAL`: a power loss may lose the last transactions).
+"""The spool: every message not yet delivered, in one SQLite database (spool.db in the root-only spool
+dir, spooldb.py). Each step is one short transaction, so a process killed at any line leaves it done or
+not done (`synchronous=NORMAL`: a power loss may lose the last transactions).
 
-Two queues, posted in this order, each oldest first: 0 the monitors' alerts
-(and `text`), 1 the ban tool's messages, each bounded in messages and bytes
-(spoolbound.py; dropped ban-tool messages are counted and the next delivered
-message says how many). The dead letters are bounded the same way (the
-oldest go). Merged parts stay as rows pointing at their message, and
-delivered ids are kept a day, so `outcome(id)` can tell a writer what became
-of its part. A database SQLite cannot read, or of another schema version,
-is moved aside (kept for the operator) and a new one made, whose first alert
-says so: bans and alerts flow again.
+Two queues, posted in this order, each oldest first: 0 the monitors' alerts, 1 the ban tool's messages,
+each bounded (spoolbound.py). Dead letters are bounded the same way. `outcome(id)` tells a writer what
+became of its message (merged parts and delivered ids are kept for it). A database SQLite cannot read,
+or of another schema version, is moved aside and a new one made, whose first alert says so.
 """
 
 from __future__ import annotations
@@ -340,14 +333,9 @@ class Spool:
         """What became of a message spooled by this process: pending, delivered, dead or unknown
         (gone without a trace: a dead letter the bound let go, or delivered over a day ago)."""
         db = self.db()
-        current = message_id
-        for _ in range(1000):
-            row = db.execute("SELECT merged_into FROM message WHERE id = ?", (current,)).fetchone()
-            if row is None:
-                break
-            if row[0] is None:
-                return "pending"
-            current = int(row[0])
+        # A part's message is never itself a part (merge_pair moves the parts along), and both leave together.
+        if db.execute("SELECT 1 FROM message WHERE id = ?", (message_id,)).fetchone() is not None:
+            return "pending"
         if db.execute("SELECT 1 FROM dead WHERE id = ?", (message_id,)).fetchone() is not None:
             return "dead"
         if db.execute("SELECT 1 FROM delivered WHERE id = ?", (message_id,)).fetchone() is not None:

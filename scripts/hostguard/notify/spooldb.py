@@ -132,14 +132,9 @@ def make_schema(db: sqlite3.Connection) -> None:
 
 
 def move_aside(path: str, found: int, lock_name: str, busy: float) -> str | None:
-    """Moves the database at PATH (and its journal files) aside; the name it has now, or None when
-    another opener moved it already.
-
-    Under its own lock (LOCK_NAME beside it), and only while the file at the
-    name is still the one found unusable (inode FOUND): two openers that both
-    found it so (two threads of fail2ban, a monitor and a ban) move it once,
-    and never a new spool another one made meanwhile. The aside name is never
-    reused (a link, not a rename, refuses an existing name)."""
+    """Moves the database at PATH (and its journal files) aside, under LOCK_NAME and only while the file
+    at PATH is still the one found unusable (inode FOUND): moved once, never a new spool; the aside name
+    is never reused. Its name now, or None when another opener moved it already."""
     fd = os.open(
         os.path.join(os.path.dirname(path), lock_name), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
     )
