@@ -5,12 +5,16 @@ set, then again with NGINX_SERVER_CONF on another file and APP_PROPERTIES empty.
 (SIGKILL) after each step of the store, then run again, ends as the run never killed does; stopped (SIGTERM)
 after each step before its commit, it rolls back to the first install's tree, undone edits included;
 uninstall then leaves the root as before.
+
+A run killed while it writes a user's file (its temp file made beside it, not yet renamed) leaves nothing of
+it after the next install or uninstall, in root's directory and in a user's.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import pwd
 import shutil
 import sqlite3
 import subprocess
@@ -22,12 +26,14 @@ from conftest import agent_bundle
 from conftest import installer_steps as steps
 from conftest import run_installer as run
 from hostguard.install import webedit
+from hostguard.install.safepath import TMP_PREFIX
 
 SITE = b"server {\n    listen 80;\n}\n\nserver {\n    listen 81;\n    location / { return 200; }\n}\n"
 OTHER = b"# another app\nserver {\n    listen 8080;\n}\n"
 PROPS = b"# Spring\nserver.port=8080\n"
 OLD = "NGINX_SERVER_CONF=/etc/nginx/sites-available/site\nAPP_PROPERTIES=/opt/app/application.properties\n"
 NEW = "NGINX_SERVER_CONF=/etc/nginx/conf.d/other.conf\n"
+PROPS_ONLY = "APP_PROPERTIES=/opt/app/application.properties\n"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("nginx"), reason="root and nginx -V")
 
@@ -122,3 +128,64 @@ def test_a_converging_install_killed_or_stopped_after_any_step_ends_as_one_never
         gone = run(bundle, "uninstall", "--root", str(root))
         assert gone.returncode == 0, f"step {k}: {gone.stderr}"
         assert listing(root) == pristine, f"step {k}"
+
+
+def user_app(root: Path) -> Path:
+    """ROOT with /opt/app and its properties file `nobody`'s: written by a child dropped to nobody."""
+    nobody = pwd.getpwnam("nobody")
+    for path in (root / "opt/app", root / "opt/app/application.properties"):
+        os.chown(path, nobody.pw_uid, nobody.pw_gid)
+    return root
+
+
+def writing(root: Path) -> Path | None:
+    """The user's file a killed run was about to write: the first its journal names (None: none)."""
+    conn = sqlite3.connect(root / "var/lib/hostguard/install.db")
+    try:
+        row = conn.execute("SELECT path FROM journal WHERE kind = 'user-file' ORDER BY id").fetchone()
+    finally:
+        conn.close()
+    return None if row is None else root / row[0].lstrip("/")
+
+
+def killed(bundle: Path, settings: str, verb: str, k: int, where: Path) -> Path:
+    """A root (made in WHERE) where VERB was killed after its Kth step."""
+    root = user_app(fresh_root(where))
+    if verb == "uninstall":
+        assert install(bundle, root, settings).returncode == 0
+        done = run(bundle, "uninstall", "--root", str(root), kill_after=k)
+    else:
+        done = install(bundle, root, settings, kill_after=k)
+    assert done.returncode == -9, f"{verb} killed after step {k}: {done.stderr}"
+    return root
+
+
+@pytest.mark.parametrize("settings", [OLD, PROPS_ONLY], ids=["root-dir", "user-dir"])
+def test_a_run_killed_while_writing_a_users_file_leaves_no_temp_file(tmp_path: Path, settings: str) -> None:
+    bundle = make_bundle(tmp_path / "bundle")
+    root = user_app(fresh_root(tmp_path / "root"))
+    pristine = listing(root)
+    whole = install(bundle, root, settings)
+    assert whole.returncode == 0, whole.stderr
+    installed = listing(root)
+    undone = run(bundle, "uninstall", "--root", str(root))
+    assert undone.returncode == 0 and listing(root) == pristine, undone.stderr
+    for verb, total in (("install", steps(whole)), ("uninstall", steps(undone))):
+        # The step that journals the writes of the users' files; the kill then lands in the first write,
+        # between making its temp file (empty, 0600, the directory controller's) and renaming it.
+        k = next(k for k in range(1, total + 1) if writing(killed(bundle, settings, verb, k, tmp_path / "root")))
+        for then in ("install", "uninstall"):
+            root = killed(bundle, settings, verb, k, tmp_path / "root")
+            real = writing(root)
+            assert real is not None
+            temp = real.with_name(TMP_PREFIX + real.name)
+            os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            uid = real.parent.stat().st_uid
+            os.chown(temp, uid, pwd.getpwuid(uid).pw_gid)
+            if then == "install":
+                again = install(bundle, root, settings)
+                assert again.returncode == 0, again.stderr
+                assert listing(root) == installed, f"{verb} killed writing {real}, then install"
+            gone = run(bundle, "uninstall", "--root", str(root))
+            assert gone.returncode == 0, gone.stderr
+            assert listing(root) == pristine, f"{verb} killed writing {real}, then {then}: {temp.name} left?"

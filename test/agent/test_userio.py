@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import pwd
+import resource
+import signal
 import time
 from pathlib import Path
 
@@ -105,3 +107,48 @@ def test_root_directory_check(tmp_path: Path) -> None:
     (tmp_path / "etc" / "x").chmod(0o777)
     with pytest.raises(HostguardError, match="/etc/x is writable by a group or by all users"):
         safepath.root_dir("/etc/x", str(tmp_path))
+
+
+def test_a_killed_writes_temp_file_is_dropped_as_the_user(tmp_path: Path) -> None:
+    f = user_tree(tmp_path)
+    temp = f.with_name(safepath.TMP_PREFIX + f.name)
+    victim = tmp_path / "victim"
+    victim.write_text("root's\n")
+    # What stands at the temp name is the user's: a link is removed, never followed.
+    temp.symlink_to(victim)
+    os.lchown(temp, *nobody())
+    target = safepath.resolve("APP_PROPERTIES", "/srv/app/a.properties", str(tmp_path))
+    try:
+        userio.drop_temp(target, budget())
+        assert not temp.is_symlink() and victim.read_text() == "root's\n"
+        userio.drop_temp(target, budget())  # none there: nothing done
+        # Removed with the user's rights: where only root could remove it, it stays, named.
+        temp.write_bytes(b"")
+        f.parent.chmod(0o555)
+        with pytest.raises(HostguardError, match=r"APP_PROPERTIES: /srv/app/\.hostguard-tmp\.a\.properties could"):
+            userio.drop_temp(target, budget())
+        assert temp.exists()
+    finally:
+        target.close()
+
+
+@pytest.mark.parametrize("owner", ["user", "root"])
+def test_a_write_that_fails_leaves_no_temp_file(tmp_path: Path, owner: str) -> None:
+    f = user_tree(tmp_path)
+    if owner == "root":
+        os.chown(f.parent, 0, 0)
+        os.chown(f, 0, 0)
+    target = safepath.resolve("APP_PROPERTIES", "/srv/app/a.properties", str(tmp_path))
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    xfsz = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    try:
+        # A file over the size limit: the write fails (EFBIG) with its temp file made.
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2, limit[1]))
+        with pytest.raises(HostguardError, match="could not be written"):
+            userio.replace(target, b"x=22222\n", budget())
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limit)
+        signal.signal(signal.SIGXFSZ, xfsz)
+        target.close()
+    assert f.read_bytes() == b"x=1\n"
+    assert not list(f.parent.glob(".hostguard-tmp.*"))

@@ -228,8 +228,8 @@ def lock(t: Txn) -> None:
 
 def recover(t: Txn) -> None:
     """Removes what a killed run left (the work dir, temp files, a store without records); drops a dead run's
-    journal; with no store, finds the state directories a run killed before its first step (or after the
-    store went) made."""
+    journal, and the temp file beside each user's file it names; with no store, finds the state directories
+    a run killed before its first step (or after the store went) made."""
     state = t.host(STATE)
     if is_dir(state):
         t.root_dir(STATE)
@@ -237,13 +237,14 @@ def recover(t: Txn) -> None:
         t.state_mtime = os.stat(state).st_mtime_ns
         if os.path.exists(f"{state}/{txnstore.DB_NAME}"):
             t.store = txnstore.Store(f"{state}/{txnstore.DB_NAME}")
+        if t.store is not None and t.store.journal():
+            drop_user_temps(t, t.store.journal())
+            t.store.step("", clear_journal=True)
         if t.store is not None and not t.store.parts():
             # Made by a run killed before its first step: no store yet.
             t.close_store()
             for name in STORE_FILES:
                 unlink_if(f"{state}/{name}")
-        if t.store is not None and t.store.journal():
-            t.store.step("", clear_journal=True)
         if t.store is None:
             t.orphans = orphan_chain(t)
     conf = t.host(paths.CONF_PATH)
@@ -251,6 +252,20 @@ def recover(t: Txn) -> None:
         t.root_dir(paths.CONF_PATH)
         for temp in glob.glob(f"{glob.escape(conf)}/{TMP}*"):
             os.unlink(temp)
+
+
+def drop_user_temps(t: Txn, journal: list[Rec]) -> None:
+    """The temp file beside each user's file a dead run's journal names (user-file: journaled before every
+    write of it, kept until after the rename), removed as its controller; what cannot be is named."""
+    web = webedit.Web(t.root, time.time() + userio.TOTAL_SECONDS, plan=False)
+    for entry in journal:
+        if entry.kind != "user-file":
+            continue
+        try:
+            web.drop_temp(entry.a, entry.path)
+        except (OSError, HostguardError) as exc:
+            temp = os.path.join(os.path.dirname(entry.path), TMP + os.path.basename(entry.path))
+            log.log("WARN", f"{temp}, a killed run's temp file, may be left: {exc}")
 
 
 def orphan_chain(t: Txn) -> list[str]:

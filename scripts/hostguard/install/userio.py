@@ -4,6 +4,8 @@ A file under a directory a user controls is read and replaced by a forked child 
 (setgroups to the user's groups, setgid to its primary group, setuid), working from the directory
 descriptor root checked (safepath.resolve); root waits on the child's pipe with the install's one
 deadline, never longer. A file in root's own directory is read and replaced by root, by descriptor.
+A write goes through a fixed temp name beside the file; a run killed mid-write leaves it, and the next run
+removes it the same way (drop_temp, for each user's file the dead run's journal names: txn.recover).
 `Budget` bounds one install in total seconds and bytes read; over either the part is refused naming the
 file and the bound.
 """
@@ -77,22 +79,56 @@ def _write_in_dir(target: Target, data: bytes, owner: tuple[int, int]) -> None:
     """Temp file beside the target (fixed name), fsync, rename over it, fsync of the directory."""
     tmp = TMP_PREFIX + target.name
     d = target.dir_fd
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(tmp, dir_fd=d)
+    _unlink(tmp, d)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=d)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        # A user may not give the file a group it is not in: it keeps the user's own then.
-        with contextlib.suppress(PermissionError):
-            os.fchown(fd, *owner)
-        os.fchmod(fd, target.mode)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, target.name, src_dir_fd=d, dst_dir_fd=d)
+        try:
+            _send(fd, data)
+            # A user may not give the file a group it is not in: it keeps the user's own then.
+            with contextlib.suppress(PermissionError):
+                os.fchown(fd, *owner)
+            os.fchmod(fd, target.mode)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target.name, src_dir_fd=d, dst_dir_fd=d)
+    except BaseException:
+        # A failed write leaves nothing beside the file (a killed run's temp: drop_temp, from txn.recover).
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=d)
+        raise
     os.fsync(d)
+
+
+def _unlink(name: str, dir_fd: int) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(name, dir_fd=dir_fd)
+
+
+def drop_temp(target: Target, budget: Budget) -> None:
+    """Removes the temp file beside TARGET (TMP_PREFIX + its name) a write cut short by a kill left, as the
+    directory's controller (a child dropped to it, within the budget's deadline); none there: nothing done."""
+    tmp, d = TMP_PREFIX + target.name, target.dir_fd
+    try:
+        os.stat(tmp, dir_fd=d, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    where = f"{target.label}: {target.real.rsplit('/', 1)[0]}/{tmp}"
+    if target.uid == 0:
+        try:
+            _unlink(tmp, d)
+        except OSError as exc:
+            raise HostguardError(f"{where} could not be removed ({exc.strerror})") from None
+        return
+    groups = _groups(target)
+    until = time.time() + budget.remaining(target)
+    pid = os.fork()
+    if pid == 0:
+        _child(target, groups, d, lambda: _unlink(tmp, d))
+    if _reap(pid, until) != 0:
+        raise HostguardError(
+            f"{where} could not be removed as uid {target.uid} within the install's bound of {TOTAL_SECONDS:.0f} s"
+        )
 
 
 def _groups(target: Target) -> list[int]:

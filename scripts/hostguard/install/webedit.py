@@ -4,7 +4,7 @@ A `Web` per installer step (install/webpart.py) reads and writes each file throu
 within one deadline and budget. `nginx` and `props` refuse what cannot be edited (HostguardError naming the
 file) before any write; with `plan` they collect the changes and log lines (`notes`); `undo` plans the
 changes that give a record's file back; `stale` picks the records whose edit the settings no longer make;
-`write` replaces a file as its controller.
+`write` replaces a file as its controller; `drop_temp` removes the temp file a killed `write` left beside it.
 """
 
 from __future__ import annotations
@@ -201,6 +201,16 @@ class Web:
             if target.real != real:
                 raise HostguardError(f"{real} moved while install read it: refused")
             userio.replace(target, data, self.budget)
+        finally:
+            target.close()
+
+    def drop_temp(self, label: str, real: str) -> None:
+        """Removes the temp file a write of REAL (as resolved now, which must still be REAL) cut short left."""
+        target = safepath.resolve(label, real, self.root)
+        try:
+            if target.real != real:
+                raise HostguardError(f"{real} moved since a killed run wrote it: refused")
+            userio.drop_temp(target, self.budget)
         finally:
             target.close()
 
