@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from hostguard import settings
 from hostguard.errors import ConfigError
-from hostguard.notify import urlfile
+from hostguard.notify import cli, delivery, urlfile
 
 URL = "https://hooks.example.com/services/T000/B000/SENTINELsecret"
 
@@ -142,3 +143,37 @@ def test_the_format_and_routing_key_lines_travel_with_the_webhook(tmp_path: Path
     assert "0123456789" not in message
     with pytest.raises(ConfigError, match="line 2: not a url=https://... line"):
         urlfile.read(str(write(tmp_path / "heartbeat.curlrc", f"url={URL}\nformat=discord\n")), "heartbeat")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the CA rules are root's")
+@pytest.mark.parametrize("content", [b"garbage\n", b"\x00\x01\x02", b"", b"-----BEGIN CERTIFICATE-----\nab\n"])
+def test_a_ca_file_that_holds_no_certificate_is_refused_as_such(
+    root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, content: bytes
+) -> None:
+    """A bundle ssl cannot take is a config error (78) saying so, not "cannot read it"; the message stays
+    spooled. An empty bundle is refused too (ssl would take the system's CAs instead)."""
+    monkeypatch.setattr(delivery, "_spool", None)
+    ca = root / "ca.pem"
+    ca.write_bytes(content)
+    ca.chmod(0o644)
+    hook_file = root / "etc/hostguard/webhook.curlrc"
+    hook_file.parent.mkdir(parents=True)
+    write(hook_file, f"url={URL}\n")
+    loaded = settings.parse(f"NOTIFY_CA_FILE={ca}\n", "hostguard.conf")
+    why = f"NOTIFY_CA_FILE {ca}: the file holds no PEM or DER certificate ssl accepts: refused"
+    with pytest.raises(ConfigError) as caught:
+        urlfile.load(loaded)
+    assert str(caught.value) == why
+    assert caught.value.code == 78
+    assert cli.send_text(loaded, "kept") == 78
+    assert why in capsys.readouterr().err
+    assert delivery.own_spool(loaded).pending() == 1
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the CA rules are root's")
+def test_a_ca_file_that_cannot_be_read_is_refused_as_such(root: Path) -> None:
+    ca = root / "ca"
+    ca.mkdir(mode=0o755)
+    with pytest.raises(ConfigError) as caught:
+        urlfile.tls_context(str(ca))
+    assert str(caught.value) == f"NOTIFY_CA_FILE {ca}: cannot read the file (not a regular file): refused"

@@ -139,8 +139,10 @@ def read_ca(ca: str) -> str | bytes:
     fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != 0 or info.st_mode & _WRITABLE:
-            raise OSError(f"{ca} changed since it was checked")
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError("not a regular file")
+        if info.st_uid != 0 or info.st_mode & _WRITABLE:
+            raise OSError("changed since it was checked")
         data = os.read(fd, 4 << 20)
     finally:
         os.close(fd)
@@ -159,9 +161,25 @@ def load(settings: Settings, what: str = "webhook", candidate: bool = False) -> 
         path = paths.under(paths.WEBHOOK_CANDIDATE_PATH) if candidate else webhook_path()
     found = read(path, what)
     ca = settings.notify_ca_file
+    return Hook(found.url, found.identity, tls_context(ca), found.chat or "slack", found.routing_key)
+
+
+def tls_context(ca: str) -> ssl.SSLContext:
+    """The TLS context that checks the server: the checked bundle CA, else ("") the system's CAs.
+    ConfigError (exit 78: the operator fixes the file; what is spooled stays) naming NOTIFY_CA_FILE,
+    the file, and whether it could not be read or holds no certificate ssl accepts."""
     check_ca(ca)
+    if not ca:
+        return ssl.create_default_context()
     try:
-        context = ssl.create_default_context(cadata=read_ca(ca) if ca else None)
-    except (OSError, ValueError):
-        raise ConfigError(f"NOTIFY_CA_FILE {ca}: cannot read it: refused") from None
-    return Hook(found.url, found.identity, context, found.chat or "slack", found.routing_key)
+        cadata = read_ca(ca)
+    except OSError as error:
+        raise ConfigError(f"NOTIFY_CA_FILE {ca}: cannot read the file ({error.strerror or error}): refused") from None
+    try:
+        if not cadata:
+            raise ValueError("empty")
+        return ssl.create_default_context(cadata=cadata)
+    except (ssl.SSLError, ValueError):
+        raise ConfigError(
+            f"NOTIFY_CA_FILE {ca}: the file holds no PEM or DER certificate ssl accepts: refused"
+        ) from None
