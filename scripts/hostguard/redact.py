@@ -78,7 +78,7 @@ def load(files: "tuple[str, ...] | None" = None) -> list[str]:
     for name in names:
         try:
             with open(name, encoding="utf-8", errors="replace") as handle:
-                text = handle.read(65536)
+                text = handle.read(urltext.MAX_BYTES)
         except OSError:
             continue
         # Every url= and routing_key= value, even of a file the notifier would refuse.

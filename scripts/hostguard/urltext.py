@@ -4,6 +4,7 @@ The webhook file holds `url=` (one URL of the one URL rule, settings_table.URL_R
 `format=` (a chat format of format_table.FACTS; none: the URL's host names it, else slack) and
 PagerDuty's `routing_key=`, exactly for format pagerduty; the heartbeat file holds `url=` alone.
 Each key at most once, `url=` exactly once, the value up to the end of the line, blank lines aside.
+At most MAX_BYTES bytes, the one limit of the file's writer (set-webhook) and readers.
 `install set-webhook` writes the file with `text`; it, the notifier and the redaction read it with
 `parse` or `lines`. Errors name the file and the line or key, never a value.
 """
@@ -21,6 +22,7 @@ from .settings_table import URL_RE
 FORMAT_KEY = "hostguard:chatFormat"
 URL_KEY = "hostguard:webhookUrl"
 
+MAX_BYTES = 65536
 KEYS = {"webhook": ("url", "format", "routing_key"), "heartbeat": ("url",)}
 _RULES = {"url": URL_RE, "format": "|".join(FACTS), "routing_key": ROUTING_KEY_RE}
 _LINES = {"webhook": "a url=https://..., format= or routing_key= line", "heartbeat": "a url=https://... line"}

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
-from hostguard import settings
-from hostguard.errors import ConfigError
+from hostguard import settings, urltext
+from hostguard.errors import ConfigError, HostguardError
+from hostguard.install import urlfiles
 from hostguard.notify import cli, delivery, urlfile
 
 URL = "https://hooks.example.com/services/T000/B000/SENTINELsecret"
@@ -177,3 +180,28 @@ def test_a_ca_file_that_cannot_be_read_is_refused_as_such(root: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         urlfile.tls_context(str(ca))
     assert str(caught.value) == f"NOTIFY_CA_FILE {ca}: cannot read the file (not a regular file): refused"
+
+
+def stdin_refusal(data: bytes, what: str = "webhook") -> str:
+    with pytest.raises(HostguardError) as caught:
+        urlfiles.read_url(data, what)
+    assert "SENTINEL" not in str(caught.value)
+    return str(caught.value)
+
+
+@pytest.mark.parametrize("what", ["webhook", "heartbeat"])
+def test_stdin_over_the_file_limit_is_refused_not_cut(monkeypatch: pytest.MonkeyPatch, what: str) -> None:
+    """set-webhook and set-heartbeat wrote the first 64 KiB of a longer input, a file the notifier refuses."""
+    head = f"url={URL}/"
+
+    def file_text(data: str) -> bytes:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data.encode())))
+        return urlfiles.file_text(what)
+
+    fits = head + "a" * (urltext.MAX_BYTES - len(head) - 1) + "\n"
+    assert file_text(fits) == fits.encode()
+    too_long = f"set-{what}: refused: longer than the URL file's limit of 65536 bytes"
+    for data in (fits + "\n", fits[4:-1] + "aaaa"):  # 65537 bytes; a bare URL whose file would be 65537
+        with pytest.raises(HostguardError) as caught:
+            file_text(data)
+        assert str(caught.value) == too_long

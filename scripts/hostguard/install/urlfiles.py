@@ -28,8 +28,16 @@ def read_url(data: bytes, what: str = "webhook") -> urltext.UrlText:
 
 
 def file_text(what: str) -> bytes:
-    """The URL file's content (urltext.text) from what stdin holds, checked."""
-    return urltext.text(read_url(sys.stdin.buffer.read(1 << 16), what)).encode()
+    """The URL file's content (urltext.text) from what stdin holds, checked; refused when either is over the
+    file's limit (urltext.MAX_BYTES: the notifier would refuse the file), never cut."""
+    too_long = HostguardError(f"set-{what}: refused: longer than the URL file's limit of {urltext.MAX_BYTES} bytes")
+    data = sys.stdin.buffer.read(urltext.MAX_BYTES + 1)
+    if len(data) > urltext.MAX_BYTES:
+        raise too_long
+    content = urltext.text(read_url(data, what)).encode()
+    if len(content) > urltext.MAX_BYTES:
+        raise too_long
+    return content
 
 
 def set_url_file(t: Txn, what: str, dest: str, notifier: str, verify: bool) -> bool:

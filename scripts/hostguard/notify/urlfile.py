@@ -25,7 +25,6 @@ from .. import paths, urltext
 from ..errors import ConfigError
 from ..settings import Settings
 
-_MAX_BYTES = 65536
 _WRITABLE = stat.S_IWGRP | stat.S_IWOTH
 _CA_WHY = "(only root may be able to change the CA bundle)"
 
@@ -75,13 +74,13 @@ def _read_own(path: str, what: str) -> tuple[bytes, os.stat_result]:
         mode = stat.S_IMODE(info.st_mode)
         if mode & 0o077:
             raise ConfigError(f"{what} file {path} is readable by group or others (mode {mode:o}); chmod 600 it")
-        data = os.read(fd, _MAX_BYTES + 1)
+        data = os.read(fd, urltext.MAX_BYTES + 1)
     except OSError:
         raise ConfigError(f"{what} file {path} is missing or unreadable") from None
     finally:
         os.close(fd)
-    if len(data) > _MAX_BYTES:
-        raise ConfigError(f"{what} file {path} is larger than {_MAX_BYTES} bytes")
+    if len(data) > urltext.MAX_BYTES:
+        raise ConfigError(f"{what} file {path} is larger than {urltext.MAX_BYTES} bytes")
     return data, info
 
 
