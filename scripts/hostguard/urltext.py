@@ -3,8 +3,9 @@
 The webhook file holds `url=` (one URL of the one URL rule, settings_table.URL_RE) and may hold
 `format=` (a chat format of format_table.FACTS; none: the URL's host names it, else slack) and
 PagerDuty's `routing_key=`, exactly for format pagerduty; the heartbeat file holds `url=` alone.
-Each key at most once, `url=` exactly once, the value up to the end of the line, blank lines aside.
-At most MAX_BYTES bytes, the one limit of the file's writer (set-webhook) and readers.
+Each key at most once, `url=` exactly once, the value up to the end of the line (one trailing CR, of a
+file saved with CRLF endings, is not part of it), blank lines aside; no comments, spaces or quotes around a
+value. At most MAX_BYTES bytes, the one limit of the file's writer (set-webhook) and readers.
 `install set-webhook` writes the file with `text`; it, the notifier and the redaction read it with
 `parse` or `lines`. Errors name the file and the line or key, never a value.
 """
@@ -32,6 +33,7 @@ _ALLOWED = {
     "format": f"not one of {', '.join(FACTS)}",
     "routing_key": "not 32 letters and digits",
 }
+_FORM = "write each line as KEY=VALUE, e.g. url=https://..., without spaces around = or quotes"
 
 
 class UrlText(NamedTuple):
@@ -49,9 +51,11 @@ class FormatError(ValueError):
 
 
 def lines(text: str) -> list[tuple[int, str, str]]:
-    """(number, key, value) of each non-blank line of TEXT, split at its first `=` (key "" when it has none)."""
+    """(number, key, value) of each non-blank line of TEXT, split at its first `=` (key "" when it has none),
+    without the line's one trailing CR."""
     found = []
     for number, line in enumerate(text.split("\n"), 1):
+        line = line[:-1] if line.endswith("\r") else line
         if line:
             key, _, value = line.partition("=") if "=" in line else ("", "", line)
             found.append((number, key, value))
@@ -64,11 +68,13 @@ def parse(text: str, where: str, what: str = "webhook") -> UrlText:
     found: dict[str, str] = {}
     for number, key, value in lines(text):
         if key not in keys:
-            raise ConfigError(f"{where} line {number}: not {_LINES[what]} (line not shown)")
+            hint = f": {_FORM}" if key.strip() in keys or (key or value).lstrip().startswith("#") else ""
+            raise ConfigError(f"{where} line {number}: not {_LINES[what]} (line not shown){hint}")
         if key in found:
             raise ConfigError(f"{where} line {number}: a second {key}= line")
         if not value.isascii() or not re.fullmatch(_RULES[key], value):
-            raise ConfigError(f"{where} line {number}: {key}= is refused: {_ALLOWED[key]} (value not shown)")
+            hint = f"; {_FORM}" if value.strip(" \t\"'") != value else ""
+            raise ConfigError(f"{where} line {number}: {key}= is refused: {_ALLOWED[key]} (value not shown){hint}")
         found[key] = value
     if "url" not in found:
         raise ConfigError(f"{where} holds no url=https://... line")

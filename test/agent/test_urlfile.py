@@ -54,7 +54,7 @@ def test_refusals(tmp_path: Path) -> None:
         (f'url = "{URL}"\n', f"line 1: {not_a_line}"),
         (f'url="{URL}"\n', "line 1: url= is refused: not one https:// URL"),
         (f"url={URL} \n", "line 1: url= is refused"),
-        (f"url={URL}\r\n", "line 1: url= is refused"),
+        (f"url={URL}\r\r\n", "line 1: url= is refused"),
         (f"url={URL}\0\n", "line 1: url= is refused"),
         (f"url={URL.replace('https', 'http')}\n", "line 1: url= is refused: not one https:// URL"),
         (f"url={URL}/x{{a,b}}y[1-2]\n", "line 1: url= is refused"),
@@ -187,6 +187,33 @@ def stdin_refusal(data: bytes, what: str = "webhook") -> str:
         urlfiles.read_url(data, what)
     assert "SENTINEL" not in str(caught.value)
     return str(caught.value)
+
+
+def test_crlf_lines_read_alike_in_every_form(tmp_path: Path) -> None:
+    """A file saved on Windows: one trailing CR per line is no part of the value, for url= lines as for a
+    bare URL, in set-webhook as in the notifier; a CR inside a value is still refused."""
+    assert urlfiles.read_url(f"{URL}\r\n".encode()).url == URL
+    assert urlfiles.read_url(f"url={URL}\r\n".encode()).url == URL
+    pagerduty = f"url=https://events.pagerduty.com/v2/enqueue\r\nformat=pagerduty\r\nrouting_key={KEY}\r\n\r\n"
+    assert urlfiles.read_url(pagerduty.encode())[1:] == ("pagerduty", KEY, "pagerduty")
+    assert urlfile.read(str(write(tmp_path / "webhook.curlrc", f"url={URL}\r\n"))).url == URL
+    assert "control character" in stdin_refusal(f"url={URL}\r\r\n".encode())
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [(f'url = "{URL}"\n', 1), (f"# the team's webhook\nurl={URL}\n", 1), (f"url={URL} \n", 1), (f'url="{URL}"\n', 1),
+     (f"url={URL}\n  format=slack\n", 2)],
+)  # fmt: skip
+def test_the_old_form_comments_and_spaces_are_refused_naming_the_form(text: str, line: int) -> None:
+    message = stdin_refusal(text.encode())
+    assert message.startswith(f"set-webhook: refused: stdin line {line}: ")
+    assert message.endswith("write each line as KEY=VALUE, e.g. url=https://..., without spaces around = or quotes")
+
+
+def test_no_hint_where_the_form_is_right() -> None:
+    assert "KEY=VALUE" not in stdin_refusal(b"colour=red\n")
+    assert "KEY=VALUE" not in stdin_refusal(b"url=http://h.example/x\n")
 
 
 @pytest.mark.parametrize("what", ["webhook", "heartbeat"])
