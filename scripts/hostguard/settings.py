@@ -15,6 +15,7 @@ from .settings_table import DEFAULTS, LISTS, PATTERNS, RANGES
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _WHITE = " \t\n\r\f\v"
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+MAX_BYTES = 1 << 20
 
 
 class SettingsError(HostguardError):
@@ -124,15 +125,18 @@ def parse(text: str, file: str) -> Settings:
 
 
 def load(file: "str | None" = None) -> Settings:
-    """The host's settings (hostguard.conf under HOSTGUARD_ROOT); defaults when it is missing."""
+    """The host's settings (hostguard.conf under HOSTGUARD_ROOT); defaults when it is missing. A file over
+    MAX_BYTES is refused, never cut (a cut last line is another value)."""
     path = file if file is not None else paths.under(paths.SETTINGS_PATH)
     try:
         with open(path, "rb") as handle:
-            data = handle.read(1 << 20)
+            data = handle.read(MAX_BYTES + 1)
     except FileNotFoundError:
         return Settings(dict(DEFAULTS))
     except OSError as error:
         raise SettingsError(path, 0, f"cannot read: {error.strerror}") from None
+    if len(data) > MAX_BYTES:
+        raise SettingsError(path, 0, f"larger than the settings file's limit of {MAX_BYTES} bytes: refused")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

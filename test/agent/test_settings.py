@@ -64,3 +64,17 @@ def test_duration_units_add_up(parts: list[tuple[int, str]]) -> None:
     unit = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
     text = "".join(f"{n}{u}" for n, u in parts)
     assert settings.duration_seconds(text) == sum(n * unit[u] for n, u in parts)
+
+
+def test_a_file_over_the_limit_is_refused_not_cut(tmp_path: Path) -> None:
+    """settings.load read the first MiB: a cut last line CPU_THRESHOLD=95 became 9."""
+    path = tmp_path / "hostguard.conf"
+    head = "#" * ((1 << 20) - len("CPU_THRESHOLD=95\n")) + "\n"
+    path.write_text(head + "CPU_THRESHOLD=95\n")
+    assert path.stat().st_size == (1 << 20) + 1
+    with pytest.raises(settings.SettingsError) as caught:
+        settings.load(str(path))
+    assert str(caught.value) == f"{path}:0: larger than the settings file's limit of 1048576 bytes: refused"
+    assert caught.value.code == 1
+    path.write_text(head[1:] + "CPU_THRESHOLD=95\n")
+    assert settings.load(str(path)).cpu_threshold == "95"
