@@ -54,8 +54,8 @@ section "shellcheck"
 bash_files | grep -zv '\.bats$' | xargs -0 shellcheck --external-sources --source-path=SCRIPTDIR
 section "host agent: ruff, mypy --strict"
 PYTOOLS="${HG_PYTOOLS_DIR}/tools/bin"
-"${PYTOOLS}/ruff" check scripts/hostguard test/agent test/e2e/lib
-"${PYTOOLS}/ruff" format --check --diff scripts/hostguard test/agent test/e2e/lib
+"${PYTOOLS}/ruff" check scripts/hostguard test/agent test/e2e/lib test/helpers/ban-event.py test/helpers/spool-db.py
+"${PYTOOLS}/ruff" format --check --diff scripts/hostguard test/agent test/e2e/lib test/helpers/ban-event.py test/helpers/spool-db.py
 "${PYTOOLS}/mypy" --no-error-summary
 # pytest in full on the Pythons of the Debian releases hostguard is tried on:
 # Debian 12's python3 (the tools venv) and Debian 13's 3.13 where the machine

@@ -16,11 +16,11 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "scripts"))
 
-from hostguard import log  # noqa: E402
-from hostguard.errors import EX_USAGE, HostguardError  # noqa: E402
-from hostguard.notify import events  # noqa: E402
-from hostguard.notify.spool import Spool, SpoolFull  # noqa: E402
-from hostguard.settings import load  # noqa: E402
+from hostguard import log
+from hostguard.errors import EX_USAGE, HostguardError
+from hostguard.notify import events
+from hostguard.notify.spool import Spool, SpoolFull
+from hostguard.settings import load
 
 OPTIONS = ("--jail", "--ip", "--failures", "--time", "--channel")
 
