@@ -98,3 +98,19 @@ def test_no_ping_while_the_other_monitor_is_stuck(
     assert f"no heartbeat: a container-monitor run started at {runlock.stamp(old)} has not completed" in (
         capsys.readouterr().err
     )
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the CA rules are root's")
+def test_a_ca_bundle_without_a_certificate_is_an_error(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """As an unreadable bundle was in 074b512: an error (the operator fixes the file), no heartbeat sent."""
+    ca = root / "ca.pem"
+    ca.write_text("garbage\n")
+    ca.chmod(0o644)
+    hook = root / "etc/hostguard/heartbeat.curlrc"
+    hook.parent.mkdir(parents=True)
+    hook.write_text("url=https://hc-ping.example.test/ping/x\n")
+    hook.chmod(0o600)
+    heartbeat.ping("host-monitor", conf(f"NOTIFY_CA_FILE={ca}"))
+    err = capsys.readouterr().err
+    assert f" ERROR host-monitor: NOTIFY_CA_FILE {ca}: the file holds no PEM or DER certificate ssl accepts" in err
+    assert err.rstrip().endswith("no heartbeat sent")
