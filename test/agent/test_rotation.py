@@ -225,3 +225,20 @@ def test_the_candidates_url_echoed_by_the_service_is_redacted(
     out = capsys.readouterr()
     assert "HTTP 404 Cannot POST" in out.out + out.err
     assert "SENTINELnew" not in out.out + out.err
+
+
+@pytest.mark.parametrize("what", ["webhook", "heartbeat"])
+def test_a_crlf_file_is_taken_and_stdin_over_the_limit_refused(host: tuple[Path, Path], what: str) -> None:
+    """The installer as a process: a file saved with CRLF endings is written with LF; a longer stdin than the
+    file's 65536 bytes is refused naming the limit, the file in place left as it was (it was cut and written)."""
+    bundle, root = host
+    done = run(bundle, f"set-{what}", "--root", str(root), stdin=f"url={OLD}\r\n")
+    assert done.returncode == 0, done.stderr
+    path = root / f"etc/hostguard/{what}.curlrc"
+    assert path.read_text() == f"url={OLD}\n"
+    too_long = f"url={NEW}/" + "a" * 65536 + "\n"
+    refused = run(bundle, f"set-{what}", "--root", str(root), stdin=too_long)
+    assert refused.returncode != 0
+    assert f"set-{what}: refused: longer than the URL file's limit of 65536 bytes" in refused.stderr
+    assert "SENTINEL" not in refused.stderr + refused.stdout
+    assert path.read_text() == f"url={OLD}\n"
