@@ -24,15 +24,16 @@ import sys
 
 from fail2ban.server.actions import ActionBase
 
+_LIB = os.environ.get("HOSTGUARD_ROOT", "") + "/usr/local/lib/hostguard"
+if _LIB not in sys.path:
+    sys.path.insert(0, _LIB)
+
+from hostguard.ban.nginxban import BanList  # noqa: E402 (found on the path set above)
+
 
 class Action(ActionBase):
     def __init__(self, jail, name, nginx_pid="/run/nginx.pid", nginx_opts=""):
         super().__init__(jail, name)
-        lib = os.environ.get("HOSTGUARD_ROOT", "") + "/usr/local/lib/hostguard"
-        if lib not in sys.path:
-            sys.path.insert(0, lib)
-        from hostguard.ban.nginxban import BanList
-
         self.bans = BanList(nginx_pid, nginx_opts.split(), self._logSys)
 
     # fail2ban (1.0, server/actions.py) keeps a Python action across
