@@ -78,11 +78,11 @@ ID = "a" * 64
 
 
 def ps_line(**fields: object) -> str:
-    return json.dumps({"Command": '"sleep"', "ID": ID, "Names": "web", "State": "running", **fields})
+    return json.dumps({"ID": ID, "State": "running", "Names": "web", **fields})
 
 
-def inspect_entry(**state: object) -> dict[str, object]:
-    return {"Id": ID, "Name": "/web", "State": {"Status": "exited", "ExitCode": 3, "Error": "", **state}}
+def inspect_line(**fields: object) -> str:
+    return json.dumps({"ID": ID, "Name": "/web", "Status": "exited", "ExitCode": 3, "Error": "", **fields})
 
 
 def test_list_lines_and_inspect_entries_with_hostile_names() -> None:
@@ -92,9 +92,12 @@ def test_list_lines_and_inspect_entries_with_hostile_names() -> None:
     assert found.list_ids == [ID] and found.list_state[ID] == "running"
     assert found.name_id == {name: ID, 'we"b \\ $(x) `id`\t': ID, "legacy": ID}
     error = 'OOM "x" \\ y \u0000'
-    entry = {**inspect_entry(ExitCode=-1, Error=error), "Name": "/" + name}
-    found.inspected(json.loads(json.dumps(entry)))
+    assert found.inspected(inspect_line(ExitCode=-1, Error=error, Name="/" + name))
     assert found.info[ID] == Container("exited", "-1", name, 'OOM "x" \\ y \ufffd')
+    # podman: the name without a leading /; .Names as a list (its {{json .}} form) is read too.
+    assert found.inspected(inspect_line(Name="db")) and found.info[ID].name == "db"
+    found.list_line(ps_line(ID="b" * 64, Names=["db", "legacy2"]))
+    assert found.name_id["db,legacy2"] == found.name_id["legacy2"] == "b" * 64
 
 
 @pytest.mark.parametrize(
@@ -102,8 +105,9 @@ def test_list_lines_and_inspect_entries_with_hostile_names() -> None:
     [
         ps_line(ID=ID[:11]),
         ps_line(State=None),
-        ps_line(Names=["a"]),
-        json.dumps([ps_line()]),
+        ps_line(Names=[1]),
+        ps_line(Names=[]),
+        json.dumps([json.loads(ps_line())]),
         ps_line()[:-1],
         f'{ID}\t"running"\t"a"',
     ],
@@ -116,21 +120,44 @@ def test_unparsable_list_lines_are_skipped(line: str, capsys: pytest.CaptureFixt
 
 
 @pytest.mark.parametrize(
-    "entry",
+    "line",
     [
-        inspect_entry(ExitCode="0"),
-        inspect_entry(ExitCode=True),
-        inspect_entry(Status=None),
-        {**inspect_entry(), "Id": "web"},
-        {**inspect_entry(), "State": "exited"},
-        ID,
+        inspect_line(ExitCode="0"),
+        inspect_line(ExitCode=True),
+        inspect_line(Status=None),
+        inspect_line(ID="web"),
+        json.dumps({"Id": ID, "Name": "/web", "State": {"Status": "exited", "ExitCode": 3, "Error": ""}}),
+        json.dumps(ID),
     ],
 )
-def test_unparsable_inspect_entries_are_skipped(entry: object, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unparsable_inspect_lines_are_skipped(line: str, capsys: pytest.CaptureFixture[str]) -> None:
     found = check()
-    found.inspected(entry)
+    assert not found.inspected(line)
     assert found.info == {}
-    assert "unparsable inspect entry" in capsys.readouterr().err
+    assert "unparsable inspect line" in capsys.readouterr().err
+
+
+SECRET = "POSTGRES_PASSWORD=hunter2-SECRET"
+
+
+@pytest.mark.parametrize(
+    ("what", "line", "field"),
+    [
+        ("inspect line", inspect_line(ExitCode="1", Error=SECRET, Config={"Env": [SECRET]}), "ExitCode"),
+        ("inspect line", inspect_line(Status={"Env": [SECRET]}), "Status"),
+        ("list line", ps_line(State=None, Names=SECRET), "State"),
+        ("list line", ps_line(Names={"Env": [SECRET]}), "Names"),
+    ],
+)
+def test_an_unparsable_line_logs_its_id_and_field_never_its_text(
+    what: str, line: str, field: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Whatever the container's owner put in its line (environment, labels, names) stays out of the log."""
+    found = check()
+    (found.inspected if what == "inspect line" else found.list_line)(line)
+    err = capsys.readouterr().err
+    assert f"unparsable {what} (container {ID}): {field}: " in err
+    assert "hunter2" not in err and len(err) < 200
 
 
 def runtime_settings(root: Path, runtime: str, timeout: int = 60, *more: str) -> settings.Settings:
@@ -283,16 +310,80 @@ def test_a_containers_own_error_text_reaches_slack_escaped(root: Path, docker: P
     assert "&lt;!channel&gt; boom &lt;https://evil.example|runbook&gt; &amp; @here" in shown
 
 
-def test_an_inspect_answer_that_is_no_json_array_concludes_nothing(
-    root: Path, tmp_path: Path, posts: Posts, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("verb", "ps", "inspect"),
+    [
+        ("inspect", ps_line(), '[{"Id": 1}]'),
+        ("ps", '[\n     {\n          "Id": "' + ID + '",\n          "Names": ["web"]\n     }\n]', ""),
+    ],
+)
+def test_lines_printed_and_none_readable_conclude_nothing(
+    root: Path, tmp_path: Path, posts: Posts, capsys: pytest.CaptureFixture[str], verb: str, ps: str, inspect: str
 ) -> None:
+    """A runtime answering in another form (podman's array for {{json .}}) fails the check, never 'no containers'."""
     runtime = tmp_path / "odd"
-    line = json.dumps({"ID": ID, "Names": "web", "State": "running"})
-    runtime.write_text(f"#!/bin/sh\ncase $1 in ps) echo '{line}';; inspect) echo '{{\"Id\": 1}}';; esac\n")
+    runtime.write_text(f"#!/bin/sh\ncase $1 in ps) echo '{ps}';; inspect) echo '{inspect}';; esac\n")
     runtime.chmod(0o755)
     (root / "etc/hostguard").mkdir(parents=True)
-    (root / "etc/hostguard/hostguard.conf").write_text(f"CONTAINER_RUNTIME={runtime}\n")
+    (root / "etc/hostguard/hostguard.conf").write_text(f"CONTAINER_RUNTIME={runtime}\nCONTAINER_WATCH=web\n")
     assert container_monitor.main([]) == 1
-    why = f"runtime unavailable: {runtime} inspect printed no JSON array"
+    count = len((ps if verb == "ps" else inspect).splitlines())
+    why = f"runtime unavailable: {runtime} {verb} printed {count} lines, none readable"
     assert posts.take() == [f"{P}Container check failed: {why}; containers are not checked until it works again"]
     assert f"{why}; nothing checked, previous state kept" in capsys.readouterr().err
+
+
+def test_podman_is_read_as_docker_is(
+    root: Path, docker: Path, posts: Posts, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fake-docker as podman: `{{json .}}` would be one array (not read); the named fields are read alike."""
+    monkeypatch.setenv("FAKE_DOCKER_FLAVOR", "podman")
+    (root / "etc/hostguard/hostguard.conf").write_text("CONTAINER_WATCH=db\n")
+    containers(docker, ("web", "running", "1.00%", "1.00%"), ("hot", "running", "80.01%", "90.00%"))
+    assert container_monitor.main([]) == 0
+    assert posts.take() == [
+        f"{P}Container stopped: db (Status: not found)\nExit Code: unknown\nError: No such container",
+        f"{P}High CPU usage detected: hot - 80.01%",
+    ]
+    assert "containers=2 running=2 previously_running=0 alerts=2" in capsys.readouterr().out
+    containers(
+        docker, ("web", "exited", "0.00%", "0.00%"), ("hot", "running", "1.00%", "1.00%"), ("db", "dead", "", "")
+    )
+    assert container_monitor.main([]) == 0
+    assert posts.take() == [
+        f"{P}Container stopped: web (Status: exited)\nExit Code: 3\nError: No specific error",
+        f"{P}Container stopped: db (Status: dead)\nExit Code: 3\nError: No specific error",
+    ]
+    assert calls(root) == ["ps", "inspect", "stats", "ps", "inspect", "stats"]
+
+
+def test_docker_is_not_asked_for_every_containers_size(
+    root: Path, docker: Path, posts: Posts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docker computes each container's size for a ps whose template reads .Size ({{json .}} does):
+    fake-docker then sleeps past CONTAINER_RUNTIME_TIMEOUT, as a daemon with big layers takes 30+ s."""
+    (root / "etc/hostguard/hostguard.conf").write_text("CONTAINER_RUNTIME_TIMEOUT=2\n")
+    monkeypatch.setenv("FAKE_DOCKER_SIZE_SLEEP", "30")
+    containers(docker, ("web", "running", "1.00%", "1.00%"))
+    started = time.monotonic()
+    assert container_monitor.main([]) == 0
+    assert time.monotonic() - started < 2
+    assert posts.take() == []
+
+
+def test_one_images_huge_label_or_environment_does_not_stop_the_checks(
+    root: Path, docker: Path, posts: Posts, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """inspect prints only the fields read: a 5 MiB label (anyone's image) and 5 MiB of environment
+    stay in the daemon, not over the 4 MiB bound of a call, for every container of the host."""
+    huge = "x" * (5 << 20)
+    found = [
+        {"name": "big", "state": "exited", "exit_code": 2, "labels": {"blob": huge}, "env": [f"{SECRET}{huge}"]},
+        {"name": "web", "state": "running"},
+    ]
+    docker.write_text(json.dumps({"containers": found}))
+    (root / "etc/hostguard/hostguard.conf").write_text("CONTAINER_WATCH=big\n")
+    assert container_monitor.main([]) == 0
+    assert posts.take() == [f"{P}Container stopped: big (Status: exited)\nExit Code: 2\nError: No specific error"]
+    captured = capsys.readouterr()
+    assert "hunter2" not in captured.out + captured.err

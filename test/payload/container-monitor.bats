@@ -90,6 +90,18 @@ P="[Container Alert] "$'\n'
   [[ ! -e x ]]
 }
 
+@test "podman's answers (fake-docker as podman: {{json .}} an array) are read as docker's" {
+  export FAKE_DOCKER_FLAVOR=podman
+  containers "${NAME_QUOTES}" running 80.01% 1.00% 0 "" db exited 0.00% 0.00% 2 ""
+  settings CONTAINER_WATCH=db
+  run_monitor
+  [[ "${status}" -eq 0 ]]
+  [[ "$(calls)" == "ps inspect stats" ]]
+  receiver_expect_texts "${P}Container stopped: db (Status: exited)"$'\n'"Exit Code: 2"$'\n'"Error: No specific error" \
+    "${P}High CPU usage detected: ${NAME_QUOTES} - 80.01%"
+  [[ "${output}" == *"containers=2 running=1 previously_running=0 alerts=2"* ]]
+}
+
 @test "three containers with hostile names: only values above the thresholds fire" {
   containers "${NAME_QUOTES}" running 80.00% 90.00% 0 "" \
     "${NAME_UTF8}" running 350.25% 12.00% 0 "" \
@@ -269,6 +281,16 @@ P="[Container Alert] "$'\n'
   [[ "${status}" -eq 1 && "${output}" == $'[]\nError: No such object: nope' ]]
   run docker ps --bogus
   [[ "${status}" -eq 125 ]]
+  # As podman: {{json .}} is one indented array ("Names" a list), the template's .Names the first
+  # name, inspect's .Name without /, its template knows .ID and not .Id.
+  run env FAKE_DOCKER_FLAVOR=podman docker ps --format '{{json .}}'
+  [[ "${lines[0]}" == "[" && "${lines[1]}" == "     {" && "${output}" == *'"Names": ['* ]]
+  run env FAKE_DOCKER_FLAVOR=podman docker ps --format '{{json .Names}}'
+  [[ "${output}" == '"a<b>&c"' ]]
+  run env FAKE_DOCKER_FLAVOR=podman docker inspect --format '{{json .ID}} {{json .Name}}' 'a<b>&c'
+  [[ "${status}" -eq 0 && "${output}" == '"'*'" "a<b>&c"' ]]
+  run env FAKE_DOCKER_FLAVOR=podman docker inspect --format '{{json .Id}}' 'a<b>&c'
+  [[ "${status}" -ne 0 && "${output}" == *"can't evaluate field Id"* ]]
 }
 
 # ---- alert policy (issue 11): label, repeat interval, resolved, debounce ----

@@ -12,7 +12,6 @@ container-monitor.stuck, the lock.
 
 from __future__ import annotations
 
-import json
 import re
 
 from .. import atomicfile, log, paths, runlock
@@ -66,25 +65,38 @@ class Check:
                 self.previous[container_id] = name
 
     def list_containers(self) -> None:
-        answer = self.ask("cannot list containers", "ps", "--all", "--no-trunc", "--format", runtime.JSON_LINES)
+        answer = self.ask("cannot list containers", "ps", "--all", "--no-trunc", "--format", runtime.PS_FORMAT)
         if answer.rc != 0:
             raise self.refused("cannot list containers", "ps", answer)
-        for line in answer.out.split("\n"):
-            if line:
-                self.list_line(line)
+        lines = [line for line in answer.out.split("\n") if line]
+        read = sum(self.list_line(line) for line in lines)
+        if lines and not read:
+            raise self.unreadable("ps", len(lines))
 
-    def list_line(self, line: str) -> None:
+    def list_line(self, line: str) -> bool:
         try:
             container_id, status, names = runtime.list_line(line)
-        except ValueError:
-            log.warn(f"{NAME}: unparsable list line: {quoted(line)}")
-            return
+        except ValueError as error:
+            self.unparsable("list line", line, error)
+            return False
         self.list_ids.append(container_id)
         self.list_state[container_id] = status
         self.name_id[names] = container_id
         # Legacy links give a container several comma-joined names.
         for part in names.split(","):
             self.name_id.setdefault(part, container_id)
+        return True
+
+    def unparsable(self, what: str, line: str, error: ValueError) -> None:
+        """Logs which field of a line was wrong and its container's ID, never the line: it carries
+        whatever the container's owner chose."""
+        container_id = runtime.line_id(line) or "unknown"
+        log.warn(f"{NAME}: unparsable {what} (container {container_id}): {error}")
+
+    def unreadable(self, verb: str, count: int) -> RuntimeFailed:
+        """Lines printed and none of them read: the runtime answers in another form, nothing concluded."""
+        runtime_name = self.settings.container_runtime
+        return RuntimeFailed(f"runtime unavailable: {runtime_name} {verb} printed {count} lines, none readable")
 
     def interesting_ids(self) -> list[str]:
         """Worth an inspect: running now, running at the previous check, watched,
@@ -103,34 +115,31 @@ class Check:
     def inspect(self, ids: list[str]) -> None:
         if not ids:
             return
-        answer = self.ask("cannot inspect containers", "inspect", *ids)
+        answer = self.ask("cannot inspect containers", "inspect", "--format", runtime.INSPECT_FORMAT, *ids)
         # Unknown IDs (removed since the list) are expected; anything else
         # means the runtime did not answer and nothing can be concluded.
         if answer.rc != 0 and not runtime.only_gone(answer):
             raise self.refused("cannot inspect containers", "inspect", answer)
-        try:
-            entries = runtime.inspect_array(answer.out)
-        except ValueError:
-            raise RuntimeFailed(
-                f"runtime unavailable: {self.settings.container_runtime} inspect printed no JSON array"
-            ) from None
-        for entry in entries:
-            self.inspected(entry)
+        lines = [line for line in answer.out.split("\n") if line]
+        read = sum(self.inspected(line) for line in lines)
+        if lines and not read:
+            raise self.unreadable("inspect", len(lines))
 
-    def inspected(self, entry: object) -> None:
+    def inspected(self, line: str) -> bool:
         try:
-            container_id, container = runtime.inspected(entry)
-        except ValueError:
-            log.warn(f"{NAME}: unparsable inspect entry: {quoted(json.dumps(entry, ensure_ascii=False))}")
-            return
+            container_id, container = runtime.inspect_line(line)
+        except ValueError as error:
+            self.unparsable("inspect line", line, error)
+            return False
         self.info[container_id] = container
+        return True
 
     def stats(self) -> None:
         """One stats call for all running containers. A failed call leaves every
         figure unknown (logged), never "fine"."""
         if not self.running:
             return
-        args = ("stats", "--no-stream", "--no-trunc", "--format", runtime.JSON_LINES, *self.running)
+        args = ("stats", "--no-stream", "--no-trunc", "--format", runtime.STATS_FORMAT, *self.running)
         try:
             answer = self.ask("stats failed", *args)
         except RuntimeFailed:

@@ -2,9 +2,12 @@
 what they print read as JSON.
 
 A call is ended after CONTAINER_RUNTIME_TIMEOUT or once it printed OUTPUT_MAX bytes, its whole
-process group with it. `ps` and `stats` print one JSON object a line (`--format '{{json .}}'`),
-`inspect` one JSON array; every field used (names, states, error texts: chosen by whoever may run
-containers) is checked for its type, and one that is not what it should be raises ValueError.
+process group with it. `ps`, `inspect` and `stats` print one JSON object a line, from a template
+naming each field used (PS_FORMAT, INSPECT_FORMAT, STATS_FORMAT): docker and podman render these
+the same, while `{{json .}}` is an array on podman and asks docker's daemon for every container's
+size, and inspect's whole document carries the image's labels and the environment. Every field
+(names, states, error texts: chosen by whoever may run containers) is checked for its type; one
+that is not what it should be raises ValueError naming the field, never quoting the line.
 """
 
 from __future__ import annotations
@@ -17,18 +20,24 @@ import selectors
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from typing import NamedTuple
 
 from ..settings import Settings
 
-# ps and stats: one JSON object a line (the client's template); inspect: without --format, a JSON array.
-JSON_LINES = "{{json .}}"
+# One JSON object a line, only the fields read. .Names: docker's comma-joined names, podman's first
+# name (a string both); .ID, not .Id, in inspect (podman's field; docker has both).
+PS_FORMAT = '{"ID":{{json .ID}},"State":{{json .State}},"Names":{{json .Names}}}'
+INSPECT_FORMAT = (
+    '{"ID":{{json .ID}},"Name":{{json .Name}},"Status":{{json .State.Status}},'
+    '"ExitCode":{{json .State.ExitCode}},"Error":{{json .State.Error}}}'
+)
+STATS_FORMAT = '{"ID":{{json .ID}},"CPUPerc":{{json .CPUPerc}},"MemPerc":{{json .MemPerc}}}'
 # After the timeout: SIGTERM, this long to end, then SIGKILL and one more second.
 KILL_AFTER = 4.0
 # What one call may print, stdout and stderr together: it is read into
-# root's memory. An inspect answer is some 10 KiB a container and only the
-# running, watched and tracked ones are inspected: hundreds are well under
-# this; more is a runtime gone wrong, and the call fails like a hung one.
+# root's memory. Thousands of containers' lines are well under a MiB; more
+# than this is a runtime gone wrong, and the call fails like a hung one.
 OUTPUT_MAX = 4 << 20
 CONTAINER_ID = re.compile(r"[0-9a-f]{12,64}")
 _NO_SUCH = re.compile(r"(error: |error response from daemon: )no such (object|container): .*", re.IGNORECASE)
@@ -157,50 +166,68 @@ def text(value: object) -> str:
     return _UNSAFE.sub("\ufffd", value)
 
 
+def names(value: object) -> str:
+    """ps's .Names: a string (docker: comma-joined; podman: the first), or a list of strings, joined."""
+    if isinstance(value, list) and value and all(isinstance(part, str) for part in value):
+        return text(",".join(value))
+    return text(value)
+
+
 def container_id(value: object) -> str:
     if not isinstance(value, str) or not CONTAINER_ID.fullmatch(value):
-        raise ValueError("no ID")
+        raise ValueError("not a container ID")
     return value
 
 
+def exit_code(value: object) -> str:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError("not an integer")
+    return str(value)
+
+
 def json_object(line: str) -> dict[str, object]:
-    """One `{{json .}}` line as its object; ValueError for anything else."""
-    value = json.loads(line)
+    """One line as its JSON object; ValueError (not quoting the line) for anything else."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        raise ValueError("not JSON") from None
     if not isinstance(value, dict):
         raise ValueError("not a JSON object")
     return value
 
 
+def line_id(line: str) -> str:
+    """The container ID of a line the runtime printed, for a log line about it; "" when it has none."""
+    try:
+        return container_id(json_object(line).get("ID"))
+    except ValueError:
+        return ""
+
+
+def read_field(found: dict[str, object], key: str, reader: Callable[[object], str]) -> str:
+    try:
+        return reader(found.get(key))
+    except ValueError as error:
+        raise ValueError(f"{key}: {error}") from None
+
+
 def list_line(line: str) -> tuple[str, str, str]:
-    """ID, state and names (comma-joined) of a `ps` line."""
+    """ID, state and names (comma-joined) of a PS_FORMAT line."""
     found = json_object(line)
-    return container_id(found.get("ID")), text(found.get("State")), text(found.get("Names"))
+    return read_field(found, "ID", container_id), read_field(found, "State", text), read_field(found, "Names", names)
 
 
-def inspected(entry: object) -> tuple[str, Container]:
-    """ID and Container of one element of inspect's array (the name without its leading /)."""
-    if not isinstance(entry, dict) or not isinstance(entry.get("State"), dict):
-        raise ValueError("not a container")
-    state, code = entry["State"], entry["State"].get("ExitCode")
-    if not isinstance(code, int) or isinstance(code, bool):
-        raise ValueError("no exit code")
-    name = text(entry.get("Name"))
-    container = Container(
-        text(state.get("Status")), str(code), name[1:] if name[:1] == "/" else name, text(state.get("Error"))
-    )
-    return container_id(entry.get("Id")), container
-
-
-def inspect_array(out: str) -> list[object]:
-    """The elements of inspect's JSON array; ValueError when it printed none."""
-    found = json.loads(out)
-    if not isinstance(found, list):
-        raise ValueError("not a JSON array")
-    return found
+def inspect_line(line: str) -> tuple[str, Container]:
+    """ID and Container of an INSPECT_FORMAT line (the name without its leading /)."""
+    found = json_object(line)
+    container_id_, name = read_field(found, "ID", container_id), read_field(found, "Name", text)
+    status, code = read_field(found, "Status", text), read_field(found, "ExitCode", exit_code)
+    container = Container(status, code, name[1:] if name[:1] == "/" else name, read_field(found, "Error", text))
+    return container_id_, container
 
 
 def stats_line(line: str) -> tuple[str, str, str] | None:
-    """ID, CPU and memory figures (as printed) of a `stats` line; None for another line."""
+    """ID, CPU and memory figures (as printed) of a STATS_FORMAT line; None for another line."""
     try:
         found = json_object(line)
         return container_id(found.get("ID")), text(found.get("CPUPerc")), text(found.get("MemPerc"))
