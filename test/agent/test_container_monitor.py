@@ -357,6 +357,19 @@ def test_podman_is_read_as_docker_is(
     assert calls(root) == ["ps", "inspect", "stats", "ps", "inspect", "stats"]
 
 
+@pytest.mark.parametrize("flavor", ["docker", "podman"])
+def test_a_container_removed_since_the_list_is_gone_not_a_failure(
+    docker: Path, monkeypatch: pytest.MonkeyPatch, flavor: str
+) -> None:
+    """inspect of a known and a removed ID: each runtime's 'no such object' lines mean gone."""
+    monkeypatch.setenv("FAKE_DOCKER_FLAVOR", flavor)
+    containers(docker, ("web", "exited", "0.00%", "0.00%"))
+    found = check()
+    found.list_containers()
+    found.inspect([*found.list_ids, "f" * 64, "e" * 64])
+    assert [c.name for c in found.info.values()] == ["web"]
+
+
 def test_docker_is_not_asked_for_every_containers_size(
     root: Path, docker: Path, posts: Posts, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -40,7 +40,13 @@ KILL_AFTER = 4.0
 # than this is a runtime gone wrong, and the call fails like a hung one.
 OUTPUT_MAX = 4 << 20
 CONTAINER_ID = re.compile(r"[0-9a-f]{12,64}")
-_NO_SUCH = re.compile(r"(error: |error response from daemon: )no such (object|container): .*", re.IGNORECASE)
+# An inspect's "gone" lines: docker's "Error: No such object: X" (29: lower case); podman's inspect
+# (inspectAll) "Error: inspecting object: no such object: \"X\"", any others "error inspecting object: ...".
+_NO_SUCH = re.compile(
+    r"(error: (inspecting object: )?|error inspecting object: |error response from daemon: )"
+    r"no such (object|container): .*",
+    re.IGNORECASE,
+)
 _UNSAFE = re.compile("[\x00\ud800-\udfff]")
 _DECODER = json.JSONDecoder()
 
