@@ -50,12 +50,12 @@ export function setWebhookCommand(sudo: boolean, verify = false): string {
     ].join("\n"), sudo);
 }
 
-/** Writes the heartbeat URL (`url=URL` on stdin) to heartbeat.curlrc, 0600. */
+/** Writes the heartbeat URL (`url=URL` on stdin) to heartbeat.conf, 0600. */
 export function setHeartbeatCommand(sudo: boolean): string {
     return asRoot(`${INSTALL_DIR}/install set-heartbeat`, sudo);
 }
 
-/** Removes heartbeat.curlrc: the heartbeat stops. */
+/** Removes heartbeat.conf: the heartbeat stops. */
 export function removeHeartbeatCommand(sudo: boolean): string {
     return asRoot(`${INSTALL_DIR}/install set-heartbeat --remove`, sudo);
 }

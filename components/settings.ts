@@ -238,7 +238,7 @@ export const STACK_KEYS = [
     { key: "pagerdutyRegion", type: "text", rule: "pagerdutyRegion", value: "us", doc: "`eu` for an EU PagerDuty account (events.eu.pagerduty.com); only with `pagerdutyRoutingKey`" },
     {
         key: "heartbeatUrl", type: "secret", rule: "httpsUrl", secret: true, default: "none",
-        doc: "a dead man's switch (a healthchecks-style ping URL) requested after each monitor run that completed and left nothing undelivered; kept like the webhook (`/etc/hostguard/heartbeat.curlrc`, 0600)",
+        doc: "a dead man's switch (a healthchecks-style ping URL) requested after each monitor run that completed and left nothing undelivered; kept like the webhook (`/etc/hostguard/heartbeat.conf`, 0600)",
     },
     {
         key: "delivery", type: "text", rule: "delivery", value: "ssh",

@@ -184,7 +184,7 @@ export function renderStack(root: string, stack: string, outDir: string, pinned?
         for (const f of files) {
             write(path.join(hostDir, f.destination), f.content, f.mode);
         }
-        write(path.join(hostDir, "etc/hostguard/webhook.curlrc"), renderedWebhookFile(config), 0o600);
+        write(path.join(hostDir, "etc/hostguard/webhook.conf"), renderedWebhookFile(config), 0o600);
         const manifest = {
             stack, host: host.name, address: host.host, user: host.user, hostKeyChecked: host.hostKey !== undefined,
             bastion: config.bastion?.host ?? null,

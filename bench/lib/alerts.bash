@@ -101,7 +101,7 @@ bench_ban100_trial() {
   if [[ "${action}" == reference ]]; then
     cp "${BENCH_REPO}/bench/reference/slack-notify-curl.conf" "${F2B_CONF}/action.d/slack-notify.conf"
     printf '[Init]\nca = %s\ncurlrc = %s\n' "${RECEIVER_CA}" \
-      "${root}/etc/hostguard/webhook.curlrc" >"${F2B_CONF}/action.d/slack-notify.local"
+      "${root}/etc/hostguard/webhook.conf" >"${F2B_CONF}/action.d/slack-notify.local"
   elif [[ "${action}" == true ]]; then
     # The least any command action costs: fail2ban starts a shell per message.
     printf '[Definition]\nactionstart = true\nactionstop = true\nactionban = true\nactionunban = true\n[Init]\nslack_channel =\n' \

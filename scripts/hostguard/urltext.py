@@ -1,4 +1,4 @@
-"""The text of the secret URL files (webhook.curlrc, heartbeat.curlrc): `KEY=VALUE` lines.
+"""The text of the secret URL files (webhook.conf, heartbeat.conf): `KEY=VALUE` lines.
 
 The webhook file holds `url=` (one URL of the one URL rule, settings_table.URL_RE) and may hold
 `format=` (a chat format of format_table.FACTS; none: the URL's host names it, else slack) and

@@ -79,7 +79,7 @@ def test_a_classified_429_carries_its_retry_after() -> None:
 def test_error_text_is_redacted_then_cut_and_printable(root: Path) -> None:
     (root / "etc/hostguard").mkdir(parents=True)
     secret = "/services/T000/B000/SENTINELsecretSENTINELsecret"
-    (root / "etc/hostguard/webhook.curlrc").write_text(f"url=https://hooks.example{secret}\n")
+    (root / "etc/hostguard/webhook.conf").write_text(f"url=https://hooks.example{secret}\n")
     text = answers.error_text(f"Cannot POST {secret}\n\tdone é")
     assert "SENTINEL" not in text
     assert text == f"Cannot POST {redact.REDACTED}??done ??"

@@ -91,7 +91,7 @@ def make_root(root: Path, receiver: Receiver) -> dict[str, str]:
         f"NOTIFY_CA_FILE={receiver.directory}/ca.pem\nNOTIFY_MAX_TIME=2\nNOTIFY_BUDGET=6\n"
         "NOTIFY_ATTEMPTS=2\nNOTIFY_SPOOL_MAX=8\n"
     )
-    hook = conf / "webhook.curlrc"
+    hook = conf / "webhook.conf"
     hook.write_text(f"url=https://127.0.0.1:{receiver.port}/services/T000/B000/SENTINELsecret\n")
     hook.chmod(0o600)
     return {**os.environ, "HOSTGUARD_ROOT": str(root)}

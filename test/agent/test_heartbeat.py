@@ -63,7 +63,7 @@ def test_no_file_no_heartbeat_and_a_bad_file_is_refused(
     heartbeat.ping("host-monitor", conf())
     assert asked == [] and capsys.readouterr().out == ""
     (root / "etc/hostguard").mkdir(parents=True)
-    file = root / "etc/hostguard/heartbeat.curlrc"
+    file = root / "etc/hostguard/heartbeat.conf"
     file.write_text("url=https://hc.example.test/ping/SECRETsecret0123456789\n")
     file.chmod(0o644)
     heartbeat.ping("host-monitor", conf())
@@ -82,7 +82,7 @@ def test_no_ping_while_the_other_monitor_is_stuck(
 ) -> None:
     asked = recorder(monkeypatch)
     (root / "etc/hostguard").mkdir(parents=True)
-    file = root / "etc/hostguard/heartbeat.curlrc"
+    file = root / "etc/hostguard/heartbeat.conf"
     file.write_text("url=https://hc.example.test/ping/x\n")
     file.chmod(0o600)
     state = root / "var/lib/hostguard"
@@ -106,7 +106,7 @@ def test_a_ca_bundle_without_a_certificate_is_an_error(root: Path, capsys: pytes
     ca = root / "ca.pem"
     ca.write_text("garbage\n")
     ca.chmod(0o644)
-    hook = root / "etc/hostguard/heartbeat.curlrc"
+    hook = root / "etc/hostguard/heartbeat.conf"
     hook.parent.mkdir(parents=True)
     hook.write_text("url=https://hc-ping.example.test/ping/x\n")
     hook.chmod(0o600)

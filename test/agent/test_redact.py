@@ -22,7 +22,7 @@ def lower_escapes(text: str) -> str:
 
 
 def with_secret_file(tmp: Path, url: str) -> None:
-    hook = tmp / "webhook.curlrc"
+    hook = tmp / "webhook.conf"
     hook.write_text(f"url={url}\n")
     redact.forget()
     redact._pieces = redact.load((str(hook),))
@@ -64,7 +64,7 @@ def test_every_form_of_the_url_is_redacted(
 def test_every_url_and_routing_key_value_is_read_even_from_a_file_the_notifier_refuses(tmp_path: Path) -> None:
     """The file's url= and routing_key= values (urltext.lines), whatever else it holds; no value too short to
     be a secret, nor the format, is redacted on its own."""
-    hook = tmp_path / "webhook.curlrc"
+    hook = tmp_path / "webhook.conf"
     key = "RoutingKey0123456789abcdefABCDEF"
     hook.write_text(
         f"garbage line\nurl=http://h.example/a/SecretSegment01\nformat=discord\nrouting_key={key}\nrouting_key=short\n"

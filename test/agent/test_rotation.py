@@ -32,7 +32,7 @@ OLD = "https://hooks.slack.com/services/T0/B1/SENTINELold"
 NEW = "https://hooks.slack.com/services/T0/B2/SENTINELnew"
 FAKE_NOTIFIER = """#!/bin/sh
 # The stand-in: what it was asked, the candidate's mode, owner and text, then the status the test set.
-f="$HOSTGUARD_ROOT/etc/hostguard/.hostguard-tmp.webhook.curlrc"
+f="$HOSTGUARD_ROOT/etc/hostguard/.hostguard-tmp.webhook.conf"
 { echo "args $*"; stat -c '%a %u' "$f"; cat "$f"; } >>"$NOTIFIER_LOG"
 echo "connectivity test refused: HTTP 404 no_service" >&2
 exit "$(cat "$NOTIFIER_STATUS")"
@@ -86,7 +86,7 @@ def set_webhook(bundle: Path, root: Path, url: str, status: int, *flags: str) ->
 
 
 def hook_file(root: Path) -> str:
-    return (root / "etc/hostguard/webhook.curlrc").read_text()
+    return (root / "etc/hostguard/webhook.conf").read_text()
 
 
 def posted_to(root: Path) -> str:
@@ -117,7 +117,7 @@ def test_a_delivered_test_puts_the_new_webhook_in_place(host: tuple[Path, Path])
     assert again.returncode == 0, again.stderr
     assert posted_to(root) == f"args --test --candidate\n600 0\nurl={NEW}\n"
     assert hook_file(root) == f"url={NEW}\n" and no_candidate(root)
-    assert stat.S_IMODE((root / "etc/hostguard/webhook.curlrc").stat().st_mode) == 0o600
+    assert stat.S_IMODE((root / "etc/hostguard/webhook.conf").stat().st_mode) == 0o600
 
 
 @pytest.mark.parametrize("status", [77, 78, 1])
@@ -160,7 +160,7 @@ def test_a_refused_first_webhook_leaves_none_and_uninstall_the_root_as_before(ho
     before = records(root)
     refused = set_webhook(bundle, root, NEW, 77, "--verify")
     assert refused.returncode == 77
-    assert not (root / "etc/hostguard/webhook.curlrc").exists() and no_candidate(root)
+    assert not (root / "etc/hostguard/webhook.conf").exists() and no_candidate(root)
     assert records(root) == before
 
 
@@ -183,7 +183,7 @@ def test_the_notifiers_candidate_test_posts_to_it_and_records_no_refusal(
     conf = root / "etc/hostguard"
     conf.mkdir(parents=True)
     (root / "var/spool/hostguard").mkdir(parents=True)
-    for name, url in (("webhook.curlrc", OLD), (".hostguard-tmp.webhook.curlrc", NEW)):
+    for name, url in (("webhook.conf", OLD), (".hostguard-tmp.webhook.conf", NEW)):
         (conf / name).write_text(f"url={url}\n")
         (conf / name).chmod(0o600)
     urls: list[str] = []
@@ -210,7 +210,7 @@ def test_the_candidates_url_echoed_by_the_service_is_redacted(
     conf = root / "etc/hostguard"
     conf.mkdir(parents=True)
     (root / "var/spool/hostguard").mkdir(parents=True)
-    for name, url in (("webhook.curlrc", OLD), (".hostguard-tmp.webhook.curlrc", NEW)):
+    for name, url in (("webhook.conf", OLD), (".hostguard-tmp.webhook.conf", NEW)):
         (conf / name).write_text(f"url={url}\n")
         (conf / name).chmod(0o600)
 
@@ -234,7 +234,7 @@ def test_a_crlf_file_is_taken_and_stdin_over_the_limit_refused(host: tuple[Path,
     bundle, root = host
     done = run(bundle, f"set-{what}", "--root", str(root), stdin=f"url={OLD}\r\n")
     assert done.returncode == 0, done.stderr
-    path = root / f"etc/hostguard/{what}.curlrc"
+    path = root / f"etc/hostguard/{what}.conf"
     assert path.read_text() == f"url={OLD}\n"
     too_long = f"url={NEW}/" + "a" * 65536 + "\n"
     refused = run(bundle, f"set-{what}", "--root", str(root), stdin=too_long)

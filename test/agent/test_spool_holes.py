@@ -298,7 +298,7 @@ def test_a_ban_starts_a_flush_only_when_one_can_make_progress(root: Path, monkey
         return len(started)
 
     assert bans(50) == 0, "no webhook file (a new fleet host before its first step)"
-    hook_file = root / "etc/hostguard/webhook.curlrc"
+    hook_file = root / "etc/hostguard/webhook.conf"
     hook_file.parent.mkdir(parents=True, exist_ok=True)
     hook_file.write_text("url=ftp://not.a.webhook/x\n")
     hook_file.chmod(0o600)
@@ -328,7 +328,7 @@ def test_no_second_flush_while_the_first_has_not_yet_taken_the_lock(
         return children[-1]
 
     monkeypatch.setattr(events, "start_flush", start_flush)
-    hook_file = root / "etc/hostguard/webhook.curlrc"
+    hook_file = root / "etc/hostguard/webhook.conf"
     hook_file.parent.mkdir(parents=True, exist_ok=True)
     hook_file.write_text("url=https://hooks.slack.com/services/T0/B0/SECRETSECRETSECRET\n")
     hook_file.chmod(0o600)
@@ -376,7 +376,7 @@ def test_a_webhook_file_fixed_by_chmod_opens_the_gate(root: Path, monkeypatch: p
 
     monkeypatch.setattr(events, "start_flush", start_flush)
     notices = events.BanNotices("ops")
-    hook_file = root / "etc/hostguard/webhook.curlrc"
+    hook_file = root / "etc/hostguard/webhook.conf"
     hook_file.parent.mkdir(parents=True, exist_ok=True)
     hook_file.write_text("url=https://hooks.slack.com/services/T0/B0/SECRETSECRETSECRET\n")
     hook_file.chmod(0o644)

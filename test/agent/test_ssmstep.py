@@ -176,9 +176,9 @@ def host(moto: str, bundle: bytes, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 def test_first_run_installs_the_parts_and_the_webhook_only_in_the_root_only_file(host: Path) -> None:
-    curlrc = host / "etc/hostguard/webhook.curlrc"
-    assert curlrc.stat().st_mode & 0o777 == 0o600
-    assert URL_1 in curlrc.read_text()
+    hook_file = host / "etc/hostguard/webhook.conf"
+    assert hook_file.stat().st_mode & 0o777 == 0o600
+    assert URL_1 in hook_file.read_text()
     assert (
         "root sh /usr/local/lib/hostguard/at-offset.sh /usr/local/lib/hostguard/host-monitor"
         in (host / "etc/cron.d/hostguard").read_text()
@@ -186,8 +186,8 @@ def test_first_run_installs_the_parts_and_the_webhook_only_in_the_root_only_file
     assert (host / "usr/local/lib/hostguard/install").exists()
     applied = (host / "var/lib/hostguard/fleet.applied").read_text().splitlines()
     assert [line.split(" ")[0] for line in applied] == ["base", "monitors", "webhook"]
-    hits = [p for p in host.rglob("*") if p.is_file() and p != curlrc and URL_1.encode() in p.read_bytes()]
-    assert hits == [], f"the webhook outside webhook.curlrc: {hits}"
+    hits = [p for p in host.rglob("*") if p.is_file() and p != hook_file and URL_1.encode() in p.read_bytes()]
+    assert hits == [], f"the webhook outside webhook.conf: {hits}"
 
 
 def test_a_second_run_changes_nothing(moto: str, bundle: bytes, host: Path) -> None:
@@ -233,8 +233,8 @@ def test_a_rotation_reaches_the_host_at_the_next_run(moto: str, bundle: bytes, h
     done = _step(moto, host, f"base:{sha} monitors:{sha}", version)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "hostguard: webhook version 2"
-    assert "webhook written to /etc/hostguard/webhook.curlrc" in done.stdout
-    assert URL_2 in (host / "etc/hostguard/webhook.curlrc").read_text()
+    assert "webhook written to /etc/hostguard/webhook.conf" in done.stdout
+    assert URL_2 in (host / "etc/hostguard/webhook.conf").read_text()
     assert URL_2 not in done.stdout + done.stderr
 
 

@@ -34,7 +34,7 @@ def refused(path: Path) -> str:
 
 @pytest.mark.parametrize("url", [URL, "https://[2001:db8::1]:8443/x?y=1=2", "https://u:p@h.example/a;b=c"])
 def test_accepted_files(tmp_path: Path, url: str) -> None:
-    path = write(tmp_path / "webhook.curlrc", f"\nurl={url}\n\n")
+    path = write(tmp_path / "webhook.conf", f"\nurl={url}\n\n")
     found = urlfile.read(str(path))
     assert found.url == url and found[2:] == ("", "", "slack")
     info = path.stat()
@@ -42,7 +42,7 @@ def test_accepted_files(tmp_path: Path, url: str) -> None:
 
 
 def test_refusals(tmp_path: Path) -> None:
-    path = tmp_path / "webhook.curlrc"
+    path = tmp_path / "webhook.conf"
     assert "missing or unreadable" in refused(path)
     write(path, f"url={URL}\n", 0o644)
     assert "readable by group or others (mode 644); chmod 600 it" in refused(path)
@@ -70,7 +70,7 @@ def test_refusals(tmp_path: Path) -> None:
 
 def test_a_link_is_not_followed(tmp_path: Path) -> None:
     target = write(tmp_path / "real", f"url={URL}\n")
-    link = tmp_path / "webhook.curlrc"
+    link = tmp_path / "webhook.conf"
     link.symlink_to(target)
     assert "missing or unreadable" in refused(link)
 
@@ -78,7 +78,7 @@ def test_a_link_is_not_followed(tmp_path: Path) -> None:
 def test_owner_must_be_the_caller(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root to chown")
-    path = write(tmp_path / "webhook.curlrc", f"url={URL}\n")
+    path = write(tmp_path / "webhook.conf", f"url={URL}\n")
     os.chown(path, 64123, -1)
     assert "must be owned by uid 0" in refused(path)
 
@@ -132,7 +132,7 @@ KEY = "SENTINELsecret0123456789abcdef01"
 
 
 def test_the_format_and_routing_key_lines_travel_with_the_webhook(tmp_path: Path) -> None:
-    path = write(tmp_path / "webhook.curlrc", f"url={URL}\nformat=discord\n")
+    path = write(tmp_path / "webhook.conf", f"url={URL}\nformat=discord\n")
     assert urlfile.read(str(path))[2:] == ("discord", "", "discord")
     path = write(path, f"format=pagerduty\nrouting_key={KEY}\nurl=https://events.pagerduty.com/v2/enqueue\n")
     assert urlfile.read(str(path))[2:] == ("pagerduty", KEY, "pagerduty")
@@ -145,7 +145,7 @@ def test_the_format_and_routing_key_lines_travel_with_the_webhook(tmp_path: Path
     assert "line 2: routing_key= is refused: not 32 letters and digits (value not shown)" in message
     assert "0123456789" not in message
     with pytest.raises(ConfigError, match="line 2: not a url=https://... line"):
-        urlfile.read(str(write(tmp_path / "heartbeat.curlrc", f"url={URL}\nformat=discord\n")), "heartbeat")
+        urlfile.read(str(write(tmp_path / "heartbeat.conf", f"url={URL}\nformat=discord\n")), "heartbeat")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the CA rules are root's")
@@ -159,7 +159,7 @@ def test_a_ca_file_that_holds_no_certificate_is_refused_as_such(
     ca = root / "ca.pem"
     ca.write_bytes(content)
     ca.chmod(0o644)
-    hook_file = root / "etc/hostguard/webhook.curlrc"
+    hook_file = root / "etc/hostguard/webhook.conf"
     hook_file.parent.mkdir(parents=True)
     write(hook_file, f"url={URL}\n")
     loaded = settings.parse(f"NOTIFY_CA_FILE={ca}\n", "hostguard.conf")
@@ -196,7 +196,7 @@ def test_crlf_lines_read_alike_in_every_form(tmp_path: Path) -> None:
     assert urlfiles.read_url(f"url={URL}\r\n".encode()).url == URL
     pagerduty = f"url=https://events.pagerduty.com/v2/enqueue\r\nformat=pagerduty\r\nrouting_key={KEY}\r\n\r\n"
     assert urlfiles.read_url(pagerduty.encode())[1:] == ("pagerduty", KEY, "pagerduty")
-    assert urlfile.read(str(write(tmp_path / "webhook.curlrc", f"url={URL}\r\n"))).url == URL
+    assert urlfile.read(str(write(tmp_path / "webhook.conf", f"url={URL}\r\n"))).url == URL
     assert "control character" in stdin_refusal(f"url={URL}\r\r\n".encode())
 
 

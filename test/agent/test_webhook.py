@@ -24,7 +24,7 @@ CONTEXT = ssl.create_default_context()
 def hook_of(root: Path, text: str) -> Hook:
     conf = root / "etc/hostguard"
     conf.mkdir(parents=True, exist_ok=True)
-    path = conf / "webhook.curlrc"
+    path = conf / "webhook.conf"
     path.write_text(text)
     path.chmod(0o600)
     return urlfile.load(settings.parse("", "hostguard.conf"))
@@ -63,7 +63,7 @@ def test_a_contradiction_is_refused_naming_the_file(root: Path, text: str, why: 
     with pytest.raises(ConfigError) as caught:
         hook_of(root, text)
     message = str(caught.value)
-    assert why in message and str(root / "etc/hostguard/webhook.curlrc") in message
+    assert why in message and str(root / "etc/hostguard/webhook.conf") in message
     assert "SENTINEL" not in message and caught.value.code == 78
 
 

@@ -110,7 +110,7 @@ assert_installed() {
   done <<<"${table}"
   ((n >= 10)) || fail "${name}: install list names only ${n} files"
   expect_eq "${name}: hostguard.conf" "$(host_exec "${name}" stat -c '%a %U:%G' /etc/hostguard/hostguard.conf)" "644 root:root"
-  expect_eq "${name}: webhook.curlrc" "$(host_exec "${name}" stat -c '%a %U:%G' /etc/hostguard/webhook.curlrc)" "600 root:root"
+  expect_eq "${name}: webhook.conf" "$(host_exec "${name}" stat -c '%a %U:%G' /etc/hostguard/webhook.conf)" "600 root:root"
   for line in host-monitor container-monitor; do
     host_exec "${name}" grep -qE "^${HOST_MINUTE[${name}]:-${MINUTE}}-59/10 \* \* \* \* root .*${INSTALL_DIR}/${line}( |$)" /etc/cron.d/hostguard ||
       fail "${name}: no ${line} entry at minute ${HOST_MINUTE[${name}]:-${MINUTE}} in /etc/cron.d/hostguard: $(host_exec "${name}" cat /etc/cron.d/hostguard)"
@@ -208,7 +208,7 @@ s5_rotation() {
   e2e_webhook "${STACK}" "${E2E_URL2}"
   assert_plan 05-preview "update h1-webhook"
   up 05-up
-  host_exec h1 grep -qF "/B001/" /etc/hostguard/webhook.curlrc || fail "h1 webhook file not rotated"
+  host_exec h1 grep -qF "/B001/" /etc/hostguard/webhook.conf || fail "h1 webhook file not rotated"
   probe="e2e rotation probe ${RANDOM}"
   host_exec h1 "${INSTALL_DIR}/hostguard-notify" text "${probe}" >"${E2E_LOG_DIR}/05-notify.log" 2>&1 ||
     fail "hostguard-notify failed: $(cat "${E2E_LOG_DIR}/05-notify.log")"
@@ -453,7 +453,7 @@ s9_no_secret() {
 # error text, never the URL; the good one after it passes and gets the test.
 s11_verify_webhook() {
   local since log=11-up-refused old_url=E2E_URL1 old_label=url1 plan
-  if host_exec h1 grep -qF "/B001/" /etc/hostguard/webhook.curlrc; then
+  if host_exec h1 grep -qF "/B001/" /etc/hostguard/webhook.conf; then
     old_url=E2E_URL2 old_label=url2
   fi
   since="$(date +%s.%N)"
@@ -461,7 +461,7 @@ s11_verify_webhook() {
   e2e_log_has "${log}" -F "the host keeps the webhook it had" "the failure does not say the old webhook is kept"
   expect_eq "test messages refused with 404" "$(refusals_since "${since}")" 1
   # The host still delivers to the old webhook: no candidate left, a later alert reaches it.
-  host_exec h1 test ! -e /etc/hostguard/.hostguard-tmp.webhook.curlrc || fail "h1: the candidate webhook file was left"
+  host_exec h1 test ! -e /etc/hostguard/.hostguard-tmp.webhook.conf || fail "h1: the candidate webhook file was left"
   s11_probe "${old_label}" "after the refused rotation"
   # The old URL set back: the up succeeds, whatever the failed up left in Pulumi's state.
   e2e_webhook "${STACK}" "${!old_url}"
@@ -477,12 +477,12 @@ s11_verify_webhook() {
   s11_refused 11-up-refused-again
   receiver_mode ok
   up 11-up-retry
-  host_exec h1 grep -qF "/B404/" /etc/hostguard/webhook.curlrc || fail "h1: the retried webhook was not put in place"
+  host_exec h1 grep -qF "/B404/" /etc/hostguard/webhook.conf || fail "h1: the retried webhook was not put in place"
   since="$(date +%s.%N)"
   e2e_webhook "${STACK}" "${E2E_URL3}"
   up 11-up-good
   e2e_wait_message "${since}" 20 '^url3	\[Server Alert\] \\nConnectivity test from [^	]+: webhook OK(	.*)?$' >/dev/null
-  host_exec h1 grep -qF "/B003/" /etc/hostguard/webhook.curlrc || fail "h1 webhook file not rotated to the good URL"
+  host_exec h1 grep -qF "/B003/" /etc/hostguard/webhook.conf || fail "h1 webhook file not rotated to the good URL"
   export_state 11-export
 }
 
@@ -505,7 +505,7 @@ s11_refused() {
   if grep -qF -e "${RECEIVER_SENTINEL}" -e "/services/T000/" -e "$(lan_addr):${RECEIVER_PORT}" "${E2E_LOG_DIR}/${log}.log"; then
     fail "the failed up shows the webhook URL"
   fi
-  if host_exec h1 grep -qF "/B404/" /etc/hostguard/webhook.curlrc; then
+  if host_exec h1 grep -qF "/B404/" /etc/hostguard/webhook.conf; then
     fail "h1: the refused webhook was put in place"
   fi
 }
@@ -585,7 +585,7 @@ s12_heartbeat() {
     { e2e_show_log 12-set-heartbeat; fail "config set heartbeatUrl failed"; }
   assert_plan 12-preview "create h1-heartbeat"
   up 12-up
-  expect_eq "h1: heartbeat.curlrc" "$(host_exec h1 stat -c '%a %U:%G' /etc/hostguard/heartbeat.curlrc)" "600 root:root"
+  expect_eq "h1: heartbeat.conf" "$(host_exec h1 stat -c '%a %U:%G' /etc/hostguard/heartbeat.conf)" "600 root:root"
   since="$(date +%s.%N)"
   for ((i = 1; i <= runs; i++)); do
     host_exec h1 "${INSTALL_DIR}/host-monitor" >"${E2E_LOG_DIR}/12-host-monitor-${i}.log" 2>&1 ||
@@ -632,7 +632,7 @@ s14_missing_program() {
   expect_eq "${name}: /etc/fail2ban after the refused part" "$(host_snapshot "${name}" /etc/fail2ban)" "${f2b_before}"
   host_exec "${name}" test ! -e /var/lib/hostguard/install-bantool.manifest || fail "${name}: a bantool manifest was written"
   # The other parts, as documented: installed.
-  for path in "${INSTALL_DIR}/install" /etc/hostguard/webhook.curlrc /etc/cron.d/hostguard /etc/nginx/snippets/hostguard-deny.conf; do
+  for path in "${INSTALL_DIR}/install" /etc/hostguard/webhook.conf /etc/cron.d/hostguard /etc/nginx/snippets/hostguard-deny.conf; do
     host_exec "${name}" test -f "${path}" || fail "${name}: ${path} (a part with its programs) not installed"
   done
   assert_deny "${name}"

@@ -42,7 +42,7 @@
 #       Writes a temp HOSTGUARD_ROOT (default $BATS_TEST_TMPDIR/root) with
 #       etc/hostguard/hostguard.conf (NOTIFY_CA_FILE=$RECEIVER_CA, short
 #       NOTIFY_MAX_TIME/BUDGET, then the given KEY=VALUE lines) and
-#       etc/hostguard/webhook.curlrc (0600, url=$RECEIVER_URL, and for a
+#       etc/hostguard/webhook.conf (0600, url=$RECEIVER_URL, and for a
 #       flavour its format=... line, PagerDuty's routing_key=... too).
 #       Exports HOSTGUARD_ROOT. Call after receiver_start.
 #
@@ -195,16 +195,16 @@ receiver_make_root() {
   } >"${root}/etc/hostguard/hostguard.conf"
   (
     umask 077
-    printf 'url=%s\n' "${RECEIVER_URL}" >"${root}/etc/hostguard/webhook.curlrc"
+    printf 'url=%s\n' "${RECEIVER_URL}" >"${root}/etc/hostguard/webhook.conf"
     # A flavour's loopback URL names no service: the format line does (PagerDuty's key beside it).
     if [[ "${RECEIVER_FLAVOUR:-slack}" != slack ]]; then
-      printf 'format=%s\n' "${RECEIVER_FLAVOUR}" >>"${root}/etc/hostguard/webhook.curlrc"
+      printf 'format=%s\n' "${RECEIVER_FLAVOUR}" >>"${root}/etc/hostguard/webhook.conf"
     fi
     if [[ "${RECEIVER_FLAVOUR:-slack}" == pagerduty ]]; then
-      printf 'routing_key=%s\n' "${RECEIVER_ROUTING_KEY}" >>"${root}/etc/hostguard/webhook.curlrc"
+      printf 'routing_key=%s\n' "${RECEIVER_ROUTING_KEY}" >>"${root}/etc/hostguard/webhook.conf"
     fi
   )
-  chmod 0600 "${root}/etc/hostguard/webhook.curlrc"
+  chmod 0600 "${root}/etc/hostguard/webhook.conf"
   export HOSTGUARD_ROOT="${root}"
 }
 

@@ -105,11 +105,11 @@ JSON
     | strace -f -qq -e trace=execve -s 100000 -o "${BATS_TEST_TMPDIR}/trace" \
       "${PAYLOAD}/install" set-heartbeat --root "${ROOT}"
   ! grep -F 'HBs3cr3t' "${BATS_TEST_TMPDIR}/trace" || false
-  hg_assert_mode_owner "${ROOT}/etc/hostguard/heartbeat.curlrc" "600 root:root"
-  diff <(printf 'url=%s\n' "${url}") "${ROOT}/etc/hostguard/heartbeat.curlrc"
+  hg_assert_mode_owner "${ROOT}/etc/hostguard/heartbeat.conf" "600 root:root"
+  diff <(printf 'url=%s\n' "${url}") "${ROOT}/etc/hostguard/heartbeat.conf"
   run hg_install set-heartbeat --remove
   [[ "${status}" -eq 0 ]]
-  [[ ! -e "${ROOT}/etc/hostguard/heartbeat.curlrc" ]]
+  [[ ! -e "${ROOT}/etc/hostguard/heartbeat.conf" ]]
   # Set again, then uninstall removes it with the rest.
   hg_install set-heartbeat <<<"${url}" >/dev/null
   hg_install uninstall >/dev/null
@@ -144,7 +144,7 @@ webhook_command() {
   [[ "${output}" == *"hostguard: connectivity test delivered"* ]]
   receiver_wait_count 1
   [[ "$(receiver_texts)" == "[Server Alert] \\nConnectivity test from $(hostname): webhook OK" ]]
-  kept="$(cat "${ROOT}/etc/hostguard/webhook.curlrc")"
+  kept="$(cat "${ROOT}/etc/hostguard/webhook.conf")"
   [[ "${kept}" == *"${RECEIVER_URL}"* ]]
   # A new webhook not delivered for now (500): exit 75, the old one stays in place.
   receiver_mode status500
@@ -152,7 +152,7 @@ webhook_command() {
   echo "${output}"
   [[ "${status}" -eq 75 ]]
   [[ "${output}" == *"the host keeps the webhook it had"* ]]
-  [[ "$(cat "${ROOT}/etc/hostguard/webhook.curlrc")" == "${kept}" ]]
+  [[ "$(cat "${ROOT}/etc/hostguard/webhook.conf")" == "${kept}" ]]
   # Refused for good (a revoked webhook: 404 no_service): the command fails,
   # its output (which the resource's error shows) names the status and the
   # service's error text, and the old webhook stays.
@@ -162,8 +162,8 @@ webhook_command() {
   [[ "${status}" -ne 0 && "${status}" -ne 75 ]]
   [[ "${output}" == *"404"*"no_service"* ]]
   [[ "${output}" == *"the new webhook was refused (hostguard-notify --test exit"* ]]
-  [[ "$(cat "${ROOT}/etc/hostguard/webhook.curlrc")" == "${kept}" ]]
+  [[ "$(cat "${ROOT}/etc/hostguard/webhook.conf")" == "${kept}" ]]
   # No candidate left behind; neither output shows the URL.
-  [[ -z "$(find "${ROOT}/etc/hostguard" -name '*webhook*' ! -name webhook.curlrc)" ]]
+  [[ -z "$(find "${ROOT}/etc/hostguard" -name '*webhook*' ! -name webhook.conf)" ]]
   [[ "${output}" != *"${RECEIVER_SENTINEL}"* ]]
 }

@@ -409,7 +409,7 @@ run_at() {
 
 @test "heartbeat after a completed run; none when the runtime is unavailable" {
   local ping="https://127.0.0.1:${RECEIVER_PORT}/ping/hb"
-  (umask 077 && printf 'url=%s\n' "${ping}" >"${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.curlrc")
+  (umask 077 && printf 'url=%s\n' "${ping}" >"${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.conf")
   containers web running 1.00% 1.00% 0 ""
   run_at 1000
   [[ "${output}" == *"container-monitor: heartbeat sent (HTTP 200)"* ]]
@@ -422,7 +422,7 @@ run_at() {
 # A heartbeat URL on the receiver (its GETs are recorded as requests).
 heartbeat_on() {
   (umask 077 && printf 'url=https://127.0.0.1:%s/ping/HEARTBEATsecret0123456789\n' "${RECEIVER_PORT}" \
-    >"${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.curlrc")
+    >"${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.conf")
 }
 
 heartbeats() {

@@ -311,7 +311,7 @@ run_at() {
 @test "heartbeat: one GET per completed run, never after an undelivered alert" {
   receiver_make_root CPU_THRESHOLD=100 MEMORY_THRESHOLD=100 DISK_THRESHOLD=100
   local ping="https://127.0.0.1:${RECEIVER_PORT}/ping/${RECEIVER_SENTINEL}-hb"
-  (umask 077 && printf 'url=%s\n' "${ping}" >"${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.curlrc")
+  (umask 077 && printf 'url=%s\n' "${ping}" >"${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.conf")
   run_at 1000
   [[ "${output}" == *"host-monitor: heartbeat sent (HTTP 200)"* ]]
   [[ "$(grep -c '"method": "GET"' "${RECEIVER_REQUESTS}")" -eq 1 ]]
@@ -320,16 +320,16 @@ run_at() {
   [[ "$(grep -c '"method": "GET"' "${RECEIVER_REQUESTS}")" -eq 2 ]]
   # An alert the chat service refuses stays spooled: no heartbeat.
   receiver_make_root CPU_THRESHOLD=0 MEMORY_THRESHOLD=100 DISK_THRESHOLD=100 NOTIFY_ATTEMPTS=1
-  (umask 077 && printf 'url=%s\n' "${ping}" >"${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.curlrc")
+  (umask 077 && printf 'url=%s\n' "${ping}" >"${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.conf")
   receiver_mode status500
   run_at 2200
   [[ "${output}" == *"no heartbeat"* ]]
   [[ "$(grep -c '"method": "GET"' "${RECEIVER_REQUESTS}")" -eq 2 ]]
   # A heartbeat file others can read is refused, naming the file.
   receiver_mode ok
-  chmod 0644 "${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.curlrc"
+  chmod 0644 "${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.conf"
   run_at 2800
-  [[ "${output}" == *"heartbeat file ${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.curlrc is readable by group or others (mode 644); chmod 600 it; no heartbeat sent"* ]]
+  [[ "${output}" == *"heartbeat file ${HOSTGUARD_ROOT}/etc/hostguard/heartbeat.conf is readable by group or others (mode 644); chmod 600 it; no heartbeat sent"* ]]
   [[ "$(grep -c '"method": "GET"' "${RECEIVER_REQUESTS}")" -eq 2 ]]
   # The URL is in no log line.
   [[ "${output}" != *"${RECEIVER_SENTINEL}"* ]]

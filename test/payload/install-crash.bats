@@ -112,7 +112,7 @@ no_temp_left() {
   done
 }
 
-@test "crash: set-webhook killed at many points leaves the URL nowhere but webhook.curlrc, and no temp file after the next run" {
+@test "crash: set-webhook killed at many points leaves the URL nowhere but webhook.conf, and no temp file after the next run" {
   local k
   fresh_root
   hg_install install --part base --settings "${SETTINGS}" >/dev/null
@@ -120,7 +120,7 @@ no_temp_left() {
   local tmp="${BATS_TEST_TMPDIR}/tmp"
   mkdir -p "${tmp}"
   for ((k = 0; k < 12; k++)); do
-    rm -f "${ROOT}/etc/hostguard/webhook.curlrc"
+    rm -f "${ROOT}/etc/hostguard/webhook.conf"
     printf '%s\n' "${HOOK_URL}" >"${BATS_TEST_TMPDIR}/hook"
     TMPDIR="${tmp}" setsid "${PAYLOAD}/install" set-webhook --root "${ROOT}" <"${BATS_TEST_TMPDIR}/hook" >/dev/null 2>&1 &
     local pid=$!

@@ -429,7 +429,7 @@ EOF
     [[ "${status}" -ne 0 ]]
     hg_assert_contains "${output}" "https://"
     hg_assert_not_contains "${output}" "s3cr3t"
-    [[ ! -e "${ROOT}/etc/hostguard/webhook.curlrc" ]]
+    [[ ! -e "${ROOT}/etc/hostguard/webhook.conf" ]]
   done
 }
 
@@ -445,15 +445,15 @@ EOF
     echo "the URL appeared in an argv" >&2
     false
   fi
-  hg_assert_mode_owner "${ROOT}/etc/hostguard/webhook.curlrc" "600 root:root"
-  diff <(printf 'url=%s\n' "${HOOK_URL}") "${ROOT}/etc/hostguard/webhook.curlrc"
+  hg_assert_mode_owner "${ROOT}/etc/hostguard/webhook.conf" "600 root:root"
+  diff <(printf 'url=%s\n' "${HOOK_URL}") "${ROOT}/etc/hostguard/webhook.conf"
   # A bare URL gives the same file; the same URL again does not rewrite it.
   local before after
-  before="$(stat -c '%Y.%y' "${ROOT}/etc/hostguard/webhook.curlrc")"
+  before="$(stat -c '%Y.%y' "${ROOT}/etc/hostguard/webhook.conf")"
   run hg_install set-webhook <<<"${HOOK_URL}"
   [[ "${status}" -eq 0 ]]
   hg_assert_not_contains "${output}" "s3cr3t"
-  after="$(stat -c '%Y.%y' "${ROOT}/etc/hostguard/webhook.curlrc")"
+  after="$(stat -c '%Y.%y' "${ROOT}/etc/hostguard/webhook.conf")"
   [[ "${before}" == "${after}" ]]
 }
 
@@ -462,7 +462,7 @@ EOF
   local key="s3cr3tKEY0123456789abcdef0123456"
   printf 'routing_key=%s\nformat=pagerduty\nurl=%s\n' "${key}" "${HOOK_URL}" | hg_install set-webhook
   diff <(printf 'url=%s\nformat=pagerduty\nrouting_key=%s\n' "${HOOK_URL}" "${key}") \
-    "${ROOT}/etc/hostguard/webhook.curlrc"
+    "${ROOT}/etc/hostguard/webhook.conf"
   local extra
   for extra in 'insecure:line 2: not a url=https://..., format= or routing_key= line' \
     'format=irc:line 2: format= is refused: not one of slack,' \
@@ -482,21 +482,21 @@ EOF
   hg_assert_contains "${output}" "format pagerduty needs a routing_key"
   hg_assert_not_contains "${output}" "s3cr3t"
   diff <(printf 'url=%s\nformat=pagerduty\nrouting_key=%s\n' "${HOOK_URL}" "${key}") \
-    "${ROOT}/etc/hostguard/webhook.curlrc"
+    "${ROOT}/etc/hostguard/webhook.conf"
   # The heartbeat takes the URL alone.
   run hg_install set-heartbeat <<<"url=${HOOK_URL}"$'\n''format=discord'
   [[ "${status}" -ne 0 ]]
   hg_assert_contains "${output}" "set-heartbeat: refused: stdin line 2: not a url=https://... line"
-  [[ ! -e "${ROOT}/etc/hostguard/heartbeat.curlrc" ]]
+  [[ ! -e "${ROOT}/etc/hostguard/heartbeat.conf" ]]
 }
 
 @test "uninstall of base removes the webhook file and leaves the root as before" {
   hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/before"
   hg_install install --settings "${SETTINGS}"
   printf '%s\n' "${HOOK_URL}" | hg_install set-webhook
-  [[ -f "${ROOT}/etc/hostguard/webhook.curlrc" ]]
+  [[ -f "${ROOT}/etc/hostguard/webhook.conf" ]]
   hg_install uninstall
-  [[ ! -e "${ROOT}/etc/hostguard/webhook.curlrc" ]]
+  [[ ! -e "${ROOT}/etc/hostguard/webhook.conf" ]]
   hg_listing "${ROOT}" >"${BATS_TEST_TMPDIR}/after"
   hg_assert_same_listing "${BATS_TEST_TMPDIR}/before" "${BATS_TEST_TMPDIR}/after"
 }

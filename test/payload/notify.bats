@@ -67,7 +67,7 @@ dead_reasons() {
 
 # A new webhook file, as `install set-webhook` writes it (temp file, rename).
 rotate_webhook() {
-  local file="${HOSTGUARD_ROOT}/etc/hostguard/webhook.curlrc"
+  local file="${HOSTGUARD_ROOT}/etc/hostguard/webhook.conf"
   (umask 077 && printf 'url=%s\n' "${RECEIVER_URL}" >"${file}.new")
   mv -f "${file}.new" "${file}"
 }
@@ -129,7 +129,7 @@ expect_spool() {
 }
 
 # The URL (its secret path) is in no output and in no file of the root but
-# webhook.curlrc (the spool database and its journal included); the
+# webhook.conf (the spool database and its journal included); the
 # connection's error text (host and port) is not shown either.
 expect_no_leak() {
   if grep -F -e "${RECEIVER_SENTINEL}" -e "port ${RECEIVER_PORT}" \
@@ -139,7 +139,7 @@ expect_no_leak() {
   fi
   local files
   files="$(grep -rlF -- "${RECEIVER_SENTINEL}" "${HOSTGUARD_ROOT}")"
-  [[ "${files}" == "${HOSTGUARD_ROOT}/etc/hostguard/webhook.curlrc" ]] || {
+  [[ "${files}" == "${HOSTGUARD_ROOT}/etc/hostguard/webhook.conf" ]] || {
     echo "files holding the URL: ${files}"
     return 1
   }
@@ -491,7 +491,7 @@ print("children", children)
   receiver_start
   receiver_make_root
   printf 'url=http://127.0.0.1:%s%s\n' "${RECEIVER_PORT}" "${RECEIVER_SECRET_PATH}" \
-    >"${HOSTGUARD_ROOT}/etc/hostguard/webhook.curlrc"
+    >"${HOSTGUARD_ROOT}/etc/hostguard/webhook.conf"
   notify text m1
   expect_status 78
   [[ "${output}" == *"is refused: not one https:// URL"* && "${output}" != *"${RECEIVER_SECRET_PATH}"* ]] || {
@@ -510,7 +510,7 @@ print("children", children)
 @test "bad webhook file: mode 0644, extra curl options, or missing are refused" {
   receiver_start
   receiver_make_root
-  local rc="${HOSTGUARD_ROOT}/etc/hostguard/webhook.curlrc"
+  local rc="${HOSTGUARD_ROOT}/etc/hostguard/webhook.conf"
   chmod 0644 "${rc}"
   notify text m1
   expect_status 78
@@ -750,7 +750,7 @@ print("children", children)
 @test "url: a webhook file with {a,b} or [1-2] in its URL is refused as install refuses it: nothing posted, not echoed" {
   receiver_start
   receiver_make_root
-  printf 'url=%s\n' "${RECEIVER_URL}/x{a,b}y[1-2]" >"${HOSTGUARD_ROOT}/etc/hostguard/webhook.curlrc"
+  printf 'url=%s\n' "${RECEIVER_URL}/x{a,b}y[1-2]" >"${HOSTGUARD_ROOT}/etc/hostguard/webhook.conf"
   notify text m1
   expect_status 78
   [[ "${output}" == *"is refused: not one https:// URL"* ]]

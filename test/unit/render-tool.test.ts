@@ -65,9 +65,9 @@ describe("render tool", () => {
                             assert.equal(f.sha256, sha256(fs.readFileSync(source)), `${f.path} is scripts/${f.path}`);
                         }
                     }
-                    const curlrc = path.join(dir, "etc/hostguard/webhook.curlrc");
-                    assert.match(fs.readFileSync(curlrc, "utf8"), /^url=<redacted/);
-                    assert.equal(fs.statSync(curlrc).mode & 0o777, 0o600);
+                    const hookFile = path.join(dir, "etc/hostguard/webhook.conf");
+                    assert.match(fs.readFileSync(hookFile, "utf8"), /^url=<redacted/);
+                    assert.equal(fs.statSync(hookFile).mode & 0o777, 0o600);
                     const manifest = JSON.parse(fs.readFileSync(path.join(dir, "manifest.json"), "utf8"));
                     assert.equal(manifest.cronSchedule, "0-59/10 * * * *");
                     assert.equal(manifest.cronMinute, null, "each host derives its offset");
@@ -106,16 +106,16 @@ describe("render tool", () => {
         try {
             fs.writeFileSync(path.join(dir, "Pulumi.t.yaml"), [...base, "  hostguard:chatFormat: googlechat", "  hostguard:webhookUrl:", "    secure: v1:SENTINELCIPHERTEXT", ""].join("\n"));
             let [hostDir] = renderStack(dir, "t", path.join(dir, "out"), 0);
-            assert.match(fs.readFileSync(path.join(hostDir, "etc/hostguard/webhook.curlrc"), "utf8"), /^url=<redacted[^\n]*\nformat=googlechat\n$/);
+            assert.match(fs.readFileSync(path.join(hostDir, "etc/hostguard/webhook.conf"), "utf8"), /^url=<redacted[^\n]*\nformat=googlechat\n$/);
             assert.equal(JSON.parse(fs.readFileSync(path.join(hostDir, "manifest.json"), "utf8")).webhook.chatFormat, "googlechat");
             fs.writeFileSync(path.join(dir, "Pulumi.t.yaml"), [...base, "  hostguard:alertSendResolved: true", "  hostguard:pagerdutyRegion: eu", "  hostguard:pagerdutyRoutingKey:", "    secure: v1:SENTINELCIPHERTEXT", ""].join("\n"));
             [hostDir] = renderStack(dir, "t", path.join(dir, "out"), 0);
-            const curlrc = path.join(hostDir, "etc/hostguard/webhook.curlrc");
-            assert.equal(fs.readFileSync(curlrc, "utf8"), 'url=https://events.eu.pagerduty.com/v2/enqueue\nformat=pagerduty\n'
+            const hookFile = path.join(hostDir, "etc/hostguard/webhook.conf");
+            assert.equal(fs.readFileSync(hookFile, "utf8"), 'url=https://events.eu.pagerduty.com/v2/enqueue\nformat=pagerduty\n'
                 + 'routing_key=<redacted: set with pulumi config set --secret hostguard:pagerdutyRoutingKey>\n');
-            assert.equal(fs.statSync(curlrc).mode & 0o777, 0o600);
+            assert.equal(fs.statSync(hookFile).mode & 0o777, 0o600);
             const files = tree(hostDir);
-            assert.deepEqual(files.filter((f) => /--secret hostguard:pagerdutyRoutingKey/.test(fs.readFileSync(path.join(hostDir, f), "latin1"))), ["etc/hostguard/webhook.curlrc"]);
+            assert.deepEqual(files.filter((f) => /--secret hostguard:pagerdutyRoutingKey/.test(fs.readFileSync(path.join(hostDir, f), "latin1"))), ["etc/hostguard/webhook.conf"]);
             assert.ok(!files.some((f) => fs.readFileSync(path.join(hostDir, f), "latin1").includes("SENTINELCIPHERTEXT")));
             const manifest = JSON.parse(fs.readFileSync(path.join(hostDir, "manifest.json"), "utf8"));
             assert.deepEqual([manifest.webhook.configured, manifest.webhook.chatFormat], [true, "pagerduty"]);

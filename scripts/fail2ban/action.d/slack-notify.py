@@ -7,7 +7,7 @@
 # process per ban: each message is one short transaction in hostguard's
 # spool (hostguard/notify/events.py), delivered by one detached flush. The webhook
 # is never here: this file is world-readable; the notifier reads it from the
-# root-only /etc/hostguard/webhook.curlrc. The texts are built in
+# root-only /etc/hostguard/webhook.conf. The texts are built in
 # hostguard/notify/events.py from the values fail2ban hands over (no shell, no
 # quoting: a value is refused there when it is not what it should be).
 #

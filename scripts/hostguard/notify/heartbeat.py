@@ -1,5 +1,5 @@
 """The heartbeat: after a monitor run that completed and left the spool empty,
-one HTTPS GET to the URL in heartbeat.curlrc, for a dead man's switch outside
+one HTTPS GET to the URL in heartbeat.conf, for a dead man's switch outside
 (it notices a host, cron or notifier that stopped, which no alert can
 report). No file, no heartbeat. The URL is a secret like the webhook (root's
 0600 file, loaded by urlfile.load), never in argv, the environment or a log line. None is

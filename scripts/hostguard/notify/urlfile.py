@@ -1,4 +1,4 @@
-"""The secret URL files (webhook.curlrc, heartbeat.curlrc) and the CA bundle that guards them,
+"""The secret URL files (webhook.conf, heartbeat.conf) and the CA bundle that guards them,
 loaded once per run as a Hook: `load`, the one loader of the notifier and the heartbeat.
 
 A URL file is root's own (the caller's uid), mode 0600 or stricter, read from a descriptor

@@ -225,7 +225,7 @@ fleet_first_run() {
     expect_same_payload "${name} against the SSH deploy on fref" "$(payload_of "${name}")" "${want}"
     expect_eq "${name}: fleet.applied" "$(host_exec "${name}" stat -c '%a %U' /var/lib/hostguard/fleet.applied)" "600 root"
     expect_eq "${name}: fleet.applied as f1's" "$(host_exec "${name}" cat /var/lib/hostguard/fleet.applied)" "${applied}"
-    expect_eq "${name}: files holding the webhook" "$(webhook_files "${name}")" "ovl/etc/upper/hostguard/webhook.curlrc"
+    expect_eq "${name}: files holding the webhook" "$(webhook_files "${name}")" "ovl/etc/upper/hostguard/webhook.conf"
   done
   # The step took the role's credentials from the instance metadata at 169.254.169.254 (moto's), with IMDSv2.
   for name in "${FLEET_HOSTS[@]}"; do
@@ -320,7 +320,7 @@ fleet_rotation() {
   expect_eq "run 6 outputs" "$(run_field 6 "${LAST_LINES}")" "hostguard: webhook version 2"
   since="$(date +%s.%N)"
   for name in "${FLEET_HOSTS[@]}"; do
-    host_exec "${name}" grep -qF "/B001/" /etc/hostguard/webhook.curlrc || fail "${name}: webhook file not rotated"
+    host_exec "${name}" grep -qF "/B001/" /etc/hostguard/webhook.conf || fail "${name}: webhook file not rotated"
     probe="e2e fleet rotation probe ${name} ${RANDOM}"
     host_exec "${name}" "${INSTALL_DIR}/hostguard-notify" text "${probe}" >/dev/null 2>&1 || fail "${name}: hostguard-notify failed"
     e2e_wait_message "${since}" 20 "^url2	${probe}$" >/dev/null
