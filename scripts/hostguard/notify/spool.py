@@ -20,7 +20,7 @@ from typing import NamedTuple, TypeVar
 from .. import log, paths
 from ..atomicfile import lock_within
 from .message import FIRING, NOTICE, Identity, Message
-from .spoolbound import ALERTS, BURST, BYTES_MAX, EVENTS, MERGE_CHARS, MERGE_MAX, bound, merge_burst, waiting
+from .spoolbound import ALERTS, BURST, BYTES_MAX, EVENTS, MERGE_CHARS, MERGE_MAX, bound, coalesce, waiting
 from .spooldb import Foreign, Transaction, make_reserve, move_aside, open_db, use_reserve
 
 T = TypeVar("T")
@@ -256,7 +256,8 @@ class Spool:
             if row is None:
                 return None
             if row[1] == EVENTS and waiting(db, EVENTS)[0] >= BURST:
-                merge_burst(db, merge_chars)
+                if merges := coalesce(db, EVENTS, MERGE_MAX - 1, merge_chars):
+                    log.info(f"a burst of ban-tool messages: the oldest {merges + 1} go as one")
                 row = db.execute(query).fetchone()
             db.execute("UPDATE message SET claimed = 1 WHERE id = ?", (row[0],))
         identity = Identity(*row[6:])

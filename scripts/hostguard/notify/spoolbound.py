@@ -3,12 +3,14 @@ waiting and BYTES_MAX bytes of their text. Over either, ban-tool messages
 are dropped oldest first and alerts merged, never dropped (a full merged
 message starts a new one; when no two fit, the newer part is cut with a
 marker, so both bounds hold whatever the sizes). A burst of ban-tool
-messages (BURST or more waiting) goes merged, MERGE_MAX to a message. Every
-function works inside the caller's transaction.
+messages (BURST or more waiting) goes merged, MERGE_MAX to a message. Both
+merge by one rule, coalesce. Every function works inside the caller's
+transaction.
 """
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import time
 
@@ -52,21 +54,14 @@ def bound(db: sqlite3.Connection, queue: int, spool_max: int) -> int:
         if queue == EVENTS:
             dropped += _drop_oldest(db, max(1, count - spool_max))
         elif count > spool_max:
-            step = _merge_oldest(db, count - spool_max)
+            step = coalesce(db, ALERTS, count - spool_max, MERGE_CHARS, cut=True)
             if step == 0:
                 break
             merged += step
         else:
-            # Only the bytes are over: merging whole texts would not lessen them, so the two oldest
-            # alerts go as one cut to MERGE_CHARS, each part's cut marked.
-            rows = db.execute(
-                "SELECT id FROM message WHERE queue = ? AND merged_into IS NULL AND claimed = 0"
-                " AND channel IS NULL ORDER BY id LIMIT 2",
-                (ALERTS,),
-            ).fetchall()
-            if len(rows) < 2:
+            # Only the bytes are over: merging whole texts would not lessen them.
+            if coalesce(db, ALERTS, 1, MERGE_CHARS, whole=False, cut=True) == 0:
                 break
-            merge_pair(db, rows[0][0], rows[1][0], MERGE_CHARS)
             cut += 1
         count, size = waiting(db, queue)
     if merged or cut:
@@ -89,32 +84,50 @@ def _drop_oldest(db: sqlite3.Connection, count: int) -> int:
     return sum(int(r[1]) for r in rows)
 
 
-def _merge_oldest(db: sqlite3.Connection, count: int) -> int:
-    """Merges alerts, oldest first, COUNT times (never drops one); how many merges were made."""
-    rows = db.execute(
-        "SELECT id, length(text) FROM message WHERE queue = ? AND merged_into IS NULL AND claimed = 0"
-        " AND channel IS NULL ORDER BY id",
-        (ALERTS,),
-    ).fetchall()
-    merged = 0
-    target = 0
-    # Pairs that fit below MERGE_CHARS, oldest first; a full message starts a new one.
-    while merged < count and target + 1 < len(rows):
+def coalesce(
+    db: sqlite3.Connection, queue: int, merges: int, limit: int, *, whole: bool = True, cut: bool = False
+) -> int:
+    """The one merge rule: waiting messages of QUEUE, oldest first, merge at most MERGES times, each the
+    newer appended to the older a blank line apart (merge_pair); how many merges were made.
+
+    Which: the alerts without a channel override, where one that would pass LIMIT characters leaves the
+    older full and starts a new message; or (a burst) the ban-tool messages from the oldest up to the first
+    with a channel, at most MERGE_MAX, into one message that ends before the first that would pass LIMIT.
+    WHOLE: whole texts merge while they fit in LIMIT. CUT: then, while merges are wanted, the two oldest go
+    as one within LIMIT, each part's cut marked (CUT_MARKER). Nothing is lost or sent twice: a merged
+    message carries its parts, delivered or buried with it, in pieces when longer than the format's limit
+    (delivery._deliver_merged).
+    """
+    rows = _mergeable(db, queue)
+    merged = target = 0
+    while whole and merged < merges and target + 1 < len(rows):
         (first, first_len), (second, second_len) = rows[target], rows[target + 1]
-        if first_len + 2 + second_len <= MERGE_CHARS:
-            merge_pair(db, first, second, MERGE_CHARS)
+        if first_len + 2 + second_len <= limit:
+            merge_pair(db, first, second, limit)
             rows[target] = (first, first_len + 2 + second_len)
             del rows[target + 1]
             merged += 1
+        elif queue == EVENTS:
+            break
         else:
             target += 1
-    # None fit: the two oldest go as one, the newer cut so that it fits MERGE_CHARS.
-    while merged < count and len(rows) >= 2:
-        merge_pair(db, rows[0][0], rows[1][0], MERGE_CHARS)
-        rows[0] = (rows[0][0], MERGE_CHARS)
+    while cut and merged < merges and len(rows) >= 2:
+        merge_pair(db, rows[0][0], rows[1][0], limit)
         del rows[1]
         merged += 1
     return merged
+
+
+def _mergeable(db: sqlite3.Connection, queue: int) -> list[tuple[int, int]]:
+    """The ids and lengths of the messages coalesce merges (see there), oldest first."""
+    rows = db.execute(
+        "SELECT id, length(text), channel FROM message WHERE queue = ? AND merged_into IS NULL AND claimed = 0"
+        " ORDER BY id LIMIT ?",
+        (queue, -1 if queue == ALERTS else MERGE_MAX),
+    ).fetchall()
+    if queue == ALERTS:
+        return [(int(row[0]), int(row[1])) for row in rows if row[2] is None]
+    return [(int(row[0]), int(row[1])) for row in itertools.takewhile(lambda row: row[2] is None, rows)]
 
 
 def merge_pair(db: sqlite3.Connection, first: int, second: int, limit: int) -> None:
@@ -138,24 +151,3 @@ def merge_pair(db: sqlite3.Connection, first: int, second: int, limit: int) -> N
             "UPDATE message SET host = ?, monitor = ?, condition = ?, episode = ?, state = ? WHERE id = ?", merged
         )
     db.execute("UPDATE message SET merged_into = ?, text = '' WHERE id = ? OR merged_into = ?", (first, second, second))
-
-
-def merge_burst(db: sqlite3.Connection, limit: int = MERGE_CHARS) -> None:
-    """The oldest ban-tool messages (up to MERGE_MAX, within LIMIT characters) become one (a burst)."""
-    rows = db.execute(
-        "SELECT id, length(text), channel FROM message WHERE queue = ? AND merged_into IS NULL AND claimed = 0"
-        " ORDER BY id LIMIT ?",
-        (EVENTS, MERGE_MAX),
-    ).fetchall()
-    if not rows or rows[0][2] is not None:
-        return
-    first, length = rows[0][0], rows[0][1]
-    merged = 1
-    for other, other_len, channel in rows[1:]:
-        if channel is not None or length + 2 + other_len > limit:
-            break
-        merge_pair(db, first, other, limit)
-        length += 2 + other_len
-        merged += 1
-    if merged > 1:
-        log.info(f"a burst of ban-tool messages: the oldest {merged} go as one")
