@@ -7,6 +7,18 @@ import os
 import time
 
 
+def close_all_but(keep: set[int], lowest: int = 0) -> None:
+    """In a forked child: closes every descriptor from LOWEST up but KEEP, as /proc/self/fd lists them
+    (closing every possible one is 20,000 system calls where the limit is that high); without /proc, all."""
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = list(range(max(os.sysconf("SC_OPEN_MAX"), 1024)))
+    for fd in fds:
+        if fd >= lowest and fd not in keep:
+            os.closerange(fd, fd + 1)  # ignores the listing's own descriptor, already closed
+
+
 def tmp_path(path: str) -> str:
     directory, name = os.path.split(path)
     return os.path.join(directory, f".{name}.tmp")

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from typing import NoReturn
 
+from ..atomicfile import close_all_but
 from ..errors import HostguardError
 from .safepath import READ_MAX, TMP_PREFIX, Target
 
@@ -140,7 +141,7 @@ def _child(target: Target, groups: list[int], keep: int, work: Callable[[], None
     """In the forked child: close all but KEEP and the directory, drop to the user, do WORK; exit 0 or 1."""
     code = 1
     try:
-        _close_all_but({keep, target.dir_fd})
+        close_all_but({keep, target.dir_fd})
         os.setgroups(groups)
         os.setgid(target.gid)
         os.setuid(target.uid)
@@ -150,19 +151,6 @@ def _child(target: Target, groups: list[int], keep: int, work: Callable[[], None
         pass
     finally:
         os._exit(code)
-
-
-def _close_all_but(keep: set[int]) -> None:
-    """Closes every descriptor but KEEP: the install lock and whatever root's caller passed stay root's."""
-    try:
-        fds = [int(name) for name in os.listdir("/proc/self/fd")]
-    except OSError:
-        # No /proc: every possible descriptor (slower where the limit is high).
-        fds = list(range(os.sysconf("SC_OPEN_MAX")))
-    for fd in fds:
-        if fd not in keep:
-            with contextlib.suppress(OSError):
-                os.close(fd)
 
 
 def _reap(pid: int, until: float) -> int | None:

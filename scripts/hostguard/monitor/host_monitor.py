@@ -223,18 +223,6 @@ def stuck_child() -> "int | None":
     return pid if owner == os.geteuid() and start_time(pid) == started else None
 
 
-def close_all_but(*keep: int) -> None:
-    """Closes every descriptor above 2 but KEEP (listed: closing every possible
-    one is 20,000 system calls where the limit is that high)."""
-    try:
-        fds = [int(name) for name in os.listdir("/proc/self/fd")]
-    except OSError:
-        fds = list(range(3, max(os.sysconf("SC_OPEN_MAX"), 1024)))
-    for fd in fds:
-        if fd > 2 and fd not in keep:
-            os.closerange(fd, fd + 1)  # ignores the listing's own, already closed
-
-
 def statvfs_child(path: str, write_fd: int) -> None:
     """In the forked child: no descriptor but its pipe (a child stuck in the
     kernel must not hold the lock, nor the log's pipe that cron waits on)."""
@@ -242,7 +230,7 @@ def statvfs_child(path: str, write_fd: int) -> None:
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
-        close_all_but(write_fd)
+        atomicfile.close_all_but({write_fd}, lowest=3)
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             try:
