@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import NamedTuple, TypeVar
 
 from .. import log, paths
-from ..atomicfile import lock_within
+from ..atomicfile import lock_within, open_lock
 from .message import FIRING, NOTICE, Identity, Message
 from .spoolbound import ALERTS, BURST, BYTES_MAX, EVENTS, MERGE_CHARS, MERGE_MAX, bound, coalesce, waiting
 from .spooldb import Foreign, Transaction, make_reserve, move_aside, open_db, use_reserve
@@ -135,9 +135,7 @@ class Spool:
     def try_lock(self, wait: float) -> int | None:
         """The descriptor holding the delivery lock, waiting at most WAIT seconds; None when another run holds it."""
         self.db()  # makes the spool directory
-        fd = os.open(
-            os.path.join(self.directory, LOCK_NAME), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-        )
+        fd = open_lock(os.path.join(self.directory, LOCK_NAME))
         # A run holds it for seconds, not milliseconds.
         if lock_within(fd, wait, 0.05):
             return fd
@@ -149,9 +147,7 @@ class Spool:
         descriptor kept open (the ban action asks at every ban)."""
         if self._probe is None:
             self.db()  # makes the spool directory
-            self._probe = os.open(
-                os.path.join(self.directory, LOCK_NAME), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-            )
+            self._probe = open_lock(os.path.join(self.directory, LOCK_NAME))
         try:
             fcntl.flock(self._probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
